@@ -1,0 +1,32 @@
+"""Human summary of a render (rich tables)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from pdctl.manifests import Summary
+
+
+def print_summary(summary: Summary, release: str) -> None:
+    console = Console()
+    pools = Table(title=f"Engine pools of release {release!r}")
+    for column in ("pool", "role", "replicas", "GPUs/pod", "image", "model"):
+        pools.add_column(column, overflow="fold")
+    for pool in summary.pools:
+        pools.add_row(
+            pool.name, pool.role, str(pool.replicas), str(pool.gpus_per_pod), pool.image, pool.model
+        )
+    console.print(pools)
+    if summary.router:
+        console.print(
+            f"Router: {summary.router['name']} ({summary.router['image']}), "
+            f"routing {summary.router['routing']}"
+        )
+    services = ", ".join(
+        f"{name}:{'/'.join(str(p) for p in ports)}" for name, ports in summary.services.items()
+    )
+    console.print(f"Services: {services}")
+    console.print(f"GPUs requested in total: {summary.total_gpus}")
+    kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(summary.objects.items()))
+    console.print(f"Objects: {kinds}")

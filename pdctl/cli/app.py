@@ -1,0 +1,34 @@
+"""The pdctl command: a root Typer app with one module per command."""
+
+from __future__ import annotations
+
+import typer
+
+from pdctl.cli import _errors
+from pdctl.cli.template import template
+from pdctl.cli.version import version
+
+app = typer.Typer(
+    name="pdctl",
+    help="Deploy disaggregated prefill/decode vLLM serving on Kubernetes.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def root(
+    debug: bool = typer.Option(
+        False, "--debug", envvar="PDCTL_DEBUG", help="Show a traceback for errors."
+    ),
+) -> None:
+    _errors.DEBUG["enabled"] = debug
+
+
+app.command()(template)
+app.command()(version)
+
+
+def main() -> None:
+    app()

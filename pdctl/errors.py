@@ -1,0 +1,32 @@
+"""The errors pdctl reports to users, each with the exit code the design notes assign."""
+
+from __future__ import annotations
+
+
+class PdctlError(Exception):
+    """A problem to report as one message, without a traceback."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+class InputError(PdctlError):
+    """The input (values, files, options' values) or the deployment is bad: exit 1."""
+
+    exit_code = 1
+
+
+class UsageError(PdctlError):
+    """The command line is wrong: exit 2."""
+
+    exit_code = 2
+
+
+class EnvironmentProblem(PdctlError):
+    """The machine lacks something pdctl needs (helm, cluster access): exit 3."""
+
+    exit_code = 3
