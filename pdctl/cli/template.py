@@ -1,44 +1,42 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
+from pdctl.cli._options import HelmOpt, NamespaceOpt, OutputOpt, ReleaseOpt, SetOpt, ValuesOpt
 from pdctl.cli._output import OutputFormat
 
 
 @handle_errors
 def template(
-    values: list[Path] = typer.Option(
-        ..., "--values", "-f", help="Values file (repeatable; later files win)."
-    ),
-    set_values: list[str] = typer.Option(
-        [], "--set", help="Set a value on the command line, helm syntax: key=value."
-    ),
-    release: str = typer.Option("pd", "--release", help="Release name."),
-    namespace: str = typer.Option("default", "--namespace", "-n", help="Namespace."),
-    chart: Path | None = typer.Option(
-        None, "--chart", help="Chart directory (default: the chart bundled with pdctl)."
-    ),
-    output_dir: Path | None = typer.Option(
-        None, "--output-dir", help="Write one file per template here instead of to stdout."
-    ),
-    summary: bool = typer.Option(
-        False, "--summary", help="Print what would be deployed instead of the manifests."
-    ),
-    output: OutputFormat = typer.Option(
-        OutputFormat.text, "--output", "-o", help="Summary format."
-    ),
-    helm: str | None = typer.Option(None, "--helm", help="Path of the helm binary to use."),
+    values: ValuesOpt,
+    set_values: SetOpt = None,
+    release: ReleaseOpt = "pd",
+    namespace: NamespaceOpt = "default",
+    chart: Annotated[
+        Path | None,
+        typer.Option("--chart", help="Chart directory (default: the chart bundled with pdctl)."),
+    ] = None,
+    output_dir: Annotated[
+        Path | None,
+        typer.Option("--output-dir", help="Write one file per template here, not to stdout."),
+    ] = None,
+    summary: Annotated[
+        bool, typer.Option("--summary", help="Print what would be deployed, not the manifests.")
+    ] = False,
+    output: OutputOpt = OutputFormat.text,
+    helm: HelmOpt = None,
 ) -> None:
     """Render the chart through the real helm (helm template)."""
     from pdctl.render import render
 
     rendered = render(
         values_files=values,
-        set_values=set_values,
+        set_values=set_values or [],
         release=release,
         namespace=namespace,
         chart=chart,

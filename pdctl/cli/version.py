@@ -1,19 +1,15 @@
 from __future__ import annotations
 
-import typer
-
 from pdctl import __version__
 from pdctl.chart import bundled_chart_dir, chart_version
 from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
+from pdctl.cli._options import HelmOpt, OutputOpt
 from pdctl.cli._output import OutputFormat
 
 
 @handle_errors
-def version(
-    helm: str | None = typer.Option(None, "--helm", help="Path of the helm binary to use."),
-    output: OutputFormat = typer.Option(OutputFormat.text, "--output", "-o"),
-) -> None:
+def version(helm: HelmOpt = None, output: OutputOpt = OutputFormat.text) -> None:
     """Print the versions of pdctl, the bundled chart and helm."""
     from pdctl.helm import find_helm
 

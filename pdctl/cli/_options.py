@@ -1,0 +1,28 @@
+"""Options shared by several commands (Annotated aliases, as in the hf CLI)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pdctl.cli._output import OutputFormat
+
+HelmOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--helm",
+        help="helm binary to use (default: $PDCTL_HELM, the tools folder, then PATH).",
+    ),
+]
+OutputOpt = Annotated[OutputFormat, typer.Option("--output", "-o", help="Output format.")]
+ValuesOpt = Annotated[
+    list[Path], typer.Option("--values", "-f", help="Values file (repeatable; later files win).")
+]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="Set a value, helm syntax: key=value (repeatable)."),
+]
+ReleaseOpt = Annotated[str, typer.Option("--release", help="Release name.")]
+NamespaceOpt = Annotated[str, typer.Option("--namespace", "-n", help="Namespace.")]

@@ -1,0 +1,123 @@
+"""pdctl template and version through CliRunner and as a subprocess: output and exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pdctl.cli.app import app
+from tests.conftest import ROOT, TUTORIAL_VALUES
+
+runner = CliRunner()
+HELM4 = str(ROOT / ".tools" / "helm-4.1.4" / "helm")
+
+
+def test_template_prints_manifests() -> None:
+    result = runner.invoke(app, ["template", "-f", str(TUTORIAL_VALUES), "--helm", HELM4])
+    assert result.exit_code == 0, result.output
+    assert "name: pd-llama-decode-engine-service" in result.stdout
+
+
+def test_template_summary_json() -> None:
+    result = runner.invoke(
+        app, ["template", "-f", str(TUTORIAL_VALUES), "--summary", "-o", "json", "--helm", HELM4]
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert [(p["name"], p["role"]) for p in summary["pools"]] == [
+        ("llama-prefill", "prefill"),
+        ("llama-decode", "decode"),
+    ]
+    assert summary["total_gpus"] == 2
+    assert summary["router"]["routing"] == "disaggregated_prefill"
+    assert summary["services"]["pd-llama-decode-engine-service"] == [80, 55555]
+
+
+def test_template_summary_text() -> None:
+    result = runner.invoke(app, ["template", "-f", str(TUTORIAL_VALUES), "--summary", "--helm", HELM4])
+    assert result.exit_code == 0, result.output
+    assert "llama-prefill" in result.stdout and "GPUs requested in total: 2" in result.stdout
+
+
+def test_template_release_and_namespace() -> None:
+    result = runner.invoke(
+        app,
+        ["template", "-f", str(TUTORIAL_VALUES), "--release", "demo", "-n", "llm", "--helm", HELM4],
+    )
+    assert result.exit_code == 0, result.output
+    assert "name: demo-router-service" in result.stdout and "namespace: llm" in result.stdout
+
+
+def test_template_set_and_output_dir(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = runner.invoke(
+        app,
+        ["template", "-f", str(TUTORIAL_VALUES), "--set", "routerSpec.replicaCount=2",
+         "--output-dir", str(out), "--helm", HELM4],
+    )
+    assert result.exit_code == 0, result.output
+    router = (out / "pd-stack" / "templates" / "deployment-router.yaml").read_text()
+    assert "replicas: 2" in router
+
+
+def test_missing_values_file_is_exit_1(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["template", "-f", str(tmp_path / "nope.yaml"), "--helm", HELM4])
+    assert result.exit_code == 1
+    assert "no such values file" in result.stderr
+
+
+def test_values_refused_by_schema_is_exit_1(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("routerSpec:\n  replicaCount: -1\n")
+    result = runner.invoke(app, ["template", "-f", str(bad), "--helm", HELM4])
+    assert result.exit_code == 1
+    assert "replicaCount" in result.stderr and "Traceback" not in result.output
+
+
+def test_missing_helm_is_exit_3(tmp_path: Path) -> None:
+    result = runner.invoke(
+        app, ["template", "-f", str(TUTORIAL_VALUES), "--helm", str(tmp_path / "no-helm")]
+    )
+    assert result.exit_code == 3
+    assert "not an executable" in result.stderr
+
+
+def test_debug_shows_the_exception(tmp_path: Path) -> None:
+    result = runner.invoke(
+        app, ["--debug", "template", "-f", str(tmp_path / "nope.yaml"), "--helm", HELM4]
+    )
+    assert result.exit_code == 1 and result.exception is not None
+
+
+def test_usage_error_is_exit_2() -> None:
+    result = runner.invoke(app, ["template"])
+    assert result.exit_code == 2
+
+
+def test_version_json() -> None:
+    result = runner.invoke(app, ["version", "-o", "json", "--helm", HELM4])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["helm"] == "v4.1.4"
+    assert json.loads(result.stdout)["chart"] == "0.1.0"
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["template", "-f", str(TUTORIAL_VALUES), "--helm", HELM4], 0),
+        (["template", "-f", "/nonexistent.yaml", "--helm", HELM4], 1),
+        (["template"], 2),
+        (["version", "--helm", "/nonexistent/helm"], 3),
+    ],
+)
+def test_exit_codes_as_a_subprocess(args: list[str], code: int) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "pdctl", *args], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == code, result.stderr
+    assert "Traceback" not in result.stderr

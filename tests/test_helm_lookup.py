@@ -1,0 +1,72 @@
+"""How pdctl finds helm, and what it says when it cannot (exit 3)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pdctl.errors import EnvironmentProblem
+from pdctl.helm import find_helm, parse_version
+from tests.conftest import ROOT
+
+
+def fake_helm(directory: Path, version: str) -> Path:
+    """A test double that only answers `helm version`; it is not helm."""
+    path = directory / "helm"
+    path.write_text(f"#!/bin/sh\necho {version}\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_explicit_path_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PDCTL_HELM", str(ROOT / ".tools" / "helm-4.1.4" / "helm"))
+    found = find_helm(str(ROOT / ".tools" / "helm-3.17.2" / "helm"))
+    assert found.version == "v3.17.2" and found.major == 3
+
+
+def test_environment_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PDCTL_HELM", str(ROOT / ".tools" / "helm-3.17.2" / "helm"))
+    assert find_helm().version == "v3.17.2"
+
+
+def test_tools_folder_newest_first(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("PDCTL_HELM", raising=False)
+    for version in ("3.17.2", "4.1.4"):
+        (tmp_path / f"helm-{version}").mkdir()
+        fake_helm(tmp_path / f"helm-{version}", f"v{version}")
+    monkeypatch.setenv("PDCTL_TOOLS_DIR", str(tmp_path))
+    assert find_helm().version == "v4.1.4"
+
+
+def test_path_is_last(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("PDCTL_HELM", raising=False)
+    monkeypatch.setenv("PDCTL_TOOLS_DIR", str(tmp_path / "none"))
+    fake_helm(tmp_path, "v3.16.0")
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}/usr/bin:/bin")
+    assert find_helm().path == tmp_path / "helm"
+
+
+def test_nothing_found(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("PDCTL_HELM", raising=False)
+    monkeypatch.setenv("PDCTL_TOOLS_DIR", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(EnvironmentProblem, match="helm was not found") as info:
+        find_helm()
+    assert info.value.exit_code == 3
+
+
+def test_too_old(tmp_path: Path) -> None:
+    with pytest.raises(EnvironmentProblem, match="too old"):
+        find_helm(str(fake_helm(tmp_path, "v3.13.3")))
+
+
+def test_not_executable(tmp_path: Path) -> None:
+    with pytest.raises(EnvironmentProblem, match="not an executable"):
+        find_helm(str(tmp_path / "missing-helm"))
+
+
+@pytest.mark.parametrize(("text", "parsed"), [("v3.17.2", (3, 17, 2)), ("4.1.4+g05fa", (4, 1, 4))])
+def test_parse_version(text: str, parsed: tuple[int, int, int]) -> None:
+    assert parse_version(text) == parsed
