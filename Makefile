@@ -7,6 +7,7 @@ BIN := $(VENV)/bin
 HELM4 := .tools/helm-4.1.4/helm
 HELM3 := .tools/helm-3.17.2/helm
 DEMO_VALUES := tutorials/assets/values-16-disagg-prefill.yaml
+PY_DIRS := pdctl tests scripts $(wildcard benchmarks)
 
 export PDCTL_HELM ?= $(CURDIR)/$(HELM4)
 
@@ -30,8 +31,8 @@ demo: setup
 	$(BIN)/pdctl template -f $(DEMO_VALUES) --release pd --summary
 
 lint: setup
-	$(BIN)/ruff check pdctl tests scripts benchmarks
-	$(BIN)/ruff format --check pdctl tests scripts benchmarks
+	$(BIN)/ruff check $(PY_DIRS)
+	$(BIN)/ruff format --check $(PY_DIRS)
 
 schema: setup
 	$(BIN)/python scripts/build_schema.py

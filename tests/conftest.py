@@ -44,7 +44,9 @@ def write_values(tmp_path: Path, values: dict[str, Any] | str, name: str = "valu
 
 
 def render_file(helm: Helm, values_file: Path, release: str = "pd") -> list[manifests.Manifest]:
-    text = template(helm, TemplateRequest(chart=CHART, release=release, values_files=(values_file,)))
+    text = template(
+        helm, TemplateRequest(chart=CHART, release=release, values_files=(values_file,))
+    )
     return manifests.parse(text)
 
 
@@ -78,4 +80,6 @@ def env_of(container_spec: dict[str, Any]) -> dict[str, Any]:
     """Env as name -> value (or the valueFrom mapping); fails on duplicate names."""
     names = [entry["name"] for entry in container_spec["env"]]
     assert len(names) == len(set(names)), f"duplicate env names: {names}"
-    return {entry["name"]: entry.get("value", entry.get("valueFrom")) for entry in container_spec["env"]}
+    return {
+        entry["name"]: entry.get("value", entry.get("valueFrom")) for entry in container_spec["env"]
+    }

@@ -49,7 +49,9 @@ def test_decode_service_exposes_nixl_port(objects: list[manifests.Manifest]) -> 
     )["ports"]
 
 
-@pytest.mark.parametrize(("deployment", "role"), [(PREFILL, "kv_producer"), (DECODE, "kv_consumer")])
+@pytest.mark.parametrize(
+    ("deployment", "role"), [(PREFILL, "kv_producer"), (DECODE, "kv_consumer")]
+)
 def test_engine_command(objects: list[manifests.Manifest], deployment: str, role: str) -> None:
     engine = container(objects, deployment)
     assert engine["image"] == "lmcache/vllm-openai:2025-05-17-v1"
@@ -85,8 +87,12 @@ def test_engine_lmcache_nixl_env(
     assert env["LMCACHE_LOCAL_CPU"] == "False" and env["LMCACHE_MAX_LOCAL_CPU_SIZE"] == "0"
 
 
-@pytest.mark.parametrize(("deployment", "pool"), [(PREFILL, "llama-prefill"), (DECODE, "llama-decode")])
-def test_hf_token_only_from_secret(objects: list[manifests.Manifest], deployment: str, pool: str) -> None:
+@pytest.mark.parametrize(
+    ("deployment", "pool"), [(PREFILL, "llama-prefill"), (DECODE, "llama-decode")]
+)
+def test_hf_token_only_from_secret(
+    objects: list[manifests.Manifest], deployment: str, pool: str
+) -> None:
     env = env_of(container(objects, deployment))
     assert env["HF_TOKEN"] == {"secretKeyRef": {"name": "pd-secrets", "key": f"hf_token_{pool}"}}
     secret = manifests.find(objects, "Secret", "pd-secrets")
@@ -95,7 +101,9 @@ def test_hf_token_only_from_secret(objects: list[manifests.Manifest], deployment
     assert "<your-hf-token>" not in rendered_values
 
 
-@pytest.mark.parametrize(("deployment", "pool"), [(PREFILL, "llama-prefill"), (DECODE, "llama-decode")])
+@pytest.mark.parametrize(
+    ("deployment", "pool"), [(PREFILL, "llama-prefill"), (DECODE, "llama-decode")]
+)
 def test_engine_resources_and_cache(
     objects: list[manifests.Manifest], deployment: str, pool: str
 ) -> None:
@@ -158,7 +166,9 @@ def test_router_selector_matches_both_engine_pools(objects: list[manifests.Manif
 
 def test_router_rbac_is_least_privilege(objects: list[manifests.Manifest]) -> None:
     role = manifests.find(objects, "Role", "pd-pod-reader")
-    assert role["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}
+    ]
     binding = manifests.find(objects, "RoleBinding", "pd-router-pod-reader")
     assert binding["roleRef"]["name"] == "pd-pod-reader"
     assert binding["subjects"][0]["name"] == "pd-router-service-account"
@@ -195,7 +205,9 @@ def test_both_helm_versions_render_identically() -> None:
 
     texts = [
         manifests.parse(
-            pinned_helm(version).run(["template", "pd", str(CHART), "-f", str(TUTORIAL_VALUES)]).stdout
+            pinned_helm(version)
+            .run(["template", "pd", str(CHART), "-f", str(TUTORIAL_VALUES)])
+            .stdout
         )
         for version in ("3.17.2", "4.1.4")
     ]

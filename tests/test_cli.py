@@ -39,7 +39,9 @@ def test_template_summary_json() -> None:
 
 
 def test_template_summary_text() -> None:
-    result = runner.invoke(app, ["template", "-f", str(TUTORIAL_VALUES), "--summary", "--helm", HELM4])
+    result = runner.invoke(
+        app, ["template", "-f", str(TUTORIAL_VALUES), "--summary", "--helm", HELM4]
+    )
     assert result.exit_code == 0, result.output
     assert "llama-prefill" in result.stdout and "GPUs requested in total: 2" in result.stdout
 
@@ -57,8 +59,17 @@ def test_template_set_and_output_dir(tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = runner.invoke(
         app,
-        ["template", "-f", str(TUTORIAL_VALUES), "--set", "routerSpec.replicaCount=2",
-         "--output-dir", str(out), "--helm", HELM4],
+        [
+            "template",
+            "-f",
+            str(TUTORIAL_VALUES),
+            "--set",
+            "routerSpec.replicaCount=2",
+            "--output-dir",
+            str(out),
+            "--helm",
+            HELM4,
+        ],
     )
     assert result.exit_code == 0, result.output
     router = (out / "pd-stack" / "templates" / "deployment-router.yaml").read_text()

@@ -14,7 +14,17 @@ from tests.conftest import ROOT, TUTORIAL_VALUES
 def test_installed_wheel_renders_from_another_directory(tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(wheels), str(ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "-w",
+            str(wheels),
+            str(ROOT),
+        ],
         check=True,
     )
     (wheel,) = wheels.glob("pdctl-*.whl")
@@ -24,13 +34,24 @@ def test_installed_wheel_renders_from_another_directory(tmp_path: Path) -> None:
     target = Path(
         subprocess.run(
             [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-            check=True, capture_output=True, text=True,
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout.strip()
     )
     # Install the wheel itself (no dependencies) into the fresh venv ...
     subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
-         str(wheel)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--quiet",
+            "--no-deps",
+            str(wheel),
+        ],
         check=True,
     )
     # ... and borrow the dependencies from the test environment (not its pdctl, which is an
@@ -41,12 +62,20 @@ def test_installed_wheel_renders_from_another_directory(tmp_path: Path) -> None:
     env = {"PDCTL_HELM": str(ROOT / ".tools" / "helm-4.1.4" / "helm"), "PATH": "/usr/bin:/bin"}
     where = subprocess.run(
         [str(python), "-c", "import pdctl.chart as c; print(c.bundled_chart_dir())"],
-        cwd=workdir, env=env, check=True, capture_output=True, text=True,
+        cwd=workdir,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
     assert where == str(target / "pdctl" / "_chart")
     result = subprocess.run(
         [str(env_dir / "bin" / "pdctl"), "template", "-f", str(TUTORIAL_VALUES)],
-        cwd=workdir, env=env, capture_output=True, text=True, check=False,
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     assert "name: pd-llama-decode-engine-service" in result.stdout
