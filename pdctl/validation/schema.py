@@ -1,0 +1,107 @@
+"""The chart's own values schema (helm/values.schema.json), errors translated for people."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pdctl.validation.findings import Finding, Severity
+from pdctl.values.paths import KeyPath, format_path
+
+
+@lru_cache(maxsize=4)
+def _validator(schema_path: Path) -> Any:
+    from jsonschema import Draft7Validator
+
+    schema = json.loads(schema_path.read_text(encoding="utf-8"))
+    return Draft7Validator(schema)
+
+
+def _resolve(validator: Any, schema: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in schema:
+        _, schema = validator.resolver.resolve(schema["$ref"])
+    return schema
+
+
+def _known_properties(validator: Any, schema: dict[str, Any]) -> list[str]:
+    schema = _resolve(validator, schema)
+    names = list(schema.get("properties", {}))
+    for sub in schema.get("allOf", []):
+        names += _known_properties(validator, sub)
+    return names
+
+
+def _best(error: Any) -> Any:
+    """For oneOf/anyOf failures, the sub-error that went deepest (the likely intended branch)."""
+    if error.validator in ("oneOf", "anyOf") and error.context:
+        deepest = max(error.context, key=lambda e: (len(e.absolute_path), -len(e.schema_path)))
+        if len(deepest.absolute_path) > len(error.absolute_path):
+            return _best(deepest)
+        specific = [e for e in error.context if e.validator not in ("type", "pattern", "$ref")]
+        if len(specific) == 1:
+            return _best(specific[0])
+    return error
+
+
+def _describe(validator: Any, error: Any) -> tuple[KeyPath, str, str | None]:
+    """(path, message, hint) for one jsonschema error."""
+    path: KeyPath = tuple(error.absolute_path)
+    kind, expected = error.validator, error.validator_value
+    value = error.instance
+    where = format_path(path)
+    if kind == "additionalProperties":
+        allowed = _known_properties(validator, error.schema)
+        unknown = sorted(set(value) - set(allowed)) if isinstance(value, dict) else []
+        name = unknown[0] if unknown else "?"
+        close = difflib.get_close_matches(name, allowed, n=3, cutoff=0.6)
+        hint = f"did you mean {' or '.join(close)}?" if close else None
+        if not hint and allowed:
+            hint = "allowed keys here: " + ", ".join(sorted(allowed))
+        return (*path, name), f"unknown key {name!r} in {where}", hint
+    if kind == "enum":
+        allowed = ", ".join(json.dumps(v) for v in expected)
+        return path, f"{where} is {json.dumps(value)}; allowed values: {allowed}", None
+    if kind == "const":
+        return path, f"{where} must be {json.dumps(expected)}, not {json.dumps(value)}", None
+    if kind == "type":
+        return path, f"{where} must be of type {expected}, not {json.dumps(value)}", None
+    if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+        words = {
+            "minimum": ">=",
+            "exclusiveMinimum": ">",
+            "maximum": "<=",
+            "exclusiveMaximum": "<",
+        }
+        return path, f"{where} is {value}; it must be {words[kind]} {expected}", None
+    if kind == "pattern":
+        return (
+            path,
+            f"{where} is {json.dumps(value)}, which does not match the pattern {expected}",
+            _resolve(validator, error.schema).get("description"),
+        )
+    if kind in ("maxLength", "minLength"):
+        word = "at most" if kind == "maxLength" else "at least"
+        return path, f"{where} must be {word} {expected} characters long (is {len(value)})", None
+    if kind == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else "?"
+        return (*path, missing), f"{where} lacks the required key {missing!r}", None
+    if kind in ("oneOf", "anyOf"):
+        options = [_resolve(validator, s).get("type") or s.get("$ref", "") for s in expected]
+        return (
+            path,
+            f"{where} is {json.dumps(value)}, which matches none of the allowed forms",
+            error.schema.get("description") or ("forms: " + ", ".join(map(str, options))),
+        )
+    return path, f"{where}: {error.message}", None
+
+
+def check(data: dict[str, Any], schema_path: Path) -> list[Finding]:
+    validator = _validator(schema_path)
+    findings = []
+    for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.path))):
+        path, message, hint = _describe(validator, _best(error))
+        findings.append(Finding("SCHEMA", Severity.error, message, path, hint))
+    return findings

@@ -1,0 +1,1 @@
+"""Values files: safe loading with line numbers, and helm-style --set assignments."""
