@@ -6,6 +6,7 @@ import typer
 
 from pdctl.cli import _errors
 from pdctl.cli.template import template
+from pdctl.cli.validate import validate
 from pdctl.cli.version import version
 
 app = typer.Typer(
@@ -26,6 +27,7 @@ def root(
     _errors.DEBUG["enabled"] = debug
 
 
+app.command()(validate)
 app.command()(template)
 app.command()(version)
 

@@ -1,0 +1,122 @@
+"""pdctl validate: parse the command line, call the validation library, print findings."""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pdctl.cli import _output
+from pdctl.cli._errors import handle_errors
+from pdctl.cli._options import HelmOpt, ReleaseOpt, SetOpt
+from pdctl.errors import UsageError
+
+
+class ValidateFormat(str, Enum):
+    text = "text"
+    json = "json"
+    github = "github"
+
+
+def _github_escape(text: str, prop: bool = False) -> str:
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if prop else text
+
+
+def _print_text(reports: list, strict: bool) -> None:  # type: ignore[type-arg]
+    for report in reports:
+        for finding in report.findings:
+            where = report.name + (f":{finding.line}" if finding.line else "")
+            key = f" [{finding.key}]" if finding.key else ""
+            _output.data(
+                f"{where}: {finding.severity.value} {finding.rule}{key}: {finding.message}"
+            )
+            if finding.hint:
+                _output.data(f"    hint: {finding.hint}")
+        status = "ok" if report.passed(strict) else "invalid"
+        counts = f"{len(report.errors)} error(s), {len(report.warnings)} warning(s)"
+        _output.info(f"{report.name}: {status} ({counts})")
+
+
+def _print_github(reports: list, strict: bool) -> None:  # type: ignore[type-arg]
+    for report in reports:
+        for finding in report.findings:
+            level = "error" if finding.severity.value == "error" or strict else "warning"
+            props = [f"file={_github_escape(report.name, True)}"]
+            if finding.line:
+                props.append(f"line={finding.line}")
+            if finding.column:
+                props.append(f"col={finding.column}")
+            props.append(f"title={_github_escape(finding.rule, True)}")
+            key = f"{finding.key}: " if finding.key else ""
+            hint = f" (hint: {finding.hint})" if finding.hint else ""
+            message = _github_escape(key + finding.message + hint)
+            _output.data(f"::{level} {','.join(props)}::{message}")
+
+
+@handle_errors
+def validate(
+    files: Annotated[
+        list[str],
+        typer.Argument(
+            help="Values files, globs, directories (their *values*.yaml), or - for stdin.",
+            show_default=False,
+        ),
+    ],
+    set_values: SetOpt = None,
+    release: ReleaseOpt = "pd",
+    output: Annotated[
+        ValidateFormat, typer.Option("--output", "-o", help="text, json, or github annotations.")
+    ] = ValidateFormat.text,
+    render: Annotated[
+        bool,
+        typer.Option(
+            "--render", help="Also render with helm and check objects against Kubernetes schemas."
+        ),
+    ] = False,
+    kube_version: Annotated[
+        str, typer.Option("--kube-version", help="Kubernetes version for --render.")
+    ] = "1.35",
+    strict: Annotated[bool, typer.Option("--strict", help="Warnings fail validation too.")] = False,
+    chart: Annotated[
+        Path | None,
+        typer.Option("--chart", help="Chart directory (default: the chart bundled with pdctl)."),
+    ] = None,
+    helm: HelmOpt = None,
+) -> None:
+    """Check values files: YAML, the chart's schema and the PD rules (exit 1 if any is invalid)."""
+    from pdctl.validation.inputs import expand
+    from pdctl.validation.run import Options, validate_file
+
+    if not re.match(r"^1\.\d+(\.\d+)?$", kube_version):
+        raise UsageError(f"--kube-version {kube_version!r}: expected a version such as 1.35")
+    options = Options(
+        set_values=tuple(set_values or ()),
+        release=release,
+        render=render,
+        kube_version=kube_version,
+        helm_path=helm,
+        chart=chart,
+    )
+    reports = [validate_file(name, options) for name in expand(files)]
+    if output is ValidateFormat.json:
+        failed = [r for r in reports if not r.passed(strict)]
+        _output.as_json(
+            {
+                "valid": not failed,
+                "strict": strict,
+                "files": [r.as_dict(strict) for r in reports],
+            }
+        )
+    elif output is ValidateFormat.github:
+        _print_github(reports, strict)
+    else:
+        _print_text(reports, strict)
+    failed = [r for r in reports if not r.passed(strict)]
+    if len(reports) > 1:
+        _output.info(f"{len(reports) - len(failed)} of {len(reports)} file(s) valid")
+    if failed:
+        raise typer.Exit(1)
