@@ -1,0 +1,112 @@
+"""Safe loading of values files and the --set subset."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pdctl.errors import UsageError
+from pdctl.values import loader
+from pdctl.values.loader import ValuesLoadError, load, loads
+from pdctl.values.paths import format_path
+from pdctl.values.setvalues import apply_sets, parse_path
+
+
+def test_lines_of_keys_and_items() -> None:
+    doc = loads("a:\n  b:\n    - x: 1\n    - y: 2\n")
+    assert doc.lines[("a",)] == 1
+    assert doc.lines[("a", "b", 1)] == 4
+    assert doc.lines[("a", "b", 1, "y")] == 4
+    assert doc.line_of(("a", "b", 1, "y", "missing")) == 4
+
+
+def test_duplicate_key_names_both_lines() -> None:
+    with pytest.raises(ValuesLoadError) as caught:
+        loads("a:\n  b: 1\n  b: 2\n")
+    assert caught.value.code == "YAML002" and caught.value.line == 3
+    assert "first defined on line 2" in caught.value.message
+
+
+def test_syntax_error_has_line_and_column() -> None:
+    with pytest.raises(ValuesLoadError) as caught:
+        loads("a: [1, 2\nb: 3\n")
+    assert caught.value.code == "YAML001" and caught.value.line and caught.value.column
+
+
+def test_too_many_aliases_refused() -> None:
+    text = "a: &a 1\n" + "".join(f"k{i}: *a\n" for i in range(loader.MAX_ALIASES + 1))
+    with pytest.raises(ValuesLoadError) as caught:
+        loads(text)
+    assert caught.value.code == "YAML003"
+
+
+def test_a_few_aliases_are_fine() -> None:
+    assert loads("a: &a {x: 1}\nb: *a\n").data == {"a": {"x": 1}, "b": {"x": 1}}
+
+
+def test_merge_keys_are_followed() -> None:
+    doc = loads("base: &b {x: 1}\nc:\n  <<: *b\n  y: 2\n")
+    assert doc.data["c"] == {"x": 1, "y": 2}
+
+
+def test_oversized_file_refused_before_reading(tmp_path: Path) -> None:
+    path = tmp_path / "values.yaml"
+    path.write_text("a: " + "x" * (loader.MAX_BYTES + 10) + "\n")
+    with pytest.raises(ValuesLoadError) as caught:
+        load(path)
+    assert caught.value.code == "YAML005"
+    with pytest.raises(ValuesLoadError):
+        loads(path.read_text())
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [("", "YAML006"), ("# only a comment\n", "YAML006"), ("- 1\n", "YAML006"), ("3\n", "YAML006")],
+)
+def test_empty_and_non_mapping(text: str, code: str) -> None:
+    with pytest.raises(ValuesLoadError) as caught:
+        loads(text)
+    assert caught.value.code == code
+
+
+def test_tab_indentation_refused() -> None:
+    with pytest.raises(ValuesLoadError) as caught:
+        loads("a:\n\tb: 1\n")
+    assert caught.value.code == "YAML004" and caught.value.line == 2
+
+
+def test_missing_file_and_binary(tmp_path: Path) -> None:
+    with pytest.raises(ValuesLoadError):
+        load(tmp_path / "nope.yaml")
+    binary = tmp_path / "b.yaml"
+    binary.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(ValuesLoadError):
+        load(binary)
+
+
+def test_format_path() -> None:
+    assert format_path(("a", "b", 0, "c")) == "a.b[0].c"
+    assert format_path(()) == "(top level)"
+
+
+def test_set_subset() -> None:
+    data = {"a": {"x": 1, "gone": 2}}
+    apply_sets(data, ["a.b[1].c=3,d=true", "e={1,x}", "a.gone=null", r"f\.g=1.5", "h=-4"])
+    assert data == {
+        "a": {"x": 1, "b": [None, {"c": 3}]},
+        "d": True,
+        "e": [1, "x"],
+        "f.g": "1.5",
+        "h": -4,
+    }
+
+
+def test_set_paths_and_errors() -> None:
+    assert parse_path("a.b[0][1].c") == ["a", "b", 0, 1, "c"]
+    with pytest.raises(UsageError):
+        apply_sets({}, ["novalue"])
+    with pytest.raises(UsageError):
+        apply_sets({}, ["[0]=1"])
+    with pytest.raises(UsageError):
+        parse_path("a..b")
