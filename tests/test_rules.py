@@ -1,0 +1,233 @@
+"""PD rules at library level, on plain dicts (including keys the schema gains later)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from pdctl.rules import RULES, run_rules
+from pdctl.validation.findings import Severity
+
+
+def pool(name: str, role: str | None = None, **extra: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "name": name,
+        "repository": "vllm/vllm-openai",
+        "tag": "v0.11.0",
+        "modelURL": "Qwen/Qwen2.5-7B-Instruct",
+        "requestGPU": 1,
+        "vllmConfig": {"maxModelLen": 32768},
+    }
+    if role:
+        spec["role"] = role
+    spec.update(extra)
+    return spec
+
+
+def nixl(
+    prefill: dict[str, Any] | None = None, decode: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A NIXL 1P1D deployment with vllm-router; overrides merged into each pool."""
+    p = pool(
+        "prefill", "prefill", kvTransfer={"connector": "NixlConnector", "kvRole": "kv_producer"}
+    )
+    d = pool("decode", "decode", kvTransfer={"connector": "NixlConnector", "kvRole": "kv_consumer"})
+    for spec, extra in ((p, prefill), (d, decode)):
+        for key, value in (extra or {}).items():
+            if isinstance(value, dict) and isinstance(spec.get(key), dict):
+                spec[key] = {**spec[key], **value}
+            else:
+                spec[key] = value
+    return {
+        "servingEngineSpec": {"modelSpec": [p, d]},
+        "routerSpec": {"type": "vllm-router"},
+    }
+
+
+def ids(values: dict[str, Any], release: str = "pd", severity: Severity | None = None) -> set[str]:
+    return {
+        f.rule for f in run_rules(values, release) if severity is None or f.severity is severity
+    }
+
+
+def paths(values: dict[str, Any], rule: str) -> list[str]:
+    return [f.key for f in run_rules(values) if f.rule == rule]
+
+
+def test_registry_has_ids_titles_and_severities() -> None:
+    run_rules({})
+    assert len(RULES) >= 18
+    for rule_id, registered in RULES.items():
+        assert rule_id.startswith("PD") and registered.title and registered.severity
+
+
+def test_clean_nixl_deployment() -> None:
+    assert ids(nixl()) == set()
+
+
+def test_tolerates_garbage() -> None:
+    for values in ({}, {"servingEngineSpec": []}, {"servingEngineSpec": {"modelSpec": [1, None]}}):
+        run_rules(values)  # type: ignore[arg-type]
+
+
+def test_role_derived_from_kv_role_when_absent() -> None:
+    values = nixl()
+    for spec in values["servingEngineSpec"]["modelSpec"]:
+        del spec["role"]
+    assert ids(values) == set()
+
+
+def test_explicit_role_disagrees_with_kv_role() -> None:
+    values = nixl(prefill={"kvTransfer": {"kvRole": "kv_consumer"}})
+    assert "servingEngineSpec.modelSpec[0].kvTransfer.kvRole" in paths(values, "PD001")
+
+
+def test_peer_pool_must_be_opposite_role() -> None:
+    values = nixl(prefill={"kvTransfer": {"peerPool": "prefill"}})
+    assert paths(values, "PD003") == ["servingEngineSpec.modelSpec[0].kvTransfer.peerPool"]
+    assert ids(nixl(prefill={"kvTransfer": {"peerPool": "decode"}})) == set()
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "pd-decode-engine-service",
+        "pd-decode-engine-service.llm",
+        "pd-decode-engine-service.llm.svc",
+        "pd-decode-engine-service.llm.svc.cluster.local",
+    ],
+)
+def test_legacy_peer_host_forms(host: str) -> None:
+    lm = {"enabled": True, "enableNixl": True, "nixlPeerPort": 55555}
+    values = nixl(
+        prefill={
+            "kvTransfer": {},
+            "lmcacheConfig": {
+                **lm,
+                "kvRole": "kv_producer",
+                "nixlRole": "sender",
+                "nixlPeerHost": host,
+            },
+        },
+        decode={
+            "kvTransfer": {},
+            "lmcacheConfig": {
+                **lm,
+                "kvRole": "kv_consumer",
+                "nixlRole": "receiver",
+                "nixlPeerHost": "0.0.0.0",
+            },
+        },
+    )
+    assert "PD003" not in ids(values)
+    assert "PD003" in ids(values, release="other")
+
+
+def test_model_dtype_and_block_size_agree() -> None:
+    assert "PD005" in ids(nixl(decode={"vllmConfig": {"kvCacheDtype": "fp8"}}))
+    # NIXL allows a smaller prefill block size, not a larger one.
+    assert "PD005" not in ids(
+        nixl(prefill={"vllmConfig": {"blockSize": 16}}, decode={"vllmConfig": {"blockSize": 32}})
+    )
+    assert "PD005" in ids(
+        nixl(prefill={"vllmConfig": {"blockSize": 64}}, decode={"vllmConfig": {"blockSize": 32}})
+    )
+
+
+def test_gpus_match_tp_times_pp() -> None:
+    values = nixl(decode={"vllmConfig": {"tensorParallelSize": 2, "pipelineParallelSize": 2}})
+    assert paths(values, "PD010") == ["servingEngineSpec.modelSpec[1].requestGPU"]
+    assert "PD010" not in ids(
+        nixl(
+            decode={
+                "requestGPU": 4,
+                "vllmConfig": {"tensorParallelSize": 2, "pipelineParallelSize": 2},
+            }
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "severity"),
+    [(0, Severity.error), (1.2, Severity.error), (0.97, Severity.warning), (0.3, Severity.warning)],
+)
+def test_memory_utilization(value: float, severity: Severity) -> None:
+    values = nixl(decode={"vllmConfig": {"gpuMemoryUtilization": value}})
+    assert "PD011" in ids(values, severity=severity)
+    assert "PD011" not in ids(nixl(decode={"vllmConfig": {"gpuMemoryUtilization": 0.9}}))
+
+
+def test_pynccl_only_up_to_0_10_0() -> None:
+    conn = {"kvTransfer": {"connector": "PyNcclConnector"}}
+    old = nixl(prefill={**conn, "vllmVersion": "0.10.0"}, decode={**conn, "vllmVersion": "0.10.0"})
+    assert "PD012" not in ids(old)
+    new = nixl(prefill={**conn, "tag": "v0.11.0"}, decode={**conn, "tag": "v0.11.0"})
+    assert paths(new, "PD012")[0] == "servingEngineSpec.modelSpec[0].tag"
+
+
+def test_p2p_nccl_window() -> None:
+    conn = {"kvTransfer": {"connector": "P2pNcclConnector"}}
+    assert "PD012" not in ids(
+        nixl(prefill={**conn, "vllmVersion": "0.12.0"}, decode={**conn, "vllmVersion": "0.12.0"})
+    )
+    assert "PD012" in ids(
+        nixl(prefill={**conn, "vllmVersion": "0.23.0"}, decode={**conn, "vllmVersion": "0.23.0"})
+    )
+    assert "PD012" in ids(
+        nixl(prefill={**conn, "vllmVersion": "0.9.0"}, decode={**conn, "vllmVersion": "0.9.0"})
+    )
+
+
+def test_tp_constraints_by_connector() -> None:
+    hetero = {"requestGPU": 2, "vllmConfig": {"tensorParallelSize": 2}}
+    assert "PD013" not in ids(nixl(decode=hetero))
+    conn = {"kvTransfer": {"connector": "P2pNcclConnector"}}
+    values = nixl(prefill=conn, decode={**conn, **hetero})
+    assert "PD013" in ids(values)
+
+
+def test_connectors_must_match() -> None:
+    values = nixl(decode={"kvTransfer": {"connector": "MooncakeConnector"}})
+    assert paths(values, "PD013") == ["servingEngineSpec.modelSpec[1].kvTransfer.connector"]
+
+
+def test_pd_routing_with_one_role() -> None:
+    values = nixl()
+    del values["servingEngineSpec"]["modelSpec"][1]
+    assert {"PD009", "PD001"} <= ids(values)
+
+
+def test_router_labels_comma_lists_and_inline() -> None:
+    values = nixl()
+    values["routerSpec"] = {
+        "routingLogic": "disaggregated_prefill",
+        "extraArgs": ["--prefill-model-labels=prefill", "--decode-model-labels", "decode,nope"],
+    }
+    assert paths(values, "PD008") == ["routerSpec.extraArgs[2]"]
+
+
+def test_long_names_with_release() -> None:
+    assert "PD007" in ids(nixl(), release="r" * 40)
+
+
+@pytest.mark.parametrize(
+    ("override", "rule"),
+    [
+        ({"hostIPC": True}, "PD102"),
+        ({"hf_token": "<your-hf-token>"}, "PD103"),
+        ({"vllmConfig": {"enablePrefixCaching": True}}, "PD104"),
+    ],
+)
+def test_warnings(override: dict[str, Any], rule: str) -> None:
+    values = nixl(decode=copy.deepcopy(override))
+    assert rule in ids(values, severity=Severity.warning)
+    assert not ids(values, severity=Severity.error)
+
+
+def test_small_pd_warns() -> None:
+    values = nixl(
+        prefill={"vllmConfig": {"maxModelLen": 1024}}, decode={"vllmConfig": {"maxModelLen": 1024}}
+    )
+    assert "PD101" in ids(values, severity=Severity.warning)
