@@ -1,0 +1,168 @@
+"""pdctl validate through CliRunner and as a subprocess: formats, inputs and exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pdctl.cli.app import app
+from tests.conftest import ROOT, TUTORIAL_VALUES
+
+runner = CliRunner()
+HELM4 = str(ROOT / ".tools" / "helm-4.1.4" / "helm")
+BAD_PORT = ROOT / "tests" / "corpus" / "bad" / "pd004-port-mismatch.yaml"
+CI = ROOT / "helm" / "ci"
+
+
+def test_json_shape() -> None:
+    result = runner.invoke(app, ["validate", str(TUTORIAL_VALUES), str(BAD_PORT), "-o", "json"])
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert report["valid"] is False and report["strict"] is False
+    good, bad = report["files"]
+    assert good["valid"] is True and good["errors"] == 0 and good["warnings"] == 2
+    assert bad["valid"] is False and bad["errors"] >= 1
+    finding = next(f for f in bad["findings"] if f["rule"] == "PD004")
+    assert set(finding) == {"rule", "severity", "path", "line", "column", "message", "hint"}
+    assert finding["severity"] == "error" and finding["line"] == 29
+
+
+def test_github_annotations() -> None:
+    result = runner.invoke(app, ["validate", str(BAD_PORT), "-o", "github"])
+    assert result.exit_code == 1
+    lines = [line for line in result.stdout.splitlines() if line]
+    assert lines and all(line.startswith(("::error ", "::warning ")) for line in lines)
+    assert f"::error file={BAD_PORT},line=29,title=PD004::" in result.stdout
+
+
+def test_warnings_pass_unless_strict() -> None:
+    assert runner.invoke(app, ["validate", str(TUTORIAL_VALUES)]).exit_code == 0
+    strict = runner.invoke(app, ["validate", str(TUTORIAL_VALUES), "--strict", "-o", "github"])
+    assert strict.exit_code == 1 and "::error" in strict.stdout and "PD103" in strict.stdout
+
+
+def test_set_changes_what_is_validated() -> None:
+    args = ["validate", str(TUTORIAL_VALUES), "--strict"]
+    tokens = [
+        "--set",
+        "servingEngineSpec.modelSpec[0].hf_token=hf_abc",
+        "--set",
+        "servingEngineSpec.modelSpec[1].hf_token=hf_abc",
+    ]
+    assert runner.invoke(app, args + tokens).exit_code == 0
+    bad = runner.invoke(app, args + tokens + ["--set", "routerSpec.routingLogic=roundrobin"])
+    assert bad.exit_code == 1 and "PD009" in bad.stdout
+
+
+def test_directories_globs_and_stdin() -> None:
+    result = runner.invoke(
+        app, ["validate", str(CI), str(ROOT / "tutorials" / "assets" / "*.yaml")]
+    )
+    assert result.exit_code == 0, result.output
+    assert "3 of 3 file(s) valid" in result.stderr
+    piped = runner.invoke(app, ["validate", "-", "-o", "json"], input=TUTORIAL_VALUES.read_text())
+    assert piped.exit_code == 0 and json.loads(piped.stdout)["files"][0]["file"] == "<stdin>"
+    broken = runner.invoke(app, ["validate", "-"], input="a: [1\n")
+    assert broken.exit_code == 1 and "<stdin>:2: error YAML001" in broken.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["validate"],
+        ["validate", "x.yaml", "--output", "xml"],
+        ["validate", str(TUTORIAL_VALUES), "--set", "novalue"],
+        ["validate", str(TUTORIAL_VALUES), "--kube-version", "latest"],
+    ],
+)
+def test_usage_errors_exit_2(args: list[str]) -> None:
+    assert runner.invoke(app, args).exit_code == 2
+
+
+def test_missing_inputs_exit_1(tmp_path: Path) -> None:
+    assert runner.invoke(app, ["validate", str(tmp_path / "nope.yaml")]).exit_code == 1
+    assert runner.invoke(app, ["validate", str(tmp_path / "*.yaml")]).exit_code == 1
+    assert runner.invoke(app, ["validate", str(tmp_path)]).exit_code == 1
+
+
+def test_render_without_helm_exits_3(tmp_path: Path) -> None:
+    result = runner.invoke(
+        app, ["validate", str(TUTORIAL_VALUES), "--render", "--helm", str(tmp_path / "helm")]
+    )
+    assert result.exit_code == 3, result.output
+
+
+def test_render_checks_kubernetes_schemas() -> None:
+    result = runner.invoke(
+        app,
+        ["validate", str(TUTORIAL_VALUES), *sorted(map(str, CI.glob("*.yaml"))), "--render",
+         "--kube-version", "1.29", "--helm", HELM4, "-o", "json"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+
+
+def _fake_chart(tmp_path: Path, template: str) -> Path:
+    chart = tmp_path / "chart"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: fake\nversion: 0.1.0\n")
+    (chart / "templates" / "x.yaml").write_text(template)
+    (chart / "values.schema.json").write_text("{}")
+    return chart
+
+
+@pytest.mark.parametrize(
+    ("template", "rule", "text"),
+    [
+        ('{{ fail "refused by the chart" }}\n', "HELM", "refused by the chart"),
+        (
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\nbogus: 1\n",
+            "KUBE",
+            "ConfigMap/x",
+        ),
+    ],
+)
+def test_render_reports_helm_and_kube_failures(
+    tmp_path: Path, template: str, rule: str, text: str
+) -> None:
+    chart = _fake_chart(tmp_path, template)
+    result = runner.invoke(
+        app,
+        ["validate", str(CI / "router-only-values.yaml"), "--render", "--chart", str(chart),
+         "--helm", HELM4, "-o", "json"],
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    finding = json.loads(result.stdout)["files"][0]["findings"][0]
+    assert finding["rule"] == rule and text in finding["message"]
+
+
+def test_subprocess_never_tracebacks(tmp_path: Path) -> None:
+    bomb = tmp_path / "values.yaml"
+    bomb.write_text("a: &a [1]\n" + "".join(f"k{i}: *a\n" for i in range(500)))
+    env = {**os.environ, "PDCTL_DEBUG": ""}
+    result = subprocess.run(
+        [sys.executable, "-m", "pdctl", "validate", str(bomb)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 1 and "YAML003" in result.stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_pre_commit_hook_definition() -> None:
+    import yaml
+
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    hook = next(h for h in hooks if h["id"] == "pdctl-validate")
+    assert hook["entry"] == "pdctl validate" and hook["language"] == "python"
+    import re
+
+    assert re.search(hook["files"], "deploy/values-prod.yaml")
+    assert not re.search(hook["files"], "deploy/Chart.yaml")
