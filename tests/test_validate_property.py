@@ -8,13 +8,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, event, given, settings
+import yaml
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from pdctl.cli.app import app
 from pdctl.helm import Helm
-from tests.conftest import assert_kube_valid, render_file
+from tests.conftest import TUTORIAL_VALUES, assert_kube_valid, render_file
 
 runner = CliRunner()
 NAMES = ["prefill", "decode", "llama-prefill", "llama-decode"] * 3 + ["Bad_Name", "p" * 45]
@@ -84,9 +85,8 @@ def documents(draw: st.DrawFn) -> dict[str, Any]:
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(values=documents())
+@example(values=yaml.safe_load(TUTORIAL_VALUES.read_text()))
 def test_accepted_renders_and_refused_explains(values: dict[str, Any], helm4: Helm) -> None:
-    import yaml
-
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "values.yaml"
         path.write_text(yaml.safe_dump(values))
