@@ -28,6 +28,7 @@ $(HELM4) $(HELM3): scripts/install_helm.py
 	touch $(HELM4) $(HELM3)
 
 demo: setup
+	$(BIN)/pdctl validate $(DEMO_VALUES) --release pd
 	$(BIN)/pdctl template -f $(DEMO_VALUES) --release pd --summary
 
 lint: setup

@@ -1,0 +1,28 @@
+"""The validation benchmark runs (quick mode, no timing asserts: timings live in the README)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+
+def test_validate_speed_quick() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "validate_speed.py"), "--quick", "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(result.stdout)
+    for name in ("pdctl --help", "validate 1 file", "validate 100 files"):
+        assert figures[name] > 0
+
+
+def test_readme_has_validation_figures() -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Validating values", 1)[1].split("\n## ", 1)[0]
+    assert "benchmarks/validate_speed.py" in section and "100 files" in section
