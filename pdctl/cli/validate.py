@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -13,6 +13,9 @@ from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import HelmOpt, ReleaseOpt, SetOpt
 from pdctl.errors import UsageError
+
+if TYPE_CHECKING:
+    from pdctl.validation.run import FileReport
 
 
 class ValidateFormat(str, Enum):
@@ -26,7 +29,7 @@ def _github_escape(text: str, prop: bool = False) -> str:
     return text.replace(":", "%3A").replace(",", "%2C") if prop else text
 
 
-def _print_text(reports: list, strict: bool) -> None:  # type: ignore[type-arg]
+def _print_text(reports: list[FileReport], strict: bool) -> None:
     for report in reports:
         for finding in report.findings:
             where = report.name + (f":{finding.line}" if finding.line else "")
@@ -41,7 +44,7 @@ def _print_text(reports: list, strict: bool) -> None:  # type: ignore[type-arg]
         _output.info(f"{report.name}: {status} ({counts})")
 
 
-def _print_github(reports: list, strict: bool) -> None:  # type: ignore[type-arg]
+def _print_github(reports: list[FileReport], strict: bool) -> None:
     for report in reports:
         for finding in report.findings:
             level = "error" if finding.severity.value == "error" or strict else "warning"

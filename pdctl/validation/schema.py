@@ -21,8 +21,12 @@ def _validator(schema_path: Path) -> Any:
 
 
 def _resolve(validator: Any, schema: dict[str, Any]) -> dict[str, Any]:
-    while "$ref" in schema:
-        _, schema = validator.resolver.resolve(schema["$ref"])
+    """Follow local $refs (#/definitions/...), the only kind the chart's schema uses."""
+    while isinstance(schema.get("$ref"), str) and schema["$ref"].startswith("#/"):
+        target: Any = validator.schema
+        for part in schema["$ref"][2:].split("/"):
+            target = target[part]
+        schema = target
     return schema
 
 

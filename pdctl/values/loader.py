@@ -74,9 +74,7 @@ class _Loader(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
-def _walk(
-    node: yaml.Node, path: KeyPath, lines: dict[KeyPath, int], seen: set[int], budget: list[int]
-) -> None:
+def _walk(node: yaml.Node, path: KeyPath, lines: dict[KeyPath, int], budget: list[int]) -> None:
     """Record lines, refuse duplicate keys, and bound the expanded size (aliases share nodes)."""
     budget[0] += 1
     if budget[0] > MAX_NODES:
@@ -89,7 +87,7 @@ def _walk(
         keys: dict[Any, int] = {}
         for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
-                _walk(value_node, path, lines, seen, budget)
+                _walk(value_node, path, lines, budget)
                 continue
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
             line = key_node.start_mark.line + 1
@@ -103,11 +101,11 @@ def _walk(
                 )
             keys[key] = line
             lines.setdefault((*path, key), line)
-            _walk(value_node, (*path, key), lines, seen, budget)
+            _walk(value_node, (*path, key), lines, budget)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             lines.setdefault((*path, index), item.start_mark.line + 1)
-            _walk(item, (*path, index), lines, seen, budget)
+            _walk(item, (*path, index), lines, budget)
 
 
 def _problem_mark(error: yaml.MarkedYAMLError) -> tuple[int | None, int | None]:
@@ -145,7 +143,7 @@ def loads(text: str) -> Document:
                 code="YAML006",
             )
         lines: dict[KeyPath, int] = {}
-        _walk(node, (), lines, set(), [0])
+        _walk(node, (), lines, [0])
         data = loader.construct_document(node)
     except yaml.MarkedYAMLError as error:
         line, column = _problem_mark(error)
