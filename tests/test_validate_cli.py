@@ -141,6 +141,27 @@ def test_render_reports_helm_and_kube_failures(
     assert finding["rule"] == rule and text in finding["message"]
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "servingEngineSpec: 5\n",
+        "1: 2\n",
+        "servingEngineSpec: {modelSpec: [{1: x}]}\n",
+        "? [a]\n: 1\n",
+        "a: !!python/object:os.system x\n",
+        'routerSpec: {extraArgs: "x", routingLogic: [1]}\n',
+        "servingEngineSpec: {modelSpec: [{name: 1, vllmConfig: 5, lmcacheConfig: [1]}]}\n",
+        "servingEngineSpec: {modelSpec: [{lmcacheConfig: {enabled: true, enableNixl: true,"
+        " nixlRole: sender, nixlPeerHost: null}, requestGPU: true}]}\n",
+    ],
+)
+def test_odd_documents_are_refused_not_crashed(text: str) -> None:
+    result = runner.invoke(app, ["validate", "-", "-o", "json"], input=text)
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert json.loads(result.stdout)["files"][0]["findings"]
+
+
 def test_subprocess_never_tracebacks(tmp_path: Path) -> None:
     bomb = tmp_path / "values.yaml"
     bomb.write_text("a: &a [1]\n" + "".join(f"k{i}: *a\n" for i in range(500)))

@@ -67,6 +67,7 @@ def validate(
         typer.Argument(
             help="Values files, globs, directories (their *values*.yaml), or - for stdin.",
             show_default=False,
+            metavar="FILE",
         ),
     ],
     set_values: SetOpt = None,

@@ -58,7 +58,7 @@ def _describe(validator: Any, error: Any) -> tuple[KeyPath, str, str | None]:
     where = format_path(path)
     if kind == "additionalProperties":
         allowed = _known_properties(validator, error.schema)
-        unknown = sorted(set(value) - set(allowed)) if isinstance(value, dict) else []
+        unknown = sorted(str(k) for k in value if str(k) not in allowed) if value else []
         name = unknown[0] if unknown else "?"
         close = difflib.get_close_matches(name, allowed, n=3, cutoff=0.6)
         hint = f"did you mean {' or '.join(close)}?" if close else None
