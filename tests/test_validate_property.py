@@ -100,3 +100,30 @@ def test_accepted_renders_and_refused_explains(values: dict[str, Any], helm4: He
         else:
             errors = [f for f in report["findings"] if f["severity"] == "error"]
             assert errors and all(f["message"] and f["rule"] for f in errors)
+
+
+_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 70000), st.floats(-2, 2), st.text(max_size=8)
+)
+_keys = st.sampled_from(
+    ["name", "role", "lmcacheConfig", "kvTransfer", "vllmConfig", "kvRole", "nixlRole",
+     "nixlPeerHost", "nixlPeerPort", "enabled", "enableNixl", "requestGPU", "tensorParallelSize",
+     "connector", "peerPool", "vllmVersion", "tag", "repository", "replicaCount", "labels",
+     "model", "extraArgs", "routingLogic", "type", "x"]
+)  # fmt: skip
+_anything = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_keys, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(pools=st.lists(_anything, max_size=3), router=_anything)
+def test_rules_and_schema_never_crash(pools: list[Any], router: Any) -> None:
+    from pdctl.validation.run import Options, validate_data
+    from pdctl.values.loader import Document
+
+    values = {"servingEngineSpec": {"modelSpec": pools}, "routerSpec": router}
+    for finding in validate_data(Document(data=values), Options()):
+        assert finding.message and finding.rule
