@@ -490,7 +490,7 @@ so no name appears twice (server-side apply in Helm 4 rejects duplicate env name
 {{- /* One side-channel listener per DP rank (current vLLM: base + dp_rank); images of v0.10/0.11
        used base + dp_rank*tp_size + tp_rank (PR #24249), so the whole DP x TP range is declared. */ -}}
 {{- $base := int ($kt.sideChannelPort | default 5600) -}}
-{{- range $i := until (mul $dp $tp) -}}
+{{- range $i := until (int (mul $dp $tp)) -}}
 {{- $ports = append $ports (dict "name" (printf "nixl-side-%d" $i) "containerPort" (add $base $i) "protocol" "TCP") -}}
 {{- end -}}
 {{- else if and (eq $conn "MooncakeConnector") (eq $kvRole "kv_producer") -}}
@@ -501,7 +501,7 @@ so no name appears twice (server-side apply in Helm 4 rejects duplicate env name
 {{- end -}}
 {{- else if and (eq $conn "PyNcclConnector") (eq $kvRole "kv_producer") -}}
 {{- /* kv_pipe/pynccl_pipe.py: per TP rank a data pipe at kv_port+2*rank and a signal pipe at +1. */ -}}
-{{- range $i := until (mul 2 $tp) -}}
+{{- range $i := until (int (mul 2 $tp)) -}}
 {{- $ports = append $ports (dict "name" (printf "pynccl-%d" $i) "containerPort" (add (int ($kt.kvPort | default 14579)) $i) "protocol" "TCP") -}}
 {{- end -}}
 {{- else if and (eq $conn "LMCacheConnectorV1") (ne $kvRole "kv_producer") -}}
