@@ -355,15 +355,21 @@ def test_pynccl_decode_reaches_prefill_ports(seed: list[manifests.Manifest]) -> 
     }
     labels = pod(seed, "seed-prefill")["metadata"]["labels"]
     assert service["spec"]["selector"].items() <= labels.items()
-    assert not service["spec"]["selector"].items() <= pod(seed, "seed-decode")["metadata"][
-        "labels"
-    ].items()
+    assert (
+        not service["spec"]["selector"].items()
+        <= pod(seed, "seed-decode")["metadata"]["labels"].items()
+    )
 
 
 def test_pynccl_router_is_the_tutorial_router(seed: list[manifests.Manifest]) -> None:
     args = container(seed, "pd-deployment-router")["args"]
     assert arg(args, "--routing-logic") == "disaggregated_prefill"
-    assert args[-4:] == ["--prefill-model-labels", "seed-prefill", "--decode-model-labels", "seed-decode"]
+    assert args[-4:] == [
+        "--prefill-model-labels",
+        "seed-prefill",
+        "--decode-model-labels",
+        "seed-decode",
+    ]
 
 
 # ---- Scenarios: RDMA + hetero TP, DP + custom image --------------------------------------

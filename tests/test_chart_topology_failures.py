@@ -81,18 +81,17 @@ REFUSED = {
     "role contradicting lmcacheConfig.kvRole": (
         TUTORIAL,
         _set(0, "role", "decode"),
-        "servingEngineSpec.modelSpec[0].role is \"decode\" but lmcacheConfig.kvRole",
+        'servingEngineSpec.modelSpec[0].role is "decode" but lmcacheConfig.kvRole',
     ),
     "role contradicting kvTransfer.kvRole": (
         NIXL,
         _set(0, "kvTransfer.kvRole", "kv_consumer"),
-        "servingEngineSpec.modelSpec[0].kvTransfer.kvRole \"kv_consumer\" contradicts",
+        'servingEngineSpec.modelSpec[0].kvTransfer.kvRole "kv_consumer" contradicts',
     ),
     "PyNccl on a vLLM without it": (
         SEED,
         _both(_set(0, "tag", "v0.11.0"), _set(1, "tag", "v0.11.0")),
-        "servingEngineSpec.modelSpec[0].kvTransfer.connector PyNcclConnector is not in vLLM "
-        "0.11.0",
+        "servingEngineSpec.modelSpec[0].kvTransfer.connector PyNcclConnector is not in vLLM 0.11.0",
     ),
     "PyNccl on a custom image stated too new": (
         SEED,
@@ -121,7 +120,7 @@ REFUSED = {
     "peerPool naming no pool": (
         SEED,
         _set(1, "kvTransfer.peerPool", "nope"),
-        "servingEngineSpec.modelSpec[1].kvTransfer.peerPool \"nope\" names no pool",
+        'servingEngineSpec.modelSpec[1].kvTransfer.peerPool "nope" names no pool',
     ),
     "P2pNccl after its removal": (
         NIXL,
@@ -130,7 +129,8 @@ REFUSED = {
             _set(0, "kvTransfer", {"connector": "P2pNcclConnector"}),
             lambda v: v["routerSpec"]["vllmRouter"].pop("kvConnector"),
         ),
-        "servingEngineSpec.modelSpec[0].kvTransfer.connector P2pNcclConnector is not in vLLM 0.20.0",
+        "servingEngineSpec.modelSpec[0].kvTransfer.connector P2pNcclConnector is not in vLLM "
+        "0.20.0",
     ),
     "P2pNccl before it existed": (
         NIXL,
@@ -245,7 +245,9 @@ def test_nixl_without_known_version_leaves_the_policy_out(tmp_path: Path) -> Non
     from pdctl import manifests
     from tests.conftest import container, render_file
 
-    values = change(NIXL, _both(_set(0, "repository", "registry.example.com/vllm"), _set(0, "tag", "dev")))
+    values = change(
+        NIXL, _both(_set(0, "repository", "registry.example.com/vllm"), _set(0, "tag", "dev"))
+    )
     objects = render_file(pinned_helm("4.1.4"), write_values(tmp_path, values))
     args = container(objects, "pd-qwen-prefill-deployment-vllm")["args"]
     config = json.loads(args[args.index("--kv-transfer-config") + 1])
@@ -255,7 +257,7 @@ def test_nixl_without_known_version_leaves_the_policy_out(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("version", ["3.17.2", "4.1.4"])
 def test_tutorial_render_is_unchanged(version: str) -> None:
-    """The PD tutorial renders byte for byte as before issue 3 (golden from the walking skeleton)."""
+    """The PD tutorial renders byte for byte as before issue 3 (golden: the skeleton's output)."""
     golden = (ROOT / "tests" / "golden" / "values-16-disagg-prefill.yaml").read_text()
     result = pinned_helm(version).run(["template", "pd", str(CHART), "-f", str(TUTORIAL_VALUES)])
     assert result.returncode == 0, result.stderr
