@@ -149,6 +149,11 @@ REFUSED = {
         "servingEngineSpec.modelSpec[0].kvTransfer.connector MooncakeConnector needs a prefill "
         "or a decode pool",
     ),
+    "LMCache on an aggregated pool": (
+        LMCACHE,
+        _set(1, "role", "both"),
+        "servingEngineSpec.modelSpec[1].kvTransfer.connector LMCacheConnectorV1 needs a prefill",
+    ),
     "LMCache sender without a proxy": (
         LMCACHE,
         lambda v: pool(v, 0)["kvTransfer"].pop("lmcache"),

@@ -162,7 +162,7 @@ Version gates (from vLLM sources and PRs, see tutorials and README):
 {{- $conn := $kt.connector -}}
 {{- $kvRole := include "pd-stack.kvTransferRole" $ -}}
 {{- $ctxv := dict "ctx" $ -}}
-{{- if and (ne $conn "NixlConnector") (ne $conn "LMCacheConnectorV1") (eq $kvRole "kv_both") -}}
+{{- if and (ne $conn "NixlConnector") (eq $kvRole "kv_both") -}}
 {{- fail (printf "%s.kvTransfer.connector %s needs a prefill or a decode pool (kv_producer or kv_consumer); set %s.role" $path $conn $path) -}}
 {{- end -}}
 {{- if and $spec.role (ne $role "both") (ne $kvRole "kv_both") (ne $kvRole (ternary "kv_producer" "kv_consumer" (eq $role "prefill"))) -}}
