@@ -439,3 +439,39 @@ def test_tutorial_lmcache_pools_keep_their_implied_role() -> None:
     objects = rendered(ROOT / "tutorials" / "assets" / "values-16-disagg-prefill.yaml")
     assert role_label(objects, "llama-prefill") == "prefill"
     assert role_label(objects, "llama-decode") == "decode"
+
+
+def test_extra_config_is_merged_and_wins(tmp_path: Path) -> None:
+    import yaml
+
+    values = yaml.safe_load((ASSETS / "values-20-mooncake.yaml").read_text())
+    kt = values["servingEngineSpec"]["modelSpec"][0]["kvTransfer"]
+    kt["extraConfig"] = {"num_workers": 4, "mooncake_protocol": "tcp"}
+    values["servingEngineSpec"]["modelSpec"][1]["kvTransfer"]["mooncake"]["protocol"] = "tcp"
+    nixl_values = yaml.safe_load((ASSETS / "values-17-nixl-vllm-router.yaml").read_text())
+    nixl_values["servingEngineSpec"]["modelSpec"][0]["kvTransfer"]["extraConfig"] = {
+        "backends": ["UCX", "GDS"]
+    }
+    helm = pinned_helm("4.1.4")
+    (tmp_path / "mc.yaml").write_text(yaml.safe_dump(values))
+    (tmp_path / "nixl.yaml").write_text(yaml.safe_dump(nixl_values))
+    mc = render_file(helm, tmp_path / "mc.yaml")
+    assert kv_config(mc, "qwen-prefill")["kv_connector_extra_config"] == {
+        "mooncake_protocol": "tcp",
+        "device_name": "mlx5_0",
+        "num_workers": 4,
+    }
+    nixl_objects = render_file(helm, tmp_path / "nixl.yaml")
+    assert kv_config(nixl_objects, "qwen-prefill")["kv_connector_extra_config"] == {
+        "backends": ["UCX", "GDS"]
+    }
+    assert "kv_connector_extra_config" not in kv_config(nixl_objects, "qwen-decode")
+
+
+def test_summary_names_the_vllm_router(nixl: list[manifests.Manifest]) -> None:
+    summary = manifests.summarize(nixl)
+    assert summary.router["routing"] == "vllm-router PD (nixl)"
+    assert {p.name: p.role for p in summary.pools} == {
+        "qwen-prefill": "prefill",
+        "qwen-decode": "decode",
+    }
