@@ -70,6 +70,11 @@ def summarize(objects: list[Manifest]) -> Summary:
         if labels.get("app.kubernetes.io/component") == "router":
             args = container.get("args", [])
             logic = args[args.index("--routing-logic") + 1] if "--routing-logic" in args else ""
+            if "--vllm-pd-disaggregation" in args:  # vllm-router in PD mode
+                connector = (
+                    args[args.index("--kv-connector") + 1] if "--kv-connector" in args else ""
+                )
+                logic = f"vllm-router PD ({connector})" if connector else "vllm-router PD"
             summary.router = {
                 "name": obj["metadata"]["name"],
                 "image": container["image"],

@@ -1,0 +1,124 @@
+"""Every engine command rendered for an official vllm/vllm-openai image uses only flags and
+kv-transfer-config keys that the image's vLLM version accepts.
+
+Sources of the tables (vLLM repository):
+- `vllm serve` flags: vllm/engine/arg_utils.py (EngineArgs.add_cli_args) and
+  vllm/entrypoints/openai/cli_args.py (--host, --port). --disable-hybrid-kv-cache-manager came
+  with the hybrid KV cache manager (v0.10.0); --disable-log-requests was removed (PR #29402)
+  and must never be rendered.
+- KVTransferConfig fields: vllm/config/kv_transfer.py (commit 007c643: kv_connector, engine_id,
+  kv_buffer_device, kv_buffer_size, kv_role, kv_rank, kv_parallel_size, kv_ip, kv_port,
+  kv_connector_extra_config, kv_connector_module_path); kv_load_failure_policy from PR #26813
+  (first in v0.11.1).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tests.conftest import CHART, ROOT, pinned_helm, render_file
+
+VALUES_FILES = sorted((ROOT / "tutorials" / "assets").glob("*.yaml")) + sorted(
+    (CHART / "ci").glob("*.yaml")
+)
+
+BASE_FLAGS = {
+    "--host",
+    "--port",
+    "--max-model-len",
+    "--tensor-parallel-size",
+    "--pipeline-parallel-size",
+    "--data-parallel-size",
+    "--gpu-memory-utilization",
+    "--dtype",
+    "--max-num-seqs",
+    "--enable-chunked-prefill",
+    "--no-enable-chunked-prefill",
+    "--enable-prefix-caching",
+    "--no-enable-prefix-caching",
+    "--kv-cache-dtype",
+    "--block-size",
+    "--enforce-eager",
+    "--kv-transfer-config",
+}
+KV_FIELDS = {
+    "kv_connector",
+    "engine_id",
+    "kv_buffer_device",
+    "kv_buffer_size",
+    "kv_role",
+    "kv_rank",
+    "kv_parallel_size",
+    "kv_ip",
+    "kv_port",
+    "kv_connector_extra_config",
+    "kv_connector_module_path",
+}
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
+def accepted_flags(version: tuple[int, ...]) -> set[str]:
+    flags = set(BASE_FLAGS)
+    if version >= (0, 10, 0):
+        flags.add("--disable-hybrid-kv-cache-manager")
+    return flags
+
+
+def accepted_kv_fields(version: tuple[int, ...]) -> set[str]:
+    fields = set(KV_FIELDS)
+    if version >= (0, 11, 1):
+        fields.add("kv_load_failure_policy")
+    return fields
+
+
+def official_engines() -> list[tuple[str, str, dict]]:
+    helm = pinned_helm("4.1.4")
+    found = []
+    for path in VALUES_FILES:
+        for obj in render_file(helm, path):
+            if obj["kind"] != "Deployment" or not obj["metadata"]["name"].endswith("-vllm"):
+                continue
+            engine = obj["spec"]["template"]["spec"]["containers"][0]
+            match = re.fullmatch(r"vllm/vllm-openai:v(\d+\.\d+\.\d+)", engine["image"])
+            if match:
+                found.append((f"{path.name}:{obj['metadata']['name']}", match.group(1), engine))
+    return found
+
+
+ENGINES = official_engines()
+
+
+def test_there_are_current_images() -> None:
+    versions = {version_tuple(v) for _, v, _ in ENGINES}
+    assert any(v >= (0, 12, 0) for v in versions)
+    assert any(v <= (0, 10, 0) for v in versions)  # the PyNccl seed pair
+
+
+@pytest.mark.parametrize(("name", "version", "engine"), ENGINES, ids=[e[0] for e in ENGINES])
+def test_engine_uses_only_accepted_flags(name: str, version: str, engine: dict) -> None:
+    v = version_tuple(version)
+    args = engine["args"]
+    assert engine["command"] == ["vllm"] and args[0] == "serve"
+    flags = {a for a in args if a.startswith("--")}
+    assert flags <= accepted_flags(v), flags - accepted_flags(v)
+    assert "--disable-log-requests" not in args
+    if "--kv-transfer-config" in args:
+        config = json.loads(args[args.index("--kv-transfer-config") + 1])
+        assert set(config) <= accepted_kv_fields(v), set(config) - accepted_kv_fields(v)
+        assert "engine_id" not in config  # vLLM draws one per instance
+        assert config["kv_role"] in {"kv_producer", "kv_consumer", "kv_both"}
+    env = {e["name"] for e in engine["env"]}
+    if v >= (0, 11, 0):
+        # The V0 engine is gone from v0.11.0: VLLM_USE_V1=0 would be meaningless there.
+        assert "VLLM_USE_V1" not in env
+
+
+def test_version_table_self_check() -> None:
+    assert "kv_load_failure_policy" not in accepted_kv_fields((0, 11, 0))
+    assert "kv_load_failure_policy" in accepted_kv_fields((0, 12, 0))
