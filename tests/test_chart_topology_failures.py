@@ -125,12 +125,12 @@ REFUSED = {
     "P2pNccl after its removal": (
         NIXL,
         _both(
-            _set(0, "tag", "v0.20.0"),
+            _set(0, "tag", "v0.23.0"),
             _set(0, "kvTransfer", {"connector": "P2pNcclConnector"}),
             lambda v: v["routerSpec"]["vllmRouter"].pop("kvConnector"),
         ),
         "servingEngineSpec.modelSpec[0].kvTransfer.connector P2pNcclConnector is not in vLLM "
-        "0.20.0",
+        "0.23.0",
     ),
     "P2pNccl before it existed": (
         NIXL,

@@ -90,6 +90,11 @@ example lmcache/vllm-openai, whose tags name LMCache builds) say nothing about v
 {{- end -}}
 {{- end -}}
 
+{{/* files/vllm-support.yaml: the vLLM versions that have each connector and kv-transfer field. */}}
+{{- define "pd-stack.vllmSupport" -}}
+{{- .Files.Get "files/vllm-support.yaml" -}}
+{{- end -}}
+
 {{/* "true" when the pool's vLLM version is known and satisfies the constraint .c (e.g. ">=0.11.1"). */}}
 {{- define "pd-stack.vllmSatisfies" -}}
 {{- $v := include "pd-stack.vllmVersion" .ctx -}}
@@ -132,14 +137,7 @@ example lmcache/vllm-openai, whose tags name LMCache builds) say nothing about v
 
 {{/*
 Checks a pool's combination of keys that the schema cannot express, and fails with the key path.
-Version gates (from vLLM sources and PRs, see tutorials and README):
-  - PyNcclConnector is a V0 connector: last release v0.10.0 (de-registered by PR #21785), and it
-    needs VLLM_USE_V1=0.
-  - P2pNcclConnector: added in v0.9.2 (PR #18242), removed by PR #44854 (merged 2026-06-08). The
-    first release without it is taken as v0.20.0, inferred from release dates, not read from a
-    release note; state vllmVersion when in doubt.
-  - kv_load_failure_policy: a KVTransferConfig field since PR #26813 (Oct 2025, after v0.11.0),
-    so the chart treats v0.11.1 as the first release with it.
+Version gates come from files/vllm-support.yaml (shared with `pdctl validate`).
 */}}
 {{- define "pd-stack.validatePool" -}}
 {{- $spec := .spec -}}
@@ -174,10 +172,13 @@ Version gates (from vLLM sources and PRs, see tutorials and README):
 {{- fail (printf "%s.kvTransfer.peerPool %q names no pool in servingEngineSpec.modelSpec" $path $kt.peerPool) -}}
 {{- end -}}
 {{- end -}}
-{{- if eq $conn "PyNcclConnector" -}}
-{{- if include "pd-stack.vllmViolates" (dict "ctx" $ "c" "<=0.10.0") -}}
-{{- fail (printf "%s.kvTransfer.connector PyNcclConnector is not in vLLM %s: it is a V0 connector whose last release is v0.10.0 (removed by vLLM PR #21785); use NixlConnector, or an image of vLLM <= 0.10.0" $path (include "pd-stack.vllmVersion" $)) -}}
+{{- $support := include "pd-stack.vllmSupport" $.root | fromYaml -}}
+{{- with get $support.connectors $conn -}}
+{{- if include "pd-stack.vllmViolates" (dict "ctx" $ "c" .versions) -}}
+{{- fail (printf "%s.kvTransfer.connector %s is not in vLLM %s: it exists only in vLLM %s (%s); use NixlConnector, or state the image's version in %s.vllmVersion" $path $conn (include "pd-stack.vllmVersion" $) .versions .why $path) -}}
 {{- end -}}
+{{- end -}}
+{{- if eq $conn "PyNcclConnector" -}}
 {{- if eq (toString (dig "v1" "0" $vllm)) "1" -}}
 {{- fail (printf "%s.vllmConfig.v1 is 1 but PyNcclConnector runs only on the V0 engine (VLLM_USE_V1=0); remove vllmConfig.v1" $path) -}}
 {{- end -}}
@@ -188,13 +189,9 @@ Version gates (from vLLM sources and PRs, see tutorials and README):
 {{- fail (printf "%s.kvTransfer.peerPool is required for a PyNcclConnector decode pool: it names the prefill pool whose Service becomes kv_ip" $path) -}}
 {{- end -}}
 {{- end -}}
-{{- if eq $conn "P2pNcclConnector" -}}
-{{- if include "pd-stack.vllmViolates" (dict "ctx" $ "c" ">=0.9.2, <0.20.0") -}}
-{{- fail (printf "%s.kvTransfer.connector P2pNcclConnector is not in vLLM %s: it exists from v0.9.2 (PR #18242) until its removal by PR #44854 (June 2026); use NixlConnector" $path (include "pd-stack.vllmVersion" $)) -}}
-{{- end -}}
-{{- end -}}
-{{- if and (hasKey $kt "loadFailurePolicy") (include "pd-stack.vllmViolates" (dict "ctx" $ "c" ">=0.11.1")) -}}
-{{- fail (printf "%s.kvTransfer.loadFailurePolicy: vLLM %s has no kv_load_failure_policy (added by PR #26813, first in v0.11.1); remove the key" $path (include "pd-stack.vllmVersion" $)) -}}
+{{- $policy := $support.fields.loadFailurePolicy -}}
+{{- if and (hasKey $kt "loadFailurePolicy") (include "pd-stack.vllmViolates" (dict "ctx" $ "c" $policy.versions)) -}}
+{{- fail (printf "%s.kvTransfer.loadFailurePolicy: vLLM %s has no kv_load_failure_policy (it needs vLLM %s: %s); remove the key" $path (include "pd-stack.vllmVersion" $) $policy.versions $policy.why) -}}
 {{- end -}}
 {{- if eq $conn "LMCacheConnectorV1" -}}
 {{- $lmc := $kt.lmcache | default dict -}}
@@ -309,7 +306,7 @@ kv_load_failure_policy. engine_id is never rendered: vLLM draws a fresh one per 
 {{- if $extra -}}{{- $_ := set $config "kv_connector_extra_config" $extra -}}{{- end -}}
 {{- if hasKey $kt "loadFailurePolicy" -}}
 {{- $_ := set $config "kv_load_failure_policy" $kt.loadFailurePolicy -}}
-{{- else if and (eq $conn "NixlConnector") (include "pd-stack.vllmSatisfies" (dict "ctx" . "c" ">=0.11.1")) -}}
+{{- else if and (eq $conn "NixlConnector") (include "pd-stack.vllmSatisfies" (dict "ctx" . "c" (include "pd-stack.vllmSupport" .root | fromYaml).fields.loadFailurePolicy.versions)) -}}
 {{- $_ := set $config "kv_load_failure_policy" "fail" -}}
 {{- end -}}
 {{- toJson $config -}}

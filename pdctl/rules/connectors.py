@@ -1,50 +1,69 @@
 """Rules on KV connectors: available in the image's vLLM, and their TP constraints.
 
-Facts (see the project's reference notes on connectors): PyNcclConnector is V0 only and was
-removed after vLLM 0.10.0; P2pNcclConnector arrived in about 0.9.2 and was removed in June 2026
-(treated here as absent from 0.23.0 on); LMCacheConnectorV1 needs the V1 engine; PyNccl and
+Version ranges come from the chart's files/vllm-support.yaml (the same file the chart's own
+checks read). PyNcclConnector is V0 only; the V1 connectors need the V1 engine; PyNccl and
 P2pNccl need the same tensor parallelism on both sides; NIXL, Mooncake and LMCache allow
 heterogeneous TP.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
+from typing import Any
 
+import yaml
+
+from pdctl.chart import bundled_chart_dir
 from pdctl.rules.model import Deployment, format_version
 from pdctl.rules.registry import Issue, rule
 
-# connector -> (first version with it or None, first version without it or None)
-AVAILABILITY: dict[str, tuple[tuple[int, int, int] | None, tuple[int, int, int] | None]] = {
-    "PyNcclConnector": (None, (0, 10, 1)),
-    "P2pNcclConnector": ((0, 9, 2), (0, 23, 0)),
-}
 V0_ONLY = {"PyNcclConnector"}
 V1_ONLY = {"LMCacheConnectorV1", "NixlConnector", "MooncakeConnector", "P2pNcclConnector"}
 SAME_TP = {"PyNcclConnector", "P2pNcclConnector"}
 
 
-@rule("PD012", "the KV connector exists in the image's vLLM version and engine")
+@functools.cache
+def vllm_support() -> dict[str, Any]:
+    """The chart's files/vllm-support.yaml: vLLM version ranges of connectors and fields."""
+    text = (bundled_chart_dir() / "files" / "vllm-support.yaml").read_text(encoding="utf-8")
+    return yaml.safe_load(text)
+
+
+def _outside(version: tuple[int, int, int], versions: str) -> bool:
+    """True when a version is outside a chart-style range (">=0.9.2, <0.23.0")."""
+    from packaging.specifiers import SpecifierSet
+
+    return format_version(version) not in SpecifierSet(versions.replace(" ", ""))
+
+
+@rule("PD012", "the KV connector (and its settings) exist in the image's vLLM version and engine")
 def connector_available(deployment: Deployment) -> Iterator[Issue]:
+    support = vllm_support()
     for pool in deployment.pools:
         connector, path = pool.connector
         if not connector:
             continue
         version, version_path = pool.version
-        since, until = AVAILABILITY.get(connector, (None, None))
-        if version and until and version >= until:
+        known = support["connectors"].get(connector)
+        if version and known and _outside(version, known["versions"]):
             yield Issue(
                 version_path,
-                f"{connector} was removed before vLLM {format_version(version)} (last in the "
-                f"release before {format_version(until)})",
-                "use NixlConnector (or another current connector), or an older image",
+                f"{connector} is not in vLLM {format_version(version)}: it exists only in vLLM "
+                f"{known['versions']} ({known['why']})",
+                "use NixlConnector (or another current connector), or an image in that range",
             )
-        elif version and since and version < since:
+        policy = support["fields"]["loadFailurePolicy"]
+        if (
+            version
+            and "loadFailurePolicy" in pool.kv_transfer
+            and _outside(version, policy["versions"])
+        ):
             yield Issue(
-                version_path,
-                f"{connector} is not in vLLM {format_version(version)} (added in "
-                f"{format_version(since)})",
-                "use a newer image",
+                pool.at("kvTransfer", "loadFailurePolicy"),
+                f"vLLM {format_version(version)} has no kv_load_failure_policy (it needs vLLM "
+                f"{policy['versions']}: {policy['why']})",
+                "remove kvTransfer.loadFailurePolicy, or use a newer image",
             )
         v1 = pool.vllm.get("v1")
         if connector in V1_ONLY and str(v1) == "0":

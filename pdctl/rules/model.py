@@ -109,6 +109,10 @@ class Pool:
         return _int(self.vllm.get("pipelineParallelSize"), 1)
 
     @property
+    def dp(self) -> int:
+        return _int(self.vllm.get("dataParallelSize"), 1)
+
+    @property
     def gpus(self) -> int:
         return _int(self.spec.get("requestGPU"), 0)
 

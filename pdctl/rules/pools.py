@@ -41,17 +41,17 @@ def name_lengths(deployment: Deployment) -> Iterator[Issue]:
                 break
 
 
-@rule("PD010", "GPUs per pod equal tensorParallelSize x pipelineParallelSize")
+@rule("PD010", "GPUs per pod equal tensor x pipeline x data parallel size")
 def gpus_match_parallelism(deployment: Deployment) -> Iterator[Issue]:
     for pool in deployment.pools:
-        if "requestGPU" not in pool.spec and pool.tp * pool.pp == 1:
+        needed = pool.tp * pool.pp * pool.dp
+        if "requestGPU" not in pool.spec and needed == 1:
             continue
-        needed = pool.tp * pool.pp
         if pool.gpus != needed:
             yield Issue(
                 pool.at("requestGPU"),
-                f"pool {pool.name!r} requests {pool.gpus} GPU(s) per pod but tensor x pipeline "
-                f"parallelism is {pool.tp} x {pool.pp} = {needed}",
+                f"pool {pool.name!r} requests {pool.gpus} GPU(s) per pod but tensor x pipeline x "
+                f"data parallelism is {pool.tp} x {pool.pp} x {pool.dp} = {needed}",
                 f"set requestGPU: {needed}",
             )
 
