@@ -217,13 +217,19 @@ def test_long_names_with_release() -> None:
     [
         ({"hostIPC": True}, "PD102"),
         ({"hf_token": "<your-hf-token>"}, "PD103"),
-        ({"vllmConfig": {"enablePrefixCaching": True}}, "PD104"),
     ],
 )
 def test_warnings(override: dict[str, Any], rule: str) -> None:
     values = nixl(decode=copy.deepcopy(override))
     assert rule in ids(values, severity=Severity.warning)
     assert not ids(values, severity=Severity.error)
+
+
+def test_production_stack_router_with_several_pods_per_role_warns() -> None:
+    values = nixl(decode={"replicaCount": 2})
+    values["routerSpec"] = {"routingLogic": "disaggregated_prefill"}
+    assert paths(values, "PD104") == ["routerSpec.routingLogic"]
+    assert "PD104" not in ids(nixl(decode={"replicaCount": 2}))  # vllm-router balances
 
 
 def test_small_pd_warns() -> None:

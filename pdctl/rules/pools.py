@@ -151,14 +151,22 @@ def placeholder_token(deployment: Deployment) -> Iterator[Issue]:
             )
 
 
-@rule("PD104", "prefix caching on a decode pool does not help", Severity.warning)
-def decode_prefix_caching(deployment: Deployment) -> Iterator[Issue]:
-    if not _is_pd(deployment):
+@rule("PD104", "the production-stack PD router keeps one endpoint per role", Severity.warning)
+def single_endpoint_router(deployment: Deployment) -> Iterator[Issue]:
+    """production-stack's disaggregated_prefill holds one client session per role, bound to the
+    last discovered endpoint: extra prefill or decode pods get no traffic and no failover
+    (router src/vllm_router/service_discovery.py::initialize_client_sessions)."""
+    if deployment.router.get("type", "production-stack") != "production-stack":
         return
-    for pool in deployment.by_role("decode"):
-        if pool.vllm.get("enablePrefixCaching") is True:
+    if deployment.router.get("routingLogic") != "disaggregated_prefill":
+        return
+    for role in ("prefill", "decode"):
+        pods = sum(pool.replicas for pool in deployment.by_role(role))
+        if pods > 1:
             yield Issue(
-                pool.at("vllmConfig", "enablePrefixCaching"),
-                f"decode pool {pool.name!r} enables prefix caching; its KV comes from prefill",
-                "set enablePrefixCaching: false on decode pools",
+                ("routerSpec", "routingLogic"),
+                f"{pods} {role} pods, but routingLogic disaggregated_prefill sends every "
+                f"request to one {role} endpoint: the others get no traffic and no failover",
+                "use routerSpec.type: vllm-router (with NixlConnector) for more than one pod "
+                "per role",
             )
