@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -24,10 +25,13 @@ SAME_TP = {"PyNcclConnector", "P2pNcclConnector"}
 
 
 @functools.cache
-def vllm_support() -> dict[str, Any]:
-    """The chart's files/vllm-support.yaml: vLLM version ranges of connectors and fields."""
-    text = (bundled_chart_dir() / "files" / "vllm-support.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+def vllm_support(chart_dir: Path | None = None) -> dict[str, Any]:
+    """The chart's files/vllm-support.yaml (vLLM version ranges of connectors and fields); a
+    chart without one (an older or a foreign chart) gets the bundled chart's table."""
+    name = Path("files") / "vllm-support.yaml"
+    own = chart_dir / name if chart_dir else None
+    path = own if own and own.is_file() else bundled_chart_dir() / name
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
 def _outside(version: tuple[int, int, int], versions: str) -> bool:
@@ -39,7 +43,7 @@ def _outside(version: tuple[int, int, int], versions: str) -> bool:
 
 @rule("PD012", "the KV connector (and its settings) exist in the image's vLLM version and engine")
 def connector_available(deployment: Deployment) -> Iterator[Issue]:
-    support = vllm_support()
+    support = vllm_support(deployment.chart_dir)
     for pool in deployment.pools:
         connector, path = pool.connector
         if not connector:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pdctl.values.paths import KeyPath
@@ -133,9 +134,12 @@ class Deployment:
     values: dict[str, Any]
     release: str
     pools: list[Pool] = field(default_factory=list)
+    chart_dir: Path | None = None  # the chart whose files/vllm-support.yaml applies (None: bundled)
 
     @classmethod
-    def from_values(cls, values: dict[str, Any], release: str) -> Deployment:
+    def from_values(
+        cls, values: dict[str, Any], release: str, chart_dir: Path | None = None
+    ) -> Deployment:
         engine = _dict(values.get("servingEngineSpec"))
         specs = engine.get("modelSpec") if engine.get("enableEngine", True) is not False else []
         pools = [
@@ -143,7 +147,7 @@ class Deployment:
             for index, spec in enumerate(specs if isinstance(specs, list) else [])
             if isinstance(spec, dict)
         ]
-        return cls(values=values, release=release, pools=pools)
+        return cls(values=values, release=release, pools=pools, chart_dir=chart_dir)
 
     @property
     def router(self) -> dict[str, Any]:

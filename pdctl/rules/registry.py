@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pdctl.validation.findings import Finding, Severity
@@ -43,12 +44,14 @@ def rule(
     return register
 
 
-def run_rules(values: dict[str, Any], release: str = "pd") -> list[Finding]:
+def run_rules(
+    values: dict[str, Any], release: str = "pd", chart_dir: Path | None = None
+) -> list[Finding]:
     """Run every registered rule over a values mapping (already schema-checked or not)."""
     from pdctl.rules import connectors, pairing, pools, router  # noqa: F401  (registers rules)
     from pdctl.rules.model import Deployment
 
-    deployment = Deployment.from_values(values, release)
+    deployment = Deployment.from_values(values, release, chart_dir)
     findings = []
     for registered in RULES.values():
         for issue in registered.check(deployment):

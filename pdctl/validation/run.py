@@ -88,7 +88,7 @@ def validate_data(document: Document, options: Options) -> list[Finding]:
 
     chart = options.chart or bundled_chart_dir()
     findings = check(document.data, chart / "values.schema.json")
-    findings += run_rules(document.data, options.release)
+    findings += run_rules(document.data, options.release, chart)
     for finding in findings:
         if finding.line is None and finding.path:
             finding.line = document.line_of(finding.path)
