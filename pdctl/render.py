@@ -22,10 +22,17 @@ class Rendered:
         return manifests.summarize(self.objects)
 
 
-def _check_readable(paths: Sequence[Path]) -> None:
+def _check_loadable(paths: Sequence[Path]) -> None:
+    """Refuse missing files and hostile or broken YAML before helm sees them."""
+    from pdctl.values.loader import ValuesLoadError, load
+
     for path in paths:
         if not path.is_file():
             raise InputError(f"{path}: no such values file")
+        try:
+            load(path)
+        except ValuesLoadError as error:
+            raise InputError(f"{path}: {error.message}") from None
 
 
 def render(
@@ -38,7 +45,7 @@ def render(
     helm_path: str | None = None,
     kube_version: str | None = None,
 ) -> Rendered:
-    _check_readable(values_files)
+    _check_loadable(values_files)
     chart_dir = chart or bundled_chart_dir()
     if not (chart_dir / "Chart.yaml").is_file():
         raise InputError(f"{chart_dir}: not a chart directory (no Chart.yaml)")

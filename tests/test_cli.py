@@ -132,3 +132,21 @@ def test_exit_codes_as_a_subprocess(args: list[str], code: int) -> None:
     )
     assert result.returncode == code, result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_template_refuses_duplicate_keys_with_file_and_line(tmp_path: Path) -> None:
+    bad = tmp_path / "dup.yaml"
+    bad.write_text("routerSpec:\n  replicaCount: 1\n  replicaCount: 2\n")
+    result = runner.invoke(app, ["template", "-f", str(bad), "--helm", HELM4])
+    assert result.exit_code == 1
+    assert str(bad) in result.stderr and "line 3" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_template_refuses_an_alias_bomb(tmp_path: Path) -> None:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 12)]
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join(lines) + "\n")
+    result = runner.invoke(app, ["template", "-f", str(bomb), "--helm", HELM4])
+    assert result.exit_code == 1 and "alias" in result.stderr
