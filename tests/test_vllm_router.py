@@ -238,6 +238,9 @@ def test_router_starts_with_static_urls(
         assert status == 200 and '"prefill":{"healthy":1,"total":1}' in body
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/liveness", timeout=2) as r:
             assert r.status == 200
+        # The chart's `helm test` hook asks the router Service for /health.
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+            assert r.status == 200
     finally:
         proc.terminate()
         try:
