@@ -46,10 +46,6 @@ model: {{ .spec.name }}
 {{- printf "%s-secrets" .Release.Name -}}
 {{- end -}}
 
-{{- define "pd-stack.routerName" -}}
-{{- printf "%s-router" .Release.Name -}}
-{{- end -}}
-
 {{/*
 The pool's role: prefill, decode or both. modelSpec.role states it; without it the tutorial's
 lmcacheConfig.kvRole implies it (kv_producer = prefill, kv_consumer = decode), then
@@ -314,6 +310,10 @@ kv_load_failure_policy. engine_id is never rendered: vLLM draws a fresh one per 
 
 {{- define "pd-stack.routerServiceName" -}}
 {{- printf "%s-router-service" .Release.Name -}}
+{{- end -}}
+
+{{- define "pd-stack.routerServiceAccountName" -}}
+{{- printf "%s-router-service-account" .Release.Name -}}
 {{- end -}}
 
 {{/* vllm executable: lmcache/vllm-openai images install vLLM in /opt/venv (as production-stack renders). */}}
