@@ -554,12 +554,38 @@ httpGet:
 {{- end -}}
 {{- end -}}
 
+{{/* "true" when routerSpec.type is vllm-router (the default is the production-stack router). */}}
+{{- define "pd-stack.isVllmRouter" -}}
+{{- if eq (.Values.routerSpec.type | default "production-stack") "vllm-router" -}}true{{- end -}}
+{{- end -}}
+
 {{/* "true" when the router watches pods through the Kubernetes API (and so needs RBAC). */}}
 {{- define "pd-stack.routerUsesKubeAPI" -}}
-{{- $router := .Values.routerSpec -}}
-{{- if ne ($router.type | default "production-stack") "vllm-router" -}}true
-{{- else if eq (dig "serviceDiscovery" "k8s" ($router.vllmRouter | default dict)) "k8s" -}}true
+{{- if not (include "pd-stack.isVllmRouter" .) -}}true
+{{- else if eq (dig "serviceDiscovery" "k8s" (.Values.routerSpec.vllmRouter | default dict)) "k8s" -}}true
 {{- end -}}
+{{- end -}}
+
+{{/*
+Arguments of the production-stack router (src/vllm_router/parsers/parser.py): Kubernetes
+discovery of this release's engine pods, then routing and stats settings, then extraArgs.
+*/}}
+{{- define "pd-stack.productionStackRouterArgs" -}}
+{{- $router := .Values.routerSpec -}}
+{{- $args := list "--host" "0.0.0.0" "--port" (toString $router.containerPort) -}}
+{{- $args = concat $args (list "--service-discovery" "k8s" "--k8s-namespace" .Release.Namespace) -}}
+{{- $args = concat $args (list "--k8s-label-selector" (include "pd-stack.engineSelectorString" .)) -}}
+{{- $args = concat $args (list "--k8s-port" (toString .Values.servingEngineSpec.containerPort)) -}}
+{{- with $router.k8sServiceDiscoveryType -}}
+{{- $args = concat $args (list "--k8s-service-discovery-type" .) -}}
+{{- end -}}
+{{- $args = concat $args (list "--routing-logic" $router.routingLogic) -}}
+{{- with $router.sessionKey -}}
+{{- $args = concat $args (list "--session-key" .) -}}
+{{- end -}}
+{{- $args = concat $args (list "--engine-stats-interval" (toString $router.engineScrapeInterval)) -}}
+{{- $args = concat $args (list "--request-stats-window" (toString $router.requestStatsWindow)) -}}
+{{- toYaml (concat $args ($router.extraArgs | default list)) -}}
 {{- end -}}
 
 {{/*
