@@ -8,14 +8,17 @@ HELM4 := .tools/helm-4.1.4/helm
 HELM3 := .tools/helm-3.17.2/helm
 DEMO_VALUES := tutorials/assets/values-16-disagg-prefill.yaml
 PY_DIRS := pdctl tests scripts $(wildcard benchmarks)
+# Where `make package` writes the release artifacts (the tests point it at a temporary folder).
+DIST ?= dist
 
 export PDCTL_HELM ?= $(CURDIR)/$(HELM4)
 
-.PHONY: demo test lint schema setup helm clean
+.PHONY: demo test lint schema setup helm package clean
 
 setup: $(VENV)/.installed helm
 
-$(VENV)/.installed: pyproject.toml
+# pdctl/__init__.py holds the version: a bump reinstalls so the installed metadata follows it.
+$(VENV)/.installed: pyproject.toml pdctl/__init__.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
@@ -41,5 +44,16 @@ schema: setup
 test: setup lint
 	$(BIN)/python -m pytest -n 2 -q
 
+# Release artifacts for the version in pdctl/__init__.py (chart version and appVersion are the
+# same, tests/test_versions.py): the chart archive $(DIST)/pd-stack-<version>.tgz, to push with
+# `helm push $(DIST)/pd-stack-<version>.tgz oci://<registry>/<path>`, and pdctl's sdist and wheel
+# (built from that sdist by `python -m build`; both carry the chart). Only the build backend
+# (hatchling) comes from the package index, into build's isolated environment.
+package: setup
+	rm -f $(DIST)/pd-stack-*.tgz $(DIST)/pdctl-*.tar.gz $(DIST)/pdctl-*.whl
+	$(HELM4) lint --strict helm/
+	$(HELM4) package helm/ -d $(DIST)
+	$(BIN)/python -m build --outdir $(DIST) .
+
 clean:
-	rm -rf $(VENV) .tools .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .tools .pytest_cache .ruff_cache .hypothesis dist

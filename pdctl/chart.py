@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -20,3 +22,11 @@ def bundled_chart_dir() -> Path:
 def chart_version(chart_dir: Path) -> str:
     metadata = yaml.safe_load((chart_dir / "Chart.yaml").read_text(encoding="utf-8"))
     return str(metadata["version"])
+
+
+@functools.cache
+def default_values(chart_dir: Path) -> dict[str, Any]:
+    """The chart's values.yaml: the defaults helm coalesces user values with."""
+    path = chart_dir / "values.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
+    return data if isinstance(data, dict) else {}

@@ -8,10 +8,11 @@ class PdctlError(Exception):
 
     exit_code = 1
 
-    def __init__(self, message: str, hint: str | None = None) -> None:
+    def __init__(self, message: str, hint: str | None = None, details: list[str] | None = None):
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.details = details or []  # lines printed before the message (e.g. each finding)
 
 
 class InputError(PdctlError):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import yaml
+
+from pdctl import naming
 
 Manifest = dict[str, Any]
 
@@ -30,6 +33,9 @@ class Pool:
     image: str
     model: str
     gpus_per_pod: int
+    connector: str | None = None  # vLLM's kv_connector, from --kv-transfer-config
+    kv_role: str | None = None
+    transfer_ports: dict[str, int] = field(default_factory=dict)  # KV listeners by port name
 
 
 @dataclass
@@ -52,6 +58,39 @@ def _gpus(container: Manifest) -> int:
     return sum(int(v) for k, v in limits.items() if k.endswith("/gpu"))
 
 
+def _flag(args: list[str], flag: str) -> str:
+    return str(args[args.index(flag) + 1]) if flag in args[:-1] else ""
+
+
+def _router(obj: Manifest, container: Manifest) -> dict[str, str]:
+    args = container.get("args", [])
+    routing = _flag(args, "--routing-logic")
+    if "--vllm-pd-disaggregation" in args:  # vllm-router in PD mode
+        connector = _flag(args, "--kv-connector")
+        routing = f"vllm-router PD ({connector})" if connector else "vllm-router PD"
+    return {"name": obj["metadata"]["name"], "image": container["image"], "routing": routing}
+
+
+def _pool(obj: Manifest, container: Manifest, labels: dict[str, str]) -> Pool:
+    args = [str(arg) for arg in container.get("args", [])]
+    transfer = json.loads(_flag(args, "--kv-transfer-config") or "{}")
+    return Pool(
+        name=labels[naming.POOL],
+        role=labels.get(naming.ROLE, "both"),
+        replicas=obj["spec"].get("replicas", 1),
+        image=container["image"],
+        model=args[1] if len(args) > 1 and args[0] == "serve" else "",
+        gpus_per_pod=_gpus(container),
+        connector=transfer.get("kv_connector"),
+        kv_role=transfer.get("kv_role"),
+        transfer_ports={
+            port["name"]: port["containerPort"]
+            for port in container.get("ports", [])
+            if port.get("name") != "http"
+        },
+    )
+
+
 def summarize(objects: list[Manifest]) -> Summary:
     summary = Summary()
     for obj in objects:
@@ -60,36 +99,14 @@ def summarize(objects: list[Manifest]) -> Summary:
             kind = f"{kind} (helm hook)"
         summary.objects[kind] = summary.objects.get(kind, 0) + 1
         if kind == "Service":
-            ports = [port["port"] for port in obj["spec"]["ports"]]
-            summary.services[obj["metadata"]["name"]] = ports
+            summary.services[obj["metadata"]["name"]] = [p["port"] for p in obj["spec"]["ports"]]
         if kind != "Deployment":
             continue
         pod = obj["spec"]["template"]
         labels = pod["metadata"]["labels"]
         container = pod["spec"]["containers"][0]
-        if labels.get("app.kubernetes.io/component") == "router":
-            args = container.get("args", [])
-            logic = args[args.index("--routing-logic") + 1] if "--routing-logic" in args else ""
-            if "--vllm-pd-disaggregation" in args:  # vllm-router in PD mode
-                connector = (
-                    args[args.index("--kv-connector") + 1] if "--kv-connector" in args else ""
-                )
-                logic = f"vllm-router PD ({connector})" if connector else "vllm-router PD"
-            summary.router = {
-                "name": obj["metadata"]["name"],
-                "image": container["image"],
-                "routing": logic,
-            }
-        elif "model" in labels:
-            args = container.get("args", [])
-            summary.pools.append(
-                Pool(
-                    name=labels["model"],
-                    role=labels.get("pd-stack.io/role", "both"),
-                    replicas=obj["spec"].get("replicas", 1),
-                    image=container["image"],
-                    model=args[1] if len(args) > 1 and args[0] == "serve" else "",
-                    gpus_per_pod=_gpus(container),
-                )
-            )
+        if labels.get(naming.COMPONENT) == naming.ROUTER:
+            summary.router = _router(obj, container)
+        elif labels.get(naming.COMPONENT) == naming.ENGINE:
+            summary.pools.append(_pool(obj, container, labels))
     return summary

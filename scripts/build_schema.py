@@ -1,4 +1,27 @@
-"""Write helm/values.schema.json from schemas/values.schema.yaml (the one source).
+"""Write helm/values.schema.json from schemas/values.schema.yaml (the one source) and the
+connector table helm/files/connectors.yaml: `kvTransfer.connector` takes the table's connector
+names, and each connector's own kvTransfer keys are its `values` (a key two connectors share must
+be defined identically).
+
+The source names Kubernetes types it does not define, as `$ref: "#/definitions/<name>"` with
+Kubernetes' own names (io.k8s.api.core.v1.Affinity, ...). This script copies each of them, and
+every definition they reference transitively (nothing else), into the JSON's `definitions` from
+
+    PyPI package kubernetes-validate==1.37.0, file
+    kubernetes_validate/kubernetes-json-schema/v1.29.0-local-strict/_definitions.json
+    (the strict variant: additionalProperties false on every object; Kubernetes 1.29.0, the
+    oldest version the chart supports, so no field newer than 1.29 is accepted)
+
+and turns them into JSON Schema draft-07, which Helm 3.14+ and 4.x apply:
+- `$ref: "#/$defs/<name>"` becomes `#/definitions/<name>`; names are kept;
+- every object schema with `properties` gets additionalProperties false (strict);
+- `x-kubernetes-*` extension keys are dropped; any keyword outside draft-07 fails the build;
+- formats int32 and int64 are not draft-07 formats: int32 becomes minimum/maximum of its range,
+  int64 (the range of any integer Helm reads) is dropped;
+- Quantity (`oneOf` string or number) gets the grammar of Kubernetes' resource.ParseQuantity
+  as a pattern on its string form, so "30Gi" and 8 pass and "30 GB" does not;
+- property descriptions are dropped (each definition keeps its own), to keep the file small:
+  Helm loads it on every render.
 
 Usage: python scripts/build_schema.py [--check]   (--check: exit 1 if the JSON is stale)
 """
@@ -7,24 +30,171 @@ from __future__ import annotations
 
 import json
 import sys
+from importlib import metadata, resources
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "schemas" / "values.schema.yaml"
+CONNECTORS = ROOT / "helm" / "files" / "connectors.yaml"
 TARGET = ROOT / "helm" / "values.schema.json"
+
+KUBERNETES_PACKAGE = ("kubernetes-validate", "1.37.0")
+KUBERNETES_FILE = "kubernetes-json-schema/v1.29.0-local-strict/_definitions.json"
+KUBERNETES_PREFIX = "io.k8s."
+LOCAL = "#/definitions/"
+
+# Draft-07 keywords the copied definitions may use (anything else, say a 2019+ keyword, fails).
+DRAFT07 = {
+    "$ref",
+    "description",
+    "type",
+    "properties",
+    "additionalProperties",
+    "required",
+    "items",
+    "enum",
+    "oneOf",
+    "anyOf",
+    "allOf",
+    "not",
+    "minimum",
+    "maximum",
+    "pattern",
+    "minItems",
+    "maxItems",
+    "minLength",
+    "maxLength",
+}
+INTEGER_RANGES: dict[str, tuple[int, int] | None] = {"int32": (-(2**31), 2**31 - 1), "int64": None}
+QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+# resource.ParseQuantity: <sign>?<number><suffix>, number "1", "1.5", "1." or ".5", suffix a
+# binary SI (Ki..Ei), a decimal SI (n, u, m, "", k, M..E) or a decimal exponent (e3, E-2).
+QUANTITY_PATTERN = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
+
+
+def kubernetes_source() -> dict[str, Any]:
+    """The `$defs` of the pinned kubernetes-validate file."""
+    package, version = KUBERNETES_PACKAGE
+    installed = metadata.version(package)
+    if installed != version:
+        raise SystemExit(f"{package}=={version} is needed to build the schema, not {installed}")
+    text = resources.files("kubernetes_validate").joinpath(KUBERNETES_FILE).read_text("utf-8")
+    return json.loads(text)["$defs"]
+
+
+def local_refs(node: Any) -> set[str]:
+    """Names of the definitions that `node` references (#/definitions/<name>)."""
+    found: set[str] = set()
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str) and value.startswith(LOCAL):
+                found.add(value.removeprefix(LOCAL))
+            else:
+                found |= local_refs(value)
+    elif isinstance(node, list):
+        for item in node:
+            found |= local_refs(item)
+    return found
+
+
+def _draft07(node: dict[str, Any], where: str, top: bool = False) -> dict[str, Any]:
+    """One schema of the Kubernetes file, in draft-07 and strict."""
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key.startswith("x-kubernetes-") or (key == "description" and not top):
+            continue
+        if key == "format":
+            if value not in INTEGER_RANGES:
+                raise SystemExit(f"{where}: format {value!r} has no draft-07 translation")
+            if INTEGER_RANGES[value]:
+                out["minimum"], out["maximum"] = INTEGER_RANGES[value]
+        elif key not in DRAFT07:
+            raise SystemExit(f"{where}: keyword {key!r} is not draft-07")
+        elif key == "$ref":
+            name = value.removeprefix("#/$defs/")
+            if name == value:
+                raise SystemExit(f"{where}: unexpected $ref {value!r}")
+            out[key] = LOCAL + name
+        elif key == "properties":
+            out[key] = {k: _draft07(v, f"{where}.{k}") for k, v in value.items()}
+        elif key in ("items", "additionalProperties", "not") and isinstance(value, dict):
+            out[key] = _draft07(value, f"{where}/{key}")
+        elif key in ("oneOf", "anyOf", "allOf"):
+            out[key] = [_draft07(v, f"{where}/{key}") for v in value]
+        else:
+            out[key] = value
+    if "$ref" in out and len(out) > 1:
+        raise SystemExit(f"{where}: keywords beside $ref are ignored in draft-07: {sorted(out)}")
+    if "properties" in out:
+        out.setdefault("additionalProperties", False)
+    return out
+
+
+def _quantity(source: dict[str, Any]) -> dict[str, Any]:
+    expected = {"oneOf": [{"type": ["string", "null"]}, {"type": ["number", "null"]}]}
+    if source != expected:
+        raise SystemExit(f"{QUANTITY} changed in the Kubernetes file: {source}")
+    return {
+        "description": (
+            "A Kubernetes quantity: a number, or a string such as 30Gi, 500m, 1.5 or 1e3 "
+            "(the grammar of resource.ParseQuantity)."
+        ),
+        "oneOf": [{"type": "string", "pattern": QUANTITY_PATTERN}, {"type": "number"}],
+    }
+
+
+def kubernetes_definitions(names: set[str], source: dict[str, Any]) -> dict[str, Any]:
+    """The definitions `names` and all they reference, from `source`, in draft-07 and strict."""
+    copied: dict[str, Any] = {}
+    pending = sorted(names)
+    while pending:
+        name = pending.pop()
+        if name in copied:
+            continue
+        if name not in source:
+            raise SystemExit(f"#/definitions/{name} is neither in the source nor in Kubernetes")
+        schema = _quantity(source[name]) if name == QUANTITY else _draft07(source[name], name, True)
+        copied[name] = schema
+        pending += sorted(local_refs(schema) - set(copied))
+    return dict(sorted(copied.items()))
+
+
+def add_connectors(kv_transfer: dict[str, Any], table: dict[str, Any]) -> None:
+    """The connector enum and every connector's own keys, into the kvTransfer definition."""
+    properties = kv_transfer["properties"]
+    properties["connector"]["enum"] = list(table["connectors"])
+    owners: dict[str, str] = {}
+    for name, connector in table["connectors"].items():
+        for key, schema in (connector.get("values") or {}).items():
+            if key in properties and (key not in owners or properties[key] != schema):
+                raise SystemExit(f"{name} redefines kvTransfer.{key} (also {owners.get(key)})")
+            properties[key] = schema
+            owners.setdefault(key, name)
+
+
+def build() -> dict[str, Any]:
+    schema = yaml.safe_load(SOURCE.read_text(encoding="utf-8"))
+    own = schema.setdefault("definitions", {})
+    add_connectors(own["kvTransfer"], yaml.safe_load(CONNECTORS.read_text(encoding="utf-8")))
+    clash = sorted(name for name in own if name.startswith(KUBERNETES_PREFIX))
+    if clash:
+        raise SystemExit(f"{SOURCE.name} defines Kubernetes names itself: {clash}")
+    wanted = local_refs(schema) - set(own)
+    own.update(kubernetes_definitions(wanted, kubernetes_source()))
+    return schema
 
 
 def render() -> str:
-    schema = yaml.safe_load(SOURCE.read_text(encoding="utf-8"))
-    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(build(), indent=2, ensure_ascii=False) + "\n"
 
 
 def main() -> int:
     text = render()
     if "--check" in sys.argv[1:]:
-        if TARGET.read_text(encoding="utf-8") != text:
+        if not TARGET.is_file() or TARGET.read_text(encoding="utf-8") != text:
             print(f"{TARGET} is stale: run `make schema`", file=sys.stderr)
             return 1
         return 0

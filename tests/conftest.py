@@ -1,35 +1,25 @@
-"""Shared fixtures: the pinned helm binaries, rendering through them, strict Kubernetes schemas."""
+"""Fixtures only: the pinned helm binaries and a render cache. Helpers are in tests/helpers.py.
+
+The binaries are looked up in the tools folder through pdctl.helm.tools_dirs(), so
+$PDCTL_TOOLS_DIR points the suite at another one; a missing version fails the tests that need it
+("run `make helm`"). Nothing runs helm at collection time.
+"""
 
 from __future__ import annotations
 
-import subprocess
-from collections.abc import Callable
+import copy
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
 from pdctl import manifests
-from pdctl.helm import Helm, TemplateRequest, find_helm, template
-
-ROOT = Path(__file__).resolve().parent.parent
-CHART = ROOT / "helm"
-TUTORIAL_VALUES = ROOT / "tutorials" / "assets" / "values-16-disagg-prefill.yaml"
-HELM_VERSIONS = ["3.17.2", "4.1.4"]
-KUBE_VERSIONS = ["1.29.0", "1.35.0"]
+from pdctl.helm import Helm
+from tests.helpers import HELM_VERSIONS, Render, pinned_helm, render_file
 
 
-def pinned_helm(version: str) -> Helm:
-    path = ROOT / ".tools" / f"helm-{version}" / "helm"
-    if not path.is_file():
-        pytest.fail(f"{path} is missing: run `make helm` (make test does it for you)")
-    return find_helm(str(path))
-
-
-@pytest.fixture(params=HELM_VERSIONS, ids=lambda v: f"helm{v}")
-def helm(request: pytest.FixtureRequest) -> Helm:
-    return pinned_helm(request.param)
+@pytest.fixture(scope="session")
+def helm3() -> Helm:
+    return pinned_helm("3.17.2")
 
 
 @pytest.fixture(scope="session")
@@ -37,49 +27,22 @@ def helm4() -> Helm:
     return pinned_helm("4.1.4")
 
 
-def write_values(tmp_path: Path, values: dict[str, Any] | str, name: str = "values.yaml") -> Path:
-    path = tmp_path / name
-    path.write_text(values if isinstance(values, str) else yaml.safe_dump(values))
-    return path
+@pytest.fixture(scope="session", params=HELM_VERSIONS, ids=lambda v: f"helm{v}")
+def helm(request: pytest.FixtureRequest) -> Helm:
+    """Each pinned helm in turn (the helm3 and helm4 fixtures)."""
+    return request.getfixturevalue(f"helm{request.param.split('.')[0]}")
 
 
-def render_file(helm: Helm, values_file: Path, release: str = "pd") -> list[manifests.Manifest]:
-    text = template(
-        helm, TemplateRequest(chart=CHART, release=release, values_files=(values_file,))
-    )
-    return manifests.parse(text)
+@pytest.fixture(scope="session")
+def rendered() -> Render:
+    """`rendered(helm, values_file)`: the chart rendered once per binary and file in a session;
+    every call returns its own copy, so a test may change what it gets."""
+    cache: dict[tuple[Path, Path], list[manifests.Manifest]] = {}
 
+    def render(helm: Helm, values_file: Path) -> list[manifests.Manifest]:
+        key = (helm.path, values_file)
+        if key not in cache:
+            cache[key] = render_file(helm, values_file)
+        return copy.deepcopy(cache[key])
 
-def helm_template_result(helm: Helm, values_file: Path) -> subprocess.CompletedProcess[str]:
-    return helm.run(TemplateRequest(chart=CHART, values_files=(values_file,)).args())
-
-
-def assert_kube_valid(objects: list[manifests.Manifest], kube_version: str) -> None:
-    import kubernetes_validate
-
-    for obj in objects:
-        try:
-            kubernetes_validate.validate(obj, kube_version, strict=True)
-        except kubernetes_validate.ValidationError as error:
-            name = f"{obj['kind']}/{obj['metadata']['name']}"
-            pytest.fail(f"{name} fails Kubernetes {kube_version}: {error.message} at {error.path}")
-
-
-@pytest.fixture
-def render(helm: Helm) -> Callable[[Path], list[manifests.Manifest]]:
-    return lambda path: render_file(helm, path)
-
-
-def container(objects: list[manifests.Manifest], deployment: str) -> dict[str, Any]:
-    return manifests.find(objects, "Deployment", deployment)["spec"]["template"]["spec"][
-        "containers"
-    ][0]
-
-
-def env_of(container_spec: dict[str, Any]) -> dict[str, Any]:
-    """Env as name -> value (or the valueFrom mapping); fails on duplicate names."""
-    names = [entry["name"] for entry in container_spec["env"]]
-    assert len(names) == len(set(names)), f"duplicate env names: {names}"
-    return {
-        entry["name"]: entry.get("value", entry.get("valueFrom")) for entry in container_spec["env"]
-    }
+    return render

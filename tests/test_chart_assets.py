@@ -8,15 +8,31 @@ from pathlib import Path
 import pytest
 
 from pdctl.helm import Helm
-from tests.conftest import CHART, KUBE_VERSIONS, ROOT, assert_kube_valid, render_file
-
-VALUES_FILES = sorted((ROOT / "tutorials" / "assets").glob("*.yaml")) + sorted(
-    (CHART / "ci").glob("*.yaml")
+from tests.helpers import (
+    ASSETS,
+    CHART,
+    CI,
+    KUBE_VERSIONS,
+    ROOT,
+    TUTORIAL_VALUES,
+    VALUES_FILES,
+    Render,
+    assert_kube_valid,
+    helm_template_result,
+    render_file,
+    write_values,
 )
 
 
-def test_there_are_values_files() -> None:
-    assert len(VALUES_FILES) >= 3
+def test_values_files_are_the_tutorials_and_the_ci_scenarios() -> None:
+    # Each tutorial NN-name.md has its values file assets/values-NN-name.yaml and points at it;
+    # no asset is without its tutorial. The helm/ci scenarios come on top.
+    tutorials = {path.stem: path for path in (ROOT / "tutorials").glob("*.md")}
+    assert TUTORIAL_VALUES in VALUES_FILES
+    assert {path.stem.removeprefix("values-") for path in ASSETS.glob("*.yaml")} == set(tutorials)
+    for name, tutorial in tutorials.items():
+        assert f"assets/values-{name}.yaml" in tutorial.read_text(), tutorial.name
+    assert {path.parent for path in VALUES_FILES} == {ASSETS, CI}
 
 
 @pytest.mark.parametrize("values_file", VALUES_FILES, ids=lambda p: p.name)
@@ -27,14 +43,22 @@ def test_lint_strict(helm: Helm, values_file: Path) -> None:
 
 @pytest.mark.parametrize("values_file", VALUES_FILES, ids=lambda p: p.name)
 @pytest.mark.parametrize("kube_version", KUBE_VERSIONS)
-def test_renders_valid_kubernetes_objects(helm: Helm, values_file: Path, kube_version: str) -> None:
-    objects = render_file(helm, values_file)
+def test_renders_valid_kubernetes_objects(
+    helm: Helm, rendered: Render, values_file: Path, kube_version: str
+) -> None:
+    objects = rendered(helm, values_file)
     assert objects, "nothing rendered"
     assert_kube_valid(objects, kube_version)
 
 
-def test_default_values_render_router_only(helm: Helm, tmp_path: Path) -> None:
-    empty = tmp_path / "empty.yaml"
-    empty.write_text("{}\n")
-    kinds = sorted({obj["kind"] for obj in render_file(helm, empty)})
+def test_default_values_need_a_pool(helm: Helm, tmp_path: Path) -> None:
+    """The chart's defaults enable engines with no pool: it says what to add."""
+    result = helm_template_result(helm, write_values(tmp_path, "{}\n"))
+    assert result.returncode != 0
+    assert "[PD016] servingEngineSpec.modelSpec is empty" in result.stderr
+
+
+def test_engines_off_render_router_only(helm: Helm, tmp_path: Path) -> None:
+    values = write_values(tmp_path, {"servingEngineSpec": {"enableEngine": False}})
+    kinds = sorted({obj["kind"] for obj in render_file(helm, values)})
     assert kinds == ["Deployment", "Pod", "Role", "RoleBinding", "Service", "ServiceAccount"]

@@ -1,7 +1,7 @@
 """What each KV connector renders per role: the exact kv-transfer JSON, env, ports and Services.
 
-Each values file is rendered once per module with Helm 4 (test_chart_assets.py renders every
-file with both Helm versions and checks the Kubernetes schemas).
+Each values file is rendered once per session with Helm 4 (the `rendered` fixture);
+test_chart_assets.py renders every file with both Helm versions and checks the Kubernetes schemas.
 """
 
 from __future__ import annotations
@@ -13,19 +13,20 @@ from typing import Any
 import pytest
 
 from pdctl import manifests
-from tests.conftest import CHART, ROOT, container, env_of, pinned_helm, render_file
+from pdctl.helm import Helm
+from tests.helpers import (
+    ASSETS,
+    CI,
+    TUTORIAL_VALUES,
+    Render,
+    container,
+    env_of,
+    load_values,
+    render_file,
+    write_values,
+)
 
-ASSETS = ROOT / "tutorials" / "assets"
-CI = CHART / "ci"
 POD_IP = {"fieldRef": {"fieldPath": "status.podIP"}}
-
-_CACHE: dict[Path, list[manifests.Manifest]] = {}
-
-
-def rendered(path: Path) -> list[manifests.Manifest]:
-    if path not in _CACHE:
-        _CACHE[path] = render_file(pinned_helm("4.1.4"), path)
-    return _CACHE[path]
 
 
 def engine(objects: list[manifests.Manifest], pool: str) -> dict[str, Any]:
@@ -62,8 +63,8 @@ def role_label(objects: list[manifests.Manifest], pool: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def nixl() -> list[manifests.Manifest]:
-    return rendered(ASSETS / "values-17-nixl-vllm-router.yaml")
+def nixl(helm4: Helm, rendered: Render) -> list[manifests.Manifest]:
+    return rendered(helm4, ASSETS / "values-17-nixl-vllm-router.yaml")
 
 
 @pytest.mark.parametrize(("pool", "role"), [("qwen-prefill", "prefill"), ("qwen-decode", "decode")])
@@ -109,8 +110,8 @@ def test_nixl_has_no_host_level_settings_by_default(nixl: list[manifests.Manifes
 
 
 @pytest.fixture(scope="module")
-def xpyd() -> list[manifests.Manifest]:
-    return rendered(ASSETS / "values-18-nixl-xpyd.yaml")
+def xpyd(helm4: Helm, rendered: Render) -> list[manifests.Manifest]:
+    return rendered(helm4, ASSETS / "values-18-nixl-xpyd.yaml")
 
 
 def test_xpyd_pools(xpyd: list[manifests.Manifest]) -> None:
@@ -132,8 +133,8 @@ def test_xpyd_pools(xpyd: list[manifests.Manifest]) -> None:
 
 
 @pytest.fixture(scope="module")
-def lmcache() -> list[manifests.Manifest]:
-    return rendered(ASSETS / "values-19-lmcache-pd.yaml")
+def lmcache(helm4: Helm, rendered: Render) -> list[manifests.Manifest]:
+    return rendered(helm4, ASSETS / "values-19-lmcache-pd.yaml")
 
 
 def test_lmcache_sender(lmcache: list[manifests.Manifest]) -> None:
@@ -184,16 +185,12 @@ def test_lmcache_receiver(lmcache: list[manifests.Manifest]) -> None:
     assert service_ports(lmcache, "llama-decode")["lmc-init-0"] == 7300
 
 
-def test_lmcache_receiver_ports_per_tp_rank(tmp_path: Path) -> None:
-    import yaml
-
-    values = yaml.safe_load((ASSETS / "values-19-lmcache-pd.yaml").read_text())
+def test_lmcache_receiver_ports_per_tp_rank(helm4: Helm, tmp_path: Path) -> None:
+    values = load_values(ASSETS / "values-19-lmcache-pd.yaml")
     decode = values["servingEngineSpec"]["modelSpec"][1]
     decode["vllmConfig"]["tensorParallelSize"] = 2
     decode["requestGPU"] = 2
-    path = tmp_path / "v.yaml"
-    path.write_text(yaml.safe_dump(values))
-    objects = render_file(pinned_helm("4.1.4"), path)
+    objects = render_file(helm4, write_values(tmp_path, values, "v.yaml"))
     env = env_of(engine(objects, "llama-decode"))
     assert env["LMCACHE_PD_PEER_INIT_PORT"] == "7300,7301"
     assert env["LMCACHE_PD_PEER_ALLOC_PORT"] == "7400,7401"
@@ -204,8 +201,8 @@ def test_lmcache_receiver_ports_per_tp_rank(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def mooncake() -> list[manifests.Manifest]:
-    return rendered(ASSETS / "values-20-mooncake.yaml")
+def mooncake(helm4: Helm, rendered: Render) -> list[manifests.Manifest]:
+    return rendered(helm4, ASSETS / "values-20-mooncake.yaml")
 
 
 def test_mooncake_per_role(mooncake: list[manifests.Manifest]) -> None:
@@ -241,8 +238,8 @@ def test_mooncake_rdma_options(mooncake: list[manifests.Manifest]) -> None:
         assert c["securityContext"]["allowPrivilegeEscalation"] is False
 
 
-def test_mooncake_static_router_passes_bootstrap_port() -> None:
-    objects = rendered(CI / "mooncake-static-values.yaml")
+def test_mooncake_static_router_passes_bootstrap_port(helm4: Helm, rendered: Render) -> None:
+    objects = rendered(helm4, CI / "mooncake-static-values.yaml")
     assert kv_config(objects, "mc-prefill")["kv_connector_extra_config"] == {
         "mooncake_protocol": "tcp"
     }
@@ -257,8 +254,8 @@ def test_mooncake_static_router_passes_bootstrap_port() -> None:
 
 
 @pytest.fixture(scope="module")
-def p2p() -> list[manifests.Manifest]:
-    return rendered(CI / "p2pnccl-static-router-values.yaml")
+def p2p(helm4: Helm, rendered: Render) -> list[manifests.Manifest]:
+    return rendered(helm4, CI / "p2pnccl-static-router-values.yaml")
 
 
 def test_p2pnccl_per_role(p2p: list[manifests.Manifest]) -> None:
@@ -307,8 +304,8 @@ def test_p2pnccl_router_registration_port(p2p: list[manifests.Manifest]) -> None
 
 
 @pytest.fixture(scope="module")
-def seed() -> list[manifests.Manifest]:
-    return rendered(ASSETS / "values-21-pynccl-seed.yaml")
+def seed(helm4: Helm, rendered: Render) -> list[manifests.Manifest]:
+    return rendered(helm4, ASSETS / "values-21-pynccl-seed.yaml")
 
 
 def test_pynccl_seed_pair(seed: list[manifests.Manifest]) -> None:
@@ -376,8 +373,8 @@ def test_pynccl_router_is_the_tutorial_router(seed: list[manifests.Manifest]) ->
 
 
 @pytest.fixture(scope="module")
-def rdma() -> list[manifests.Manifest]:
-    return rendered(CI / "nixl-rdma-hetero-tp-values.yaml")
+def rdma(helm4: Helm, rendered: Render) -> list[manifests.Manifest]:
+    return rendered(helm4, CI / "nixl-rdma-hetero-tp-values.yaml")
 
 
 def test_rdma_hetero_tp(rdma: list[manifests.Manifest]) -> None:
@@ -409,8 +406,8 @@ def test_rdma_hetero_tp(rdma: list[manifests.Manifest]) -> None:
 
 
 @pytest.fixture(scope="module")
-def dp() -> list[manifests.Manifest]:
-    return rendered(CI / "nixl-dp-custom-image-values.yaml")
+def dp(helm4: Helm, rendered: Render) -> list[manifests.Manifest]:
+    return rendered(helm4, CI / "nixl-dp-custom-image-values.yaml")
 
 
 def test_dp_and_stated_version(dp: list[manifests.Manifest]) -> None:
@@ -435,33 +432,28 @@ def test_dp_and_stated_version(dp: list[manifests.Manifest]) -> None:
     assert "--kv-transfer-config" not in engine(dp, "aggregated")["args"]
 
 
-def test_tutorial_lmcache_pools_keep_their_implied_role() -> None:
-    objects = rendered(ROOT / "tutorials" / "assets" / "values-16-disagg-prefill.yaml")
+def test_tutorial_lmcache_pools_keep_their_implied_role(helm4: Helm, rendered: Render) -> None:
+    objects = rendered(helm4, TUTORIAL_VALUES)
     assert role_label(objects, "llama-prefill") == "prefill"
     assert role_label(objects, "llama-decode") == "decode"
 
 
-def test_extra_config_is_merged_and_wins(tmp_path: Path) -> None:
-    import yaml
-
-    values = yaml.safe_load((ASSETS / "values-20-mooncake.yaml").read_text())
+def test_extra_config_is_merged_and_wins(helm4: Helm, tmp_path: Path) -> None:
+    values = load_values(ASSETS / "values-20-mooncake.yaml")
     kt = values["servingEngineSpec"]["modelSpec"][0]["kvTransfer"]
     kt["extraConfig"] = {"num_workers": 4, "mooncake_protocol": "tcp"}
     values["servingEngineSpec"]["modelSpec"][1]["kvTransfer"]["mooncake"]["protocol"] = "tcp"
-    nixl_values = yaml.safe_load((ASSETS / "values-17-nixl-vllm-router.yaml").read_text())
+    nixl_values = load_values(ASSETS / "values-17-nixl-vllm-router.yaml")
     nixl_values["servingEngineSpec"]["modelSpec"][0]["kvTransfer"]["extraConfig"] = {
         "backends": ["UCX", "GDS"]
     }
-    helm = pinned_helm("4.1.4")
-    (tmp_path / "mc.yaml").write_text(yaml.safe_dump(values))
-    (tmp_path / "nixl.yaml").write_text(yaml.safe_dump(nixl_values))
-    mc = render_file(helm, tmp_path / "mc.yaml")
+    mc = render_file(helm4, write_values(tmp_path, values, "mc.yaml"))
     assert kv_config(mc, "qwen-prefill")["kv_connector_extra_config"] == {
         "mooncake_protocol": "tcp",
         "device_name": "mlx5_0",
         "num_workers": 4,
     }
-    nixl_objects = render_file(helm, tmp_path / "nixl.yaml")
+    nixl_objects = render_file(helm4, write_values(tmp_path, nixl_values, "nixl.yaml"))
     assert kv_config(nixl_objects, "qwen-prefill")["kv_connector_extra_config"] == {
         "backends": ["UCX", "GDS"]
     }

@@ -8,15 +8,15 @@ import pytest
 
 from pdctl import manifests
 from pdctl.helm import Helm
-from tests.conftest import CHART, TUTORIAL_VALUES, container, env_of, render_file
+from tests.helpers import CHART, TUTORIAL_VALUES, Render, container, env_of
 
 PREFILL = "pd-llama-prefill-deployment-vllm"
 DECODE = "pd-llama-decode-deployment-vllm"
 
 
 @pytest.fixture
-def objects(helm: Helm) -> list[manifests.Manifest]:
-    return render_file(helm, TUTORIAL_VALUES)
+def objects(helm: Helm, rendered: Render) -> list[manifests.Manifest]:
+    return rendered(helm, TUTORIAL_VALUES)
 
 
 def test_helm_lint_strict(helm: Helm) -> None:
@@ -200,15 +200,9 @@ def test_helm_test_hook_checks_router(objects: list[manifests.Manifest]) -> None
     assert "http://pd-router-service:80/health" in pod["spec"]["containers"][0]["command"]
 
 
-def test_both_helm_versions_render_identically() -> None:
-    from tests.conftest import pinned_helm
-
+def test_both_helm_versions_render_identically(helm3: Helm, helm4: Helm) -> None:
     texts = [
-        manifests.parse(
-            pinned_helm(version)
-            .run(["template", "pd", str(CHART), "-f", str(TUTORIAL_VALUES)])
-            .stdout
-        )
-        for version in ("3.17.2", "4.1.4")
+        manifests.parse(helm.run(["template", "pd", str(CHART), "-f", str(TUTORIAL_VALUES)]).stdout)
+        for helm in (helm3, helm4)
     ]
     assert texts[0] == texts[1]

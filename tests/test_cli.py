@@ -11,21 +11,31 @@ import pytest
 from typer.testing import CliRunner
 
 from pdctl.cli.app import app
-from tests.conftest import ROOT, TUTORIAL_VALUES
+from pdctl.helm import Helm
+from tests.helpers import ASSETS, TUTORIAL_VALUES
+
+NIXL_VALUES = ASSETS / "values-17-nixl-vllm-router.yaml"
 
 runner = CliRunner()
-HELM4 = str(ROOT / ".tools" / "helm-4.1.4" / "helm")
+# Stands for the pinned Helm 4 (the helm4 fixture) in parametrize arguments.
+HELM4 = "<pinned helm 4>"
 
 
-def test_template_prints_manifests() -> None:
-    result = runner.invoke(app, ["template", "-f", str(TUTORIAL_VALUES), "--helm", HELM4])
+@pytest.fixture
+def helm_opt(helm4: Helm) -> list[str]:
+    """pdctl's --helm option, naming the pinned Helm 4."""
+    return ["--helm", str(helm4.path)]
+
+
+def test_template_prints_manifests(helm_opt: list[str]) -> None:
+    result = runner.invoke(app, ["template", "-f", str(TUTORIAL_VALUES), *helm_opt])
     assert result.exit_code == 0, result.output
     assert "name: pd-llama-decode-engine-service" in result.stdout
 
 
-def test_template_summary_json() -> None:
+def test_template_summary_json(helm_opt: list[str]) -> None:
     result = runner.invoke(
-        app, ["template", "-f", str(TUTORIAL_VALUES), "--summary", "-o", "json", "--helm", HELM4]
+        app, ["template", "-f", str(TUTORIAL_VALUES), "--summary", "-o", "json", *helm_opt]
     )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
@@ -38,24 +48,22 @@ def test_template_summary_json() -> None:
     assert summary["services"]["pd-llama-decode-engine-service"] == [80, 55555]
 
 
-def test_template_summary_text() -> None:
-    result = runner.invoke(
-        app, ["template", "-f", str(TUTORIAL_VALUES), "--summary", "--helm", HELM4]
-    )
+def test_template_summary_text(helm_opt: list[str]) -> None:
+    result = runner.invoke(app, ["template", "-f", str(TUTORIAL_VALUES), "--summary", *helm_opt])
     assert result.exit_code == 0, result.output
     assert "llama-prefill" in result.stdout and "GPUs requested in total: 2" in result.stdout
 
 
-def test_template_release_and_namespace() -> None:
+def test_template_release_and_namespace(helm_opt: list[str]) -> None:
     result = runner.invoke(
         app,
-        ["template", "-f", str(TUTORIAL_VALUES), "--release", "demo", "-n", "llm", "--helm", HELM4],
+        ["template", "-f", str(NIXL_VALUES), "--release", "demo", "-n", "llm", *helm_opt],
     )
     assert result.exit_code == 0, result.output
     assert "name: demo-router-service" in result.stdout and "namespace: llm" in result.stdout
 
 
-def test_template_set_and_output_dir(tmp_path: Path) -> None:
+def test_template_set_and_output_dir(tmp_path: Path, helm_opt: list[str]) -> None:
     out = tmp_path / "out"
     result = runner.invoke(
         app,
@@ -67,8 +75,7 @@ def test_template_set_and_output_dir(tmp_path: Path) -> None:
             "routerSpec.replicaCount=2",
             "--output-dir",
             str(out),
-            "--helm",
-            HELM4,
+            *helm_opt,
         ],
     )
     assert result.exit_code == 0, result.output
@@ -76,16 +83,16 @@ def test_template_set_and_output_dir(tmp_path: Path) -> None:
     assert "replicas: 2" in router
 
 
-def test_missing_values_file_is_exit_1(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["template", "-f", str(tmp_path / "nope.yaml"), "--helm", HELM4])
+def test_missing_values_file_is_exit_1(tmp_path: Path, helm_opt: list[str]) -> None:
+    result = runner.invoke(app, ["template", "-f", str(tmp_path / "nope.yaml"), *helm_opt])
     assert result.exit_code == 1
-    assert "no such values file" in result.stderr
+    assert "nope.yaml: cannot read the file: No such file or directory" in result.stderr
 
 
-def test_values_refused_by_schema_is_exit_1(tmp_path: Path) -> None:
+def test_values_refused_by_schema_is_exit_1(tmp_path: Path, helm_opt: list[str]) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("routerSpec:\n  replicaCount: -1\n")
-    result = runner.invoke(app, ["template", "-f", str(bad), "--helm", HELM4])
+    result = runner.invoke(app, ["template", "-f", str(bad), *helm_opt])
     assert result.exit_code == 1
     assert "replicaCount" in result.stderr and "Traceback" not in result.output
 
@@ -98,9 +105,9 @@ def test_missing_helm_is_exit_3(tmp_path: Path) -> None:
     assert "not an executable" in result.stderr
 
 
-def test_debug_shows_the_exception(tmp_path: Path) -> None:
+def test_debug_shows_the_exception(tmp_path: Path, helm_opt: list[str]) -> None:
     result = runner.invoke(
-        app, ["--debug", "template", "-f", str(tmp_path / "nope.yaml"), "--helm", HELM4]
+        app, ["--debug", "template", "-f", str(tmp_path / "nope.yaml"), *helm_opt]
     )
     assert result.exit_code == 1 and result.exception is not None
 
@@ -110,8 +117,8 @@ def test_usage_error_is_exit_2() -> None:
     assert result.exit_code == 2
 
 
-def test_version_json() -> None:
-    result = runner.invoke(app, ["version", "-o", "json", "--helm", HELM4])
+def test_version_json(helm_opt: list[str]) -> None:
+    result = runner.invoke(app, ["version", "-o", "json", *helm_opt])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["helm"] == "v4.1.4"
     assert json.loads(result.stdout)["chart"] == "0.1.0"
@@ -126,7 +133,8 @@ def test_version_json() -> None:
         (["version", "--helm", "/nonexistent/helm"], 3),
     ],
 )
-def test_exit_codes_as_a_subprocess(args: list[str], code: int) -> None:
+def test_exit_codes_as_a_subprocess(helm4: Helm, args: list[str], code: int) -> None:
+    args = [str(helm4.path) if arg == HELM4 else arg for arg in args]
     result = subprocess.run(
         [sys.executable, "-m", "pdctl", *args], capture_output=True, text=True, check=False
     )
@@ -134,19 +142,21 @@ def test_exit_codes_as_a_subprocess(args: list[str], code: int) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_template_refuses_duplicate_keys_with_file_and_line(tmp_path: Path) -> None:
+def test_template_refuses_duplicate_keys_with_file_and_line(
+    tmp_path: Path, helm_opt: list[str]
+) -> None:
     bad = tmp_path / "dup.yaml"
     bad.write_text("routerSpec:\n  replicaCount: 1\n  replicaCount: 2\n")
-    result = runner.invoke(app, ["template", "-f", str(bad), "--helm", HELM4])
+    result = runner.invoke(app, ["template", "-f", str(bad), *helm_opt])
     assert result.exit_code == 1
     assert str(bad) in result.stderr and "line 3" in result.stderr
     assert "Traceback" not in result.output
 
 
-def test_template_refuses_an_alias_bomb(tmp_path: Path) -> None:
+def test_template_refuses_an_alias_bomb(tmp_path: Path, helm_opt: list[str]) -> None:
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
     lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 12)]
     bomb = tmp_path / "bomb.yaml"
     bomb.write_text("\n".join(lines) + "\n")
-    result = runner.invoke(app, ["template", "-f", str(bomb), "--helm", HELM4])
+    result = runner.invoke(app, ["template", "-f", str(bomb), *helm_opt])
     assert result.exit_code == 1 and "alias" in result.stderr

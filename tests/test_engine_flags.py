@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
-from tests.conftest import CHART, ROOT, pinned_helm, render_file
+from pdctl import manifests
+from pdctl.helm import Helm
+from tests.helpers import VALUES_FILES, Render, container, load_values
 
-VALUES_FILES = sorted((ROOT / "tutorials" / "assets").glob("*.yaml")) + sorted(
-    (CHART / "ci").glob("*.yaml")
-)
+OFFICIAL_IMAGE = re.compile(r"vllm/vllm-openai:v(\d+\.\d+\.\d+)")
 
 BASE_FLAGS = {
     "--host",
@@ -77,31 +78,57 @@ def accepted_kv_fields(version: tuple[int, ...]) -> set[str]:
     return fields
 
 
-def official_engines() -> list[tuple[str, str, dict]]:
-    helm = pinned_helm("4.1.4")
+def official_engines(objects: list[manifests.Manifest]) -> list[tuple[str, str, dict]]:
+    """(Deployment name, vLLM version, engine container) of each rendered official image."""
     found = []
-    for path in VALUES_FILES:
-        for obj in render_file(helm, path):
-            if obj["kind"] != "Deployment" or not obj["metadata"]["name"].endswith("-vllm"):
-                continue
-            engine = obj["spec"]["template"]["spec"]["containers"][0]
-            match = re.fullmatch(r"vllm/vllm-openai:v(\d+\.\d+\.\d+)", engine["image"])
-            if match:
-                found.append((f"{path.name}:{obj['metadata']['name']}", match.group(1), engine))
+    for obj in objects:
+        if obj["kind"] != "Deployment" or not obj["metadata"]["name"].endswith("-vllm"):
+            continue
+        engine = obj["spec"]["template"]["spec"]["containers"][0]
+        match = OFFICIAL_IMAGE.fullmatch(engine["image"])
+        if match:
+            found.append((obj["metadata"]["name"], match.group(1), engine))
     return found
 
 
-ENGINES = official_engines()
+def declared_engines() -> list[tuple[Path, str, str]]:
+    """(values file, engine Deployment, vLLM version) of every pool whose values name an official
+    image: read from the values files, so collection runs no helm. test_there_are_current_images
+    checks that this is exactly what the chart renders."""
+    found = []
+    for path in VALUES_FILES:
+        for spec in (load_values(path).get("servingEngineSpec") or {}).get("modelSpec") or []:
+            match = OFFICIAL_IMAGE.fullmatch(f"{spec.get('repository')}:{spec.get('tag')}")
+            if match:
+                found.append((path, f"pd-{spec['name']}-deployment-vllm", match.group(1)))
+    return found
 
 
-def test_there_are_current_images() -> None:
-    versions = {version_tuple(v) for _, v, _ in ENGINES}
+ENGINES = declared_engines()
+
+
+def test_there_are_current_images(helm4: Helm, rendered: Render) -> None:
+    engines = {
+        (path, name, version)
+        for path in VALUES_FILES
+        for name, version, _ in official_engines(rendered(helm4, path))
+    }
+    assert engines == set(ENGINES)  # the parametrization below covers every rendered engine
+    versions = {version_tuple(v) for _, _, v in engines}
     assert any(v >= (0, 12, 0) for v in versions)
     assert any(v <= (0, 10, 0) for v in versions)  # the PyNccl seed pair
 
 
-@pytest.mark.parametrize(("name", "version", "engine"), ENGINES, ids=[e[0] for e in ENGINES])
-def test_engine_uses_only_accepted_flags(name: str, version: str, engine: dict) -> None:
+@pytest.mark.parametrize(
+    ("values_file", "deployment", "version"),
+    ENGINES,
+    ids=[f"{path.name}:{deployment}" for path, deployment, _ in ENGINES],
+)
+def test_engine_uses_only_accepted_flags(
+    helm4: Helm, rendered: Render, values_file: Path, deployment: str, version: str
+) -> None:
+    engine = container(rendered(helm4, values_file), deployment)
+    assert engine["image"] == f"vllm/vllm-openai:v{version}"
     v = version_tuple(version)
     args = engine["args"]
     assert engine["command"] == ["vllm"] and args[0] == "serve"

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from pdctl.errors import EnvironmentProblem
-from pdctl.helm import find_helm, parse_version
-from tests.conftest import ROOT
+from pdctl.helm import Helm, find_helm, parse_version
 
 
 def fake_helm(directory: Path, version: str) -> Path:
@@ -20,14 +19,14 @@ def fake_helm(directory: Path, version: str) -> Path:
     return path
 
 
-def test_explicit_path_wins(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PDCTL_HELM", str(ROOT / ".tools" / "helm-4.1.4" / "helm"))
-    found = find_helm(str(ROOT / ".tools" / "helm-3.17.2" / "helm"))
+def test_explicit_path_wins(monkeypatch: pytest.MonkeyPatch, helm3: Helm, helm4: Helm) -> None:
+    monkeypatch.setenv("PDCTL_HELM", str(helm4.path))
+    found = find_helm(str(helm3.path))
     assert found.version == "v3.17.2" and found.major == 3
 
 
-def test_environment_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PDCTL_HELM", str(ROOT / ".tools" / "helm-3.17.2" / "helm"))
+def test_environment_variable(monkeypatch: pytest.MonkeyPatch, helm3: Helm) -> None:
+    monkeypatch.setenv("PDCTL_HELM", str(helm3.path))
     assert find_helm().version == "v3.17.2"
 
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from pdctl.helm import Helm
-from tests.conftest import CHART, ROOT, TUTORIAL_VALUES, helm_template_result, write_values
+from tests.helpers import CHART, ROOT, TUTORIAL_VALUES, helm_template_result, write_values
 
 TUTORIAL = yaml.safe_load(TUTORIAL_VALUES.read_text())
 
@@ -96,16 +96,6 @@ def test_helm_refuses_bad_values(helm: Helm, tmp_path: Path, case: str) -> None:
     assert result.returncode != 0, f"helm accepted values with {case}"
     assert "schema" in result.stderr.lower()
     assert key in result.stderr
-
-
-def test_chart_refuses_duplicate_pool_names(helm: Helm, tmp_path: Path) -> None:
-    def duplicate(values: dict[str, Any]) -> None:
-        values["servingEngineSpec"]["modelSpec"][1]["name"] = "llama-prefill"
-        values["servingEngineSpec"]["modelSpec"][1]["labels"]["model"] = "llama-prefill"
-
-    result = helm_template_result(helm, write_values(tmp_path, mutated(duplicate)))
-    assert result.returncode != 0
-    assert 'pool name "llama-prefill" is used twice' in result.stderr
 
 
 def test_chart_refuses_a_model_label_that_contradicts_the_pool(helm: Helm, tmp_path: Path) -> None:

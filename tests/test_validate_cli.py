@@ -12,12 +12,11 @@ import pytest
 from typer.testing import CliRunner
 
 from pdctl.cli.app import app
-from tests.conftest import ROOT, TUTORIAL_VALUES
+from pdctl.helm import Helm
+from tests.helpers import ASSETS, CI, ROOT, TUTORIAL_VALUES
 
 runner = CliRunner()
-HELM4 = str(ROOT / ".tools" / "helm-4.1.4" / "helm")
 BAD_PORT = ROOT / "tests" / "corpus" / "bad" / "pd004-port-mismatch.yaml"
-CI = ROOT / "helm" / "ci"
 
 
 def test_json_shape() -> None:
@@ -29,8 +28,17 @@ def test_json_shape() -> None:
     assert good["valid"] is True and good["errors"] == 0 and good["warnings"] == 2
     assert bad["valid"] is False and bad["errors"] >= 1
     finding = next(f for f in bad["findings"] if f["rule"] == "PD004")
-    assert set(finding) == {"rule", "severity", "path", "line", "column", "message", "hint"}
-    assert finding["severity"] == "error" and finding["line"] == 29
+    assert set(finding) == {
+        "rule",
+        "severity",
+        "path",
+        "file",
+        "line",
+        "column",
+        "message",
+        "hint",
+    }
+    assert finding["severity"] == "error" and finding["line"] == 30
 
 
 def test_github_annotations() -> None:
@@ -38,7 +46,7 @@ def test_github_annotations() -> None:
     assert result.exit_code == 1
     lines = [line for line in result.stdout.splitlines() if line]
     assert lines and all(line.startswith(("::error ", "::warning ")) for line in lines)
-    assert f"::error file={BAD_PORT},line=29,title=PD004::" in result.stdout
+    assert f"::error file={BAD_PORT},line=30,title=PD004::" in result.stdout
 
 
 def test_warnings_pass_unless_strict() -> None:
@@ -61,11 +69,9 @@ def test_set_changes_what_is_validated() -> None:
 
 
 def test_directories_globs_and_stdin() -> None:
-    result = runner.invoke(
-        app, ["validate", str(CI), str(ROOT / "tutorials" / "assets" / "*.yaml")]
-    )
+    result = runner.invoke(app, ["validate", str(CI), str(ASSETS / "*.yaml")])
     assert result.exit_code == 0, result.output
-    count = len(list(CI.glob("*.yaml"))) + len(list((ROOT / "tutorials" / "assets").glob("*.yaml")))
+    count = len(list(CI.glob("*.yaml"))) + len(list(ASSETS.glob("*.yaml")))
     assert f"{count} of {count} file(s) valid" in result.stderr
     piped = runner.invoke(app, ["validate", "-", "-o", "json"], input=TUTORIAL_VALUES.read_text())
     assert piped.exit_code == 0 and json.loads(piped.stdout)["files"][0]["file"] == "<stdin>"
@@ -99,11 +105,11 @@ def test_render_without_helm_exits_3(tmp_path: Path) -> None:
     assert result.exit_code == 3, result.output
 
 
-def test_render_checks_kubernetes_schemas() -> None:
+def test_render_checks_kubernetes_schemas(helm4: Helm) -> None:
     result = runner.invoke(
         app,
         ["validate", str(TUTORIAL_VALUES), *sorted(map(str, CI.glob("*.yaml"))), "--render",
-         "--kube-version", "1.29", "--helm", HELM4, "-o", "json"],
+         "--kube-version", "1.29", "--helm", str(helm4.path), "-o", "json"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
 
@@ -129,13 +135,13 @@ def _fake_chart(tmp_path: Path, template: str) -> Path:
     ],
 )
 def test_render_reports_helm_and_kube_failures(
-    tmp_path: Path, template: str, rule: str, text: str
+    helm4: Helm, tmp_path: Path, template: str, rule: str, text: str
 ) -> None:
     chart = _fake_chart(tmp_path, template)
     result = runner.invoke(
         app,
         ["validate", str(CI / "router-only-values.yaml"), "--render", "--chart", str(chart),
-         "--helm", HELM4, "-o", "json"],
+         "--helm", str(helm4.path), "-o", "json"],
     )  # fmt: skip
     assert result.exit_code == 1, result.output
     finding = json.loads(result.stdout)["files"][0]["findings"][0]

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from pdctl.cli.app import app
 from pdctl.helm import Helm
-from tests.conftest import TUTORIAL_VALUES, assert_kube_valid, render_file
+from tests.helpers import TUTORIAL_VALUES, assert_kube_valid, render_file
 
 runner = CliRunner()
 NAMES = ["prefill", "decode", "llama-prefill", "llama-decode"] * 3 + ["Bad_Name", "p" * 45]
@@ -121,9 +121,8 @@ _anything = st.recursive(
 @settings(max_examples=150, deadline=None)
 @given(pools=st.lists(_anything, max_size=3), router=_anything)
 def test_rules_and_schema_never_crash(pools: list[Any], router: Any) -> None:
-    from pdctl.validation.run import Options, validate_data
-    from pdctl.values.loader import Document
+    from pdctl.pipeline import Values, check
 
     values = {"servingEngineSpec": {"modelSpec": pools}, "routerSpec": router}
-    for finding in validate_data(Document(data=values), Options()):
+    for finding in check(Values(data=values)):
         assert finding.message and finding.rule

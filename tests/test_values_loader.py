@@ -94,7 +94,7 @@ def test_set_subset() -> None:
     data = {"a": {"x": 1, "gone": 2}}
     apply_sets(data, ["a.b[1].c=3,d=true", "e={1,x}", "a.gone=null", r"f\.g=1.5", "h=-4"])
     assert data == {
-        "a": {"x": 1, "b": [None, {"c": 3}]},
+        "a": {"x": 1, "gone": None, "b": [None, {"c": 3}]},
         "d": True,
         "e": [1, "x"],
         "f.g": "1.5",

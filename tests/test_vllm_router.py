@@ -26,10 +26,9 @@ import pytest
 from vllm_router import launch_router  # noqa: E402
 
 from pdctl import manifests
-from tests.conftest import CHART, ROOT, container, pinned_helm, render_file
+from pdctl.helm import Helm
+from tests.helpers import ASSETS, CI, Render, container
 
-ASSETS = ROOT / "tutorials" / "assets"
-CI = CHART / "ci"
 VLLM_ROUTER_FILES = {
     "nixl-k8s": ASSETS / "values-17-nixl-vllm-router.yaml",
     "xpyd-k8s": ASSETS / "values-18-nixl-xpyd.yaml",
@@ -48,11 +47,10 @@ def test_pinned_version() -> None:
 
 
 @pytest.fixture(scope="module")
-def router_args() -> dict[str, list[str]]:
-    helm = pinned_helm("4.1.4")
+def router_args(helm4: Helm, rendered: Render) -> dict[str, list[str]]:
     result = {}
     for name, path in VLLM_ROUTER_FILES.items():
-        router = container(render_file(helm, path), "pd-deployment-router")
+        router = container(rendered(helm4, path), "pd-deployment-router")
         assert router["command"] == ["vllm-router"]
         result[name] = router["args"]
     return result
@@ -108,8 +106,8 @@ def test_k8s_discovery_nixl(router_args: dict[str, list[str]]) -> None:
     assert parsed.kv_connector == "nixl" and parsed.prometheus_port == 29000
 
 
-def test_selectors_match_the_engine_pods() -> None:
-    objects = render_file(pinned_helm("4.1.4"), VLLM_ROUTER_FILES["xpyd-k8s"])
+def test_selectors_match_the_engine_pods(helm4: Helm, rendered: Render) -> None:
+    objects = rendered(helm4, VLLM_ROUTER_FILES["xpyd-k8s"])
     args = container(objects, "pd-deployment-router")["args"]
     parsed = parse(args)
     for pool, selector in (
@@ -154,8 +152,8 @@ def test_mooncake_k8s(router_args: dict[str, list[str]]) -> None:
     assert parsed.bootstrap_port_annotation == "vllm.ai/bootstrap-port"
 
 
-def test_static_router_has_no_rbac() -> None:
-    objects = render_file(pinned_helm("4.1.4"), VLLM_ROUTER_FILES["mooncake-static"])
+def test_static_router_has_no_rbac(helm4: Helm, rendered: Render) -> None:
+    objects = rendered(helm4, VLLM_ROUTER_FILES["mooncake-static"])
     kinds = {obj["kind"] for obj in objects}
     assert "Role" not in kinds and "RoleBinding" not in kinds
 

@@ -10,7 +10,7 @@ import pytest
 
 from pdctl.helm import Helm
 from pdctl.rules import run_rules
-from tests.conftest import helm_template_result, write_values
+from tests.helpers import helm_template_result, write_values
 
 
 def pair(connector: str, version: str, **kv: Any) -> dict[str, Any]:

@@ -8,10 +8,11 @@ import sysconfig
 import venv
 from pathlib import Path
 
-from tests.conftest import ROOT, TUTORIAL_VALUES
+from pdctl.helm import Helm
+from tests.helpers import ROOT, TUTORIAL_VALUES
 
 
-def test_installed_wheel_renders_from_another_directory(tmp_path: Path) -> None:
+def test_installed_wheel_renders_from_another_directory(tmp_path: Path, helm4: Helm) -> None:
     wheels = tmp_path / "wheels"
     subprocess.run(
         [
@@ -59,7 +60,7 @@ def test_installed_wheel_renders_from_another_directory(tmp_path: Path) -> None:
     (target / "borrowed-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     workdir = tmp_path / "elsewhere"
     workdir.mkdir()
-    env = {"PDCTL_HELM": str(ROOT / ".tools" / "helm-4.1.4" / "helm"), "PATH": "/usr/bin:/bin"}
+    env = {"PDCTL_HELM": str(helm4.path), "PATH": "/usr/bin:/bin"}
     where = subprocess.run(
         [str(python), "-c", "import pdctl.chart as c; print(c.bundled_chart_dir())"],
         cwd=workdir,

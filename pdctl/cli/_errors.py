@@ -25,6 +25,8 @@ def handle_errors(command: Callable[P, R]) -> Callable[P, R]:
         except PdctlError as error:
             if DEBUG["enabled"]:
                 raise
+            for line in error.details:
+                _output.info(line)
             _output.error(error.message, error.hint)
             raise typer.Exit(error.exit_code) from None
 

@@ -26,3 +26,14 @@ SetOpt = Annotated[
 ]
 ReleaseOpt = Annotated[str, typer.Option("--release", help="Release name.")]
 NamespaceOpt = Annotated[str, typer.Option("--namespace", "-n", help="Namespace.")]
+ChartOpt = Annotated[
+    Path | None,
+    typer.Option("--chart", help="Chart directory (default: the chart bundled with pdctl)."),
+]
+SkipValidationOpt = Annotated[
+    bool,
+    typer.Option(
+        "--skip-validation",
+        help="Hand the values to helm even when the schema or a PD rule refuses them.",
+    ),
+]

@@ -11,13 +11,29 @@ from pdctl.manifests import Summary
 def print_summary(summary: Summary, release: str) -> None:
     console = Console()
     pools = Table(title=f"Engine pools of release {release!r}")
-    for column in ("pool", "role", "replicas", "GPUs/pod", "image", "model"):
+    for column in ("pool", "role", "replicas", "GPUs/pod", "image", "model", "KV transfer"):
         pools.add_column(column, overflow="fold")
     for pool in summary.pools:
+        transfer = f"{pool.connector} ({pool.kv_role})" if pool.connector else "-"
         pools.add_row(
-            pool.name, pool.role, str(pool.replicas), str(pool.gpus_per_pod), pool.image, pool.model
+            pool.name,
+            pool.role,
+            str(pool.replicas),
+            str(pool.gpus_per_pod),
+            pool.image,
+            pool.model,
+            transfer,
         )
     console.print(pools)
+    if any(pool.connector for pool in summary.pools):
+        from pdctl.connectors import load
+
+        evidence = load().transfer_evidence
+        labels = ",".join(f'{k}="{v}"' for k, v in evidence["labels"].items())
+        console.print(
+            f"KV transfers show on {evidence['poolRole']} pods as {evidence['metric']}{{{labels}}}"
+            " (vLLM releases from early 2026)"
+        )
     if summary.router:
         console.print(
             f"Router: {summary.router['name']} ({summary.router['image']}), "

@@ -1,3 +1,5 @@
+"""pdctl template: the values pipeline (load, --set, schema, PD rules), then helm template."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,7 +9,16 @@ import typer
 
 from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
-from pdctl.cli._options import HelmOpt, NamespaceOpt, OutputOpt, ReleaseOpt, SetOpt, ValuesOpt
+from pdctl.cli._options import (
+    ChartOpt,
+    HelmOpt,
+    NamespaceOpt,
+    OutputOpt,
+    ReleaseOpt,
+    SetOpt,
+    SkipValidationOpt,
+    ValuesOpt,
+)
 from pdctl.cli._output import OutputFormat
 
 
@@ -17,10 +28,7 @@ def template(
     set_values: SetOpt = None,
     release: ReleaseOpt = "pd",
     namespace: NamespaceOpt = "default",
-    chart: Annotated[
-        Path | None,
-        typer.Option("--chart", help="Chart directory (default: the chart bundled with pdctl)."),
-    ] = None,
+    chart: ChartOpt = None,
     output_dir: Annotated[
         Path | None,
         typer.Option("--output-dir", help="Write one file per template here, not to stdout."),
@@ -28,15 +36,25 @@ def template(
     summary: Annotated[
         bool, typer.Option("--summary", help="Print what would be deployed, not the manifests.")
     ] = False,
+    skip_validation: SkipValidationOpt = False,
     output: OutputOpt = OutputFormat.text,
     helm: HelmOpt = None,
 ) -> None:
-    """Render the chart through the real helm (helm template)."""
-    from pdctl.render import render
+    """Render the chart through the real helm (helm template), after validating the values."""
+    from pdctl import pipeline
 
-    rendered = render(
-        values_files=values,
-        set_values=set_values or [],
+    prepared = pipeline.prepare(
+        [str(path) for path in values],
+        set_values or [],
+        release=release,
+        namespace=namespace,
+        chart=chart,
+        skip_validation=skip_validation,
+    )
+    for finding in prepared.warnings:
+        _output.info(finding.text())
+    rendered = pipeline.render(
+        prepared.values,
         release=release,
         namespace=namespace,
         chart=chart,

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import re
 from enum import Enum
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
-from pdctl.cli._options import HelmOpt, ReleaseOpt, SetOpt
+from pdctl.cli._options import ChartOpt, HelmOpt, NamespaceOpt, ReleaseOpt, SetOpt
 from pdctl.errors import UsageError
 
 if TYPE_CHECKING:
-    from pdctl.validation.run import FileReport
+    from pdctl.validation.report import FileReport
 
 
 class ValidateFormat(str, Enum):
@@ -32,11 +31,7 @@ def _github_escape(text: str, prop: bool = False) -> str:
 def _print_text(reports: list[FileReport], strict: bool) -> None:
     for report in reports:
         for finding in report.findings:
-            where = report.name + (f":{finding.line}" if finding.line else "")
-            key = f" [{finding.key}]" if finding.key else ""
-            _output.data(
-                f"{where}: {finding.severity.value} {finding.rule}{key}: {finding.message}"
-            )
+            _output.data(finding.text(report.name))
             if finding.hint:
                 _output.data(f"    hint: {finding.hint}")
         status = "ok" if report.passed(strict) else "invalid"
@@ -85,27 +80,26 @@ def validate(
         str, typer.Option("--kube-version", help="Kubernetes version for --render.")
     ] = "1.35",
     strict: Annotated[bool, typer.Option("--strict", help="Warnings fail validation too.")] = False,
-    chart: Annotated[
-        Path | None,
-        typer.Option("--chart", help="Chart directory (default: the chart bundled with pdctl)."),
-    ] = None,
+    chart: ChartOpt = None,
+    namespace: NamespaceOpt = "default",
     helm: HelmOpt = None,
 ) -> None:
     """Check values files: YAML, the chart's schema and the PD rules (exit 1 if any is invalid)."""
+    from pdctl.pipeline import ValidateOptions, validate
     from pdctl.validation.inputs import expand
-    from pdctl.validation.run import Options, validate_file
 
     if not re.match(r"^1\.\d+(\.\d+)?$", kube_version):
         raise UsageError(f"--kube-version {kube_version!r}: expected a version such as 1.35")
-    options = Options(
+    options = ValidateOptions(
         set_values=tuple(set_values or ()),
         release=release,
+        namespace=namespace,
         render=render,
         kube_version=kube_version,
         helm_path=helm,
         chart=chart,
     )
-    reports = [validate_file(name, options) for name in expand(files)]
+    reports = [validate(name, options) for name in expand(files)]
     if output is ValidateFormat.json:
         failed = [r for r in reports if not r.passed(strict)]
         _output.as_json(

@@ -1,5 +1,5 @@
 """Cross-field PD rules over a values mapping (library level: plain dicts in, findings out)."""
 
-from pdctl.rules.registry import RULES, Rule, run_rules
+from pdctl.rules.registry import RULES, Rule, load_rules, run_rules
 
-__all__ = ["RULES", "Rule", "run_rules"]
+__all__ = ["RULES", "Rule", "load_rules", "run_rules"]

@@ -1,40 +1,19 @@
-"""Rules on KV connectors: available in the image's vLLM, and their TP constraints.
+"""Rules on a pool's KV connector, from the connector table (helm/files/connectors.yaml): it exists
+in the image's vLLM and engine, its kv role is one it has, and the settings each side needs are set.
 
-Version ranges come from the chart's files/vllm-support.yaml (the same file the chart's own
-checks read). PyNcclConnector is V0 only; the V1 connectors need the V1 engine; PyNccl and
-P2pNccl need the same tensor parallelism on both sides; NIXL, Mooncake and LMCache allow
-heterogeneous TP.
+Each error here has a twin in the chart (templates/_checks.tpl, same rule id in its message).
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
-import yaml
-
-from pdctl.chart import bundled_chart_dir
-from pdctl.rules.model import Deployment, format_version
+from pdctl.connectors import setting
+from pdctl.rules.model import Deployment, Pool, Version, format_version
 from pdctl.rules.registry import Issue, rule
 
-V0_ONLY = {"PyNcclConnector"}
-V1_ONLY = {"LMCacheConnectorV1", "NixlConnector", "MooncakeConnector", "P2pNcclConnector"}
-SAME_TP = {"PyNcclConnector", "P2pNcclConnector"}
 
-
-@functools.cache
-def vllm_support(chart_dir: Path | None = None) -> dict[str, Any]:
-    """The chart's files/vllm-support.yaml (vLLM version ranges of connectors and fields); a
-    chart without one (an older or a foreign chart) gets the bundled chart's table."""
-    name = Path("files") / "vllm-support.yaml"
-    own = chart_dir / name if chart_dir else None
-    path = own if own and own.is_file() else bundled_chart_dir() / name
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
-
-
-def _outside(version: tuple[int, int, int], versions: str) -> bool:
+def _outside(version: Version, versions: str) -> bool:
     """True when a version is outside a chart-style range (">=0.9.2, <0.23.0")."""
     from packaging.specifiers import SpecifierSet
 
@@ -43,63 +22,80 @@ def _outside(version: tuple[int, int, int], versions: str) -> bool:
 
 @rule("PD012", "the KV connector (and its settings) exist in the image's vLLM version and engine")
 def connector_available(deployment: Deployment) -> Iterator[Issue]:
-    support = vllm_support(deployment.chart_dir)
+    policy = deployment.table.kv_transfer_fields["loadFailurePolicy"]
     for pool in deployment.pools:
-        connector, path = pool.connector
+        connector = pool.connector
         if not connector:
             continue
         version, version_path = pool.version
-        known = support["connectors"].get(connector)
-        if version and known and _outside(version, known["versions"]):
+        if version and connector.vllm_versions and _outside(version, connector.vllm_versions):
             yield Issue(
                 version_path,
-                f"{connector} is not in vLLM {format_version(version)}: it exists only in vLLM "
-                f"{known['versions']} ({known['why']})",
+                f"{connector.name} is not in vLLM {format_version(version)}: it exists only in "
+                f"vLLM {connector.vllm_versions} ({connector.versions_why})",
                 "use NixlConnector (or another current connector), or an image in that range",
             )
-        policy = support["fields"]["loadFailurePolicy"]
-        if (
-            version
-            and "loadFailurePolicy" in pool.kv_transfer
-            and _outside(version, policy["versions"])
-        ):
-            yield Issue(
-                pool.at("kvTransfer", "loadFailurePolicy"),
-                f"vLLM {format_version(version)} has no kv_load_failure_policy (it needs vLLM "
-                f"{policy['versions']}: {policy['why']})",
-                "remove kvTransfer.loadFailurePolicy, or use a newer image",
-            )
-        v1 = pool.vllm.get("v1")
-        if connector in V1_ONLY and str(v1) == "0":
+        if version and "loadFailurePolicy" in pool.kv_transfer:
+            if _outside(version, policy["vllmVersions"]):
+                yield Issue(
+                    pool.at("kvTransfer", "loadFailurePolicy"),
+                    f"vLLM {format_version(version)} has no kv_load_failure_policy (it needs "
+                    f"vLLM {policy['vllmVersions']}: {policy['why']})",
+                    "remove kvTransfer.loadFailurePolicy, or use a newer image",
+                )
+        v1 = str(pool.vllm.get("v1", ""))
+        if connector.engine == "v1" and v1 == "0":
             yield Issue(
                 pool.at("vllmConfig", "v1"),
-                f"{connector} needs the vLLM V1 engine but vllmConfig.v1 is 0",
+                f"{connector.name} needs the vLLM V1 engine but vllmConfig.v1 is 0",
                 "drop vllmConfig.v1 or set it to 1",
             )
-        if connector in V0_ONLY and str(v1) == "1":
+        if connector.engine == "v0" and v1 == "1":
             yield Issue(
                 pool.at("vllmConfig", "v1"),
-                f"{connector} works only with the V0 engine but vllmConfig.v1 is 1",
-                "set vllmConfig.v1: 0 (vLLM <= 0.10.0), or use NixlConnector",
+                f"{connector.name} works only with the V0 engine but vllmConfig.v1 is 1",
+                "remove vllmConfig.v1 (vLLM <= 0.10.0 runs V0 for it), or use NixlConnector",
             )
 
 
-@rule("PD013", "tensor parallelism of prefill and decode fits the connector")
-def connector_tp(deployment: Deployment) -> Iterator[Issue]:
-    for prefill, decode in deployment.pairs():
-        connector = prefill.connector[0] or decode.connector[0]
-        if connector in SAME_TP and prefill.tp != decode.tp:
+def _requirements(pool: Pool) -> Iterator[Issue]:
+    connector = pool.connector
+    assert connector is not None
+    for requirement in connector.requires:
+        if pool.kv_role in requirement.kv_roles and setting(pool.settings, requirement.key) in (
+            None,
+            "",
+        ):
             yield Issue(
-                decode.at("vllmConfig", "tensorParallelSize"),
-                f"{connector} needs the same tensorParallelSize on prefill and decode "
-                f"({prefill.name!r}: {prefill.tp}, {decode.name!r}: {decode.tp})",
-                "use NixlConnector for heterogeneous TP",
+                pool.at(connector.settings_key, *requirement.key),
+                f"{'.'.join(requirement.key)} is required on a {pool.kv_role} {connector.name} "
+                f"pool: {requirement.why}",
             )
-        p_connector, d_connector = prefill.connector[0], decode.connector[0]
-        if p_connector and d_connector and p_connector != d_connector:
+
+
+@rule("PD018", "a pool's KV transfer is complete: one form, a role it has, the settings it needs")
+def connector_complete(deployment: Deployment) -> Iterator[Issue]:
+    for pool in deployment.pools:
+        connector = pool.connector
+        if pool.kv_transfer and pool.lmcache.get("enabled"):
             yield Issue(
-                decode.connector[1],
-                f"prefill {prefill.name!r} uses {prefill.connector[0]} but decode "
-                f"{decode.name!r} uses {decode.connector[0]}",
-                "both sides of a PD pair use the same connector",
+                pool.at("kvTransfer"),
+                f"pool {pool.name!r} sets both lmcacheConfig (the tutorial's LMCache form) and "
+                "kvTransfer",
+                "use one of them: kvTransfer for current images, lmcacheConfig for the tutorial's",
             )
+        if connector is None:
+            if pool.role != "both":
+                yield Issue(
+                    pool.path,
+                    f"pool {pool.name!r} is a {pool.role} pool but transfers no KV",
+                    "set kvTransfer.connector (NixlConnector for current vLLM)",
+                )
+            continue
+        if pool.kv_role == "kv_both" and not connector.kv_both:
+            yield Issue(
+                pool.connector_path,
+                f"{connector.name} needs a prefill or a decode pool (kv_producer or kv_consumer)",
+                "set the pool's role: prefill or decode",
+            )
+        yield from _requirements(pool)

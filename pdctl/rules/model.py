@@ -1,28 +1,34 @@
 """A tolerant view of the values for the rules: pools with their role, connector, parallelism.
 
-Every accessor tolerates missing keys and wrong types (rules run even when the schema failed),
-and keys the chart may add later (role, vllmVersion, kvTransfer, ...) are optional.
+Every accessor tolerates missing keys and wrong types (rules run even when the schema failed).
+Roles, kv roles and connectors are derived exactly as the chart derives them (templates/
+_helpers.tpl pd-stack.poolRole, _connectors.tpl pd-stack.poolConnector and pd-stack.kvRole),
+from the connector table the chart reads.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from pdctl.connectors import Connector, Table
+from pdctl.naming import Release
 from pdctl.values.paths import KeyPath
 
 ROLE_BY_KV = {"kv_producer": "prefill", "kv_consumer": "decode"}
 POOLS_PATH: KeyPath = ("servingEngineSpec", "modelSpec")
 _VERSION_TAG = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
+_OFFICIAL_IMAGE = re.compile(r"(^|/)vllm/vllm-openai$")
+
+Version = tuple[int, int, int]
 
 
-def _dict(value: Any) -> dict[str, Any]:
+def as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _int(value: Any, default: int) -> int:
+def as_int(value: Any, default: int) -> int:
     if isinstance(value, bool):
         return default
     if isinstance(value, int):
@@ -32,12 +38,12 @@ def _int(value: Any, default: int) -> int:
     return default
 
 
-def parse_version(text: Any) -> tuple[int, int, int] | None:
+def parse_version(text: Any) -> Version | None:
     match = _VERSION_TAG.match(str(text)) if text is not None else None
-    return tuple(int(p) for p in match.groups()) if match else None  # type: ignore[return-value]
+    return (int(match[1]), int(match[2]), int(match[3])) if match else None
 
 
-def format_version(version: tuple[int, int, int]) -> str:
+def format_version(version: Version) -> str:
     return ".".join(map(str, version))
 
 
@@ -45,6 +51,7 @@ def format_version(version: tuple[int, int, int]) -> str:
 class Pool:
     index: int
     spec: dict[str, Any]
+    table: Table
 
     @property
     def path(self) -> KeyPath:
@@ -59,38 +66,67 @@ class Pool:
 
     @property
     def vllm(self) -> dict[str, Any]:
-        return _dict(self.spec.get("vllmConfig"))
+        return as_dict(self.spec.get("vllmConfig"))
 
     @property
     def lmcache(self) -> dict[str, Any]:
-        return _dict(self.spec.get("lmcacheConfig"))
+        return as_dict(self.spec.get("lmcacheConfig"))
 
     @property
     def kv_transfer(self) -> dict[str, Any]:
-        return _dict(self.spec.get("kvTransfer"))
-
-    @property
-    def kv_role(self) -> tuple[str | None, KeyPath]:
-        """The KV role the pool declares, and where."""
-        if self.lmcache.get("kvRole"):
-            return self.lmcache["kvRole"], self.at("lmcacheConfig", "kvRole")
-        if self.kv_transfer.get("kvRole"):
-            return self.kv_transfer["kvRole"], self.at("kvTransfer", "kvRole")
-        return None, self.path
+        return as_dict(self.spec.get("kvTransfer"))
 
     @property
     def role(self) -> str:
+        """prefill, decode or both: role, else lmcacheConfig.kvRole, else kvTransfer.kvRole."""
         if self.spec.get("role") in ("prefill", "decode", "both"):
             return str(self.spec["role"])
-        return ROLE_BY_KV.get(str(self.kv_role[0]), "both")
+        for declared in (self.lmcache.get("kvRole"), self.kv_transfer.get("kvRole")):
+            if declared in ROLE_BY_KV:
+                return ROLE_BY_KV[declared]
+        return "both"
 
     @property
-    def connector(self) -> tuple[str | None, KeyPath]:
-        if self.kv_transfer.get("connector"):
-            return str(self.kv_transfer["connector"]), self.at("kvTransfer", "connector")
+    def connector(self) -> Connector | None:
+        """The table entry of the pool's KV transfer: kvTransfer.connector's, or the tutorial's
+        LMCache form for lmcacheConfig.enabled; None when it transfers no KV."""
+        name = self.kv_transfer.get("connector")
+        if isinstance(name, str) and name in self.table.connectors:
+            return self.table.connectors[name]
         if self.lmcache.get("enabled"):
-            return "LMCacheConnectorV1", self.at("lmcacheConfig", "enabled")
-        return None, self.path
+            return self.table.tutorial_lmcache
+        return None
+
+    @property
+    def connector_path(self) -> KeyPath:
+        connector = self.connector
+        if connector and connector.settings_key == "lmcacheConfig":
+            return self.at("lmcacheConfig", "enabled")
+        return self.at("kvTransfer", "connector")
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The connector's settings (kvTransfer, or lmcacheConfig for the tutorial's form)."""
+        connector = self.connector
+        return as_dict(self.spec.get(connector.settings_key)) if connector else {}
+
+    @property
+    def kv_role(self) -> str | None:
+        """The kv_role the chart renders, None without a connector (pd-stack.kvRole)."""
+        connector = self.connector
+        if not connector:
+            return None
+        declared = self.settings.get("kvRole")
+        if isinstance(declared, str) and declared:
+            return declared
+        return connector.kv_roles.get(self.role, "kv_both")
+
+    def listeners(self) -> list[tuple[str, int]]:
+        """The KV-transfer ports this pool's pods listen on (name, number)."""
+        connector, kv_role = self.connector, self.kv_role
+        if not connector or not kv_role:
+            return []
+        return connector.listeners(self.settings, kv_role, self.tp, self.dp)
 
     @property
     def legacy_nixl(self) -> bool:
@@ -99,32 +135,30 @@ class Pool:
 
     @property
     def replicas(self) -> int:
-        return _int(self.spec.get("replicaCount"), 1)
+        return as_int(self.spec.get("replicaCount"), 1)
 
     @property
     def tp(self) -> int:
-        return _int(self.vllm.get("tensorParallelSize"), 1)
+        return as_int(self.vllm.get("tensorParallelSize"), 1)
 
     @property
     def pp(self) -> int:
-        return _int(self.vllm.get("pipelineParallelSize"), 1)
+        return as_int(self.vllm.get("pipelineParallelSize"), 1)
 
     @property
     def dp(self) -> int:
-        return _int(self.vllm.get("dataParallelSize"), 1)
+        return as_int(self.vllm.get("dataParallelSize"), 1)
 
     @property
     def gpus(self) -> int:
-        return _int(self.spec.get("requestGPU"), 0)
+        return as_int(self.spec.get("requestGPU"), 0)
 
     @property
-    def version(self) -> tuple[tuple[int, int, int] | None, KeyPath]:
+    def version(self) -> tuple[Version | None, KeyPath]:
         """The vLLM version of the image: vllmVersion, else a vX.Y.Z tag of vllm/vllm-openai."""
         if self.spec.get("vllmVersion"):
             return parse_version(self.spec["vllmVersion"]), self.at("vllmVersion")
-        if str(self.spec.get("repository", "")).endswith("vllm/vllm-openai") and not str(
-            self.spec.get("repository", "")
-        ).startswith("lmcache/"):
+        if _OFFICIAL_IMAGE.search(str(self.spec.get("repository", ""))):
             return parse_version(self.spec.get("tag")), self.at("tag")
         return None, self.path
 
@@ -132,47 +166,51 @@ class Pool:
 @dataclass
 class Deployment:
     values: dict[str, Any]
-    release: str
+    release: Release
+    table: Table
     pools: list[Pool] = field(default_factory=list)
-    chart_dir: Path | None = None  # the chart whose files/vllm-support.yaml applies (None: bundled)
 
     @classmethod
-    def from_values(
-        cls, values: dict[str, Any], release: str, chart_dir: Path | None = None
-    ) -> Deployment:
-        engine = _dict(values.get("servingEngineSpec"))
+    def from_values(cls, values: dict[str, Any], release: Release, table: Table) -> Deployment:
+        engine = as_dict(values.get("servingEngineSpec"))
         specs = engine.get("modelSpec") if engine.get("enableEngine", True) is not False else []
         pools = [
-            Pool(index, spec)
+            Pool(index, spec, table)
             for index, spec in enumerate(specs if isinstance(specs, list) else [])
             if isinstance(spec, dict)
         ]
-        return cls(values=values, release=release, pools=pools, chart_dir=chart_dir)
+        return cls(values=values, release=release, table=table, pools=pools)
+
+    @property
+    def engines_enabled(self) -> bool:
+        return as_dict(self.values.get("servingEngineSpec")).get("enableEngine", True) is not False
 
     @property
     def router(self) -> dict[str, Any]:
-        return _dict(self.values.get("routerSpec"))
+        return as_dict(self.values.get("routerSpec"))
 
     @property
     def router_enabled(self) -> bool:
         return self.router.get("enableRouter", True) is not False
+
+    @property
+    def router_type(self) -> str:
+        return str(self.router.get("type") or "production-stack")
+
+    @property
+    def pd_routing(self) -> tuple[bool, KeyPath]:
+        """Whether the router routes PD, and the key that says so (pd-stack.routesPD)."""
+        if self.router_type == "vllm-router":
+            return True, ("routerSpec", "type")
+        if self.router.get("routingLogic") == "disaggregated_prefill":
+            return True, ("routerSpec", "routingLogic")
+        return False, ("routerSpec", "routingLogic")
 
     def by_role(self, role: str) -> list[Pool]:
         return [pool for pool in self.pools if pool.role == role]
 
     def by_name(self, name: str) -> list[Pool]:
         return [pool for pool in self.pools if pool.name == name]
-
-    def service_name(self, pool: Pool) -> str:
-        return f"{self.release}-{pool.name}-engine-service"
-
-    @property
-    def pd_routing(self) -> tuple[bool, KeyPath]:
-        if self.router.get("routingLogic") == "disaggregated_prefill":
-            return True, ("routerSpec", "routingLogic")
-        if self.router.get("type") == "vllm-router":
-            return True, ("routerSpec", "type")
-        return False, ("routerSpec",)
 
     def pairs(self) -> list[tuple[Pool, Pool]]:
         """Every (prefill, decode) combination of the release."""

@@ -4,13 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from pdctl.findings import Severity
+from pdctl.naming import NAME_LIMIT
 from pdctl.rules.model import POOLS_PATH, Deployment
 from pdctl.rules.registry import Issue, rule
-from pdctl.validation.findings import Severity
 
-NAME_LIMIT = 63
-_SUFFIXES = ("-deployment-vllm", "-engine-service", "-storage-claim")
 _PLACEHOLDERS = ("<", "your-hf-token", "changeme", "xxx", "hf_xxx", "token-here")
+
+
+@rule("PD016", "engines enabled need at least one pool")
+def pools_exist(deployment: Deployment) -> Iterator[Issue]:
+    if deployment.engines_enabled and not deployment.pools:
+        yield Issue(
+            POOLS_PATH,
+            "servingEngineSpec.modelSpec has no engine pool but servingEngineSpec.enableEngine "
+            "is true",
+            "add a pool, or set servingEngineSpec.enableEngine: false to render only the router",
+        )
 
 
 @rule("PD006", "pool names are unique")
@@ -28,15 +38,15 @@ def unique_names(deployment: Deployment) -> Iterator[Issue]:
 
 @rule("PD007", "object names stay within 63 characters after the release prefix")
 def name_lengths(deployment: Deployment) -> Iterator[Issue]:
+    """Validate only: Kubernetes refuses the object at install with its own message (not a silent
+    failure), and helm template has no length limit, so the chart does not repeat this check."""
     for pool in deployment.pools:
-        suffixes = _SUFFIXES if pool.spec.get("pvcStorage") else _SUFFIXES[:2]
-        for suffix in suffixes:
-            name = f"{deployment.release}-{pool.name}{suffix}"
+        for name in deployment.release.pool_objects(pool.name, bool(pool.spec.get("pvcStorage"))):
             if len(name) > NAME_LIMIT:
                 yield Issue(
                     pool.at("name"),
                     f"{name!r} is {len(name)} characters; Kubernetes allows {NAME_LIMIT}",
-                    f"shorten the pool name or the release name ({deployment.release!r})",
+                    f"shorten the pool name or the release name ({deployment.release.name!r})",
                 )
                 break
 
@@ -56,29 +66,27 @@ def gpus_match_parallelism(deployment: Deployment) -> Iterator[Issue]:
             )
 
 
-@rule("PD011", "gpuMemoryUtilization is in (0, 1] and between 0.5 and 0.95 for safety")
+@rule(
+    "PD011",
+    "gpuMemoryUtilization between 0.5 and 0.95 (the schema bounds it to (0, 1])",
+    Severity.warning,
+)
 def memory_utilization(deployment: Deployment) -> Iterator[Issue]:
     for pool in deployment.pools:
         value = pool.vllm.get("gpuMemoryUtilization")
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            continue
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value <= 1:
+            continue  # the schema refuses it
         path = pool.at("vllmConfig", "gpuMemoryUtilization")
-        if not 0 < value <= 1:
-            yield Issue(path, f"gpuMemoryUtilization {value} is outside (0, 1]", "use 0.9")
-        elif value > 0.95:
+        if value > 0.95:
             yield Issue(
                 path,
                 f"gpuMemoryUtilization {value} leaves little room for CUDA graphs and transfer "
                 "buffers; pods may run out of memory",
                 "0.85-0.92 is usual; PD transfer buffers need headroom",
-                Severity.warning,
             )
         elif value < 0.5:
             yield Issue(
-                path,
-                f"gpuMemoryUtilization {value} leaves most of the GPU unused for KV cache",
-                None,
-                Severity.warning,
+                path, f"gpuMemoryUtilization {value} leaves most of the GPU unused for KV cache"
             )
 
 
@@ -91,7 +99,7 @@ def model_label(deployment: Deployment) -> Iterator[Issue]:
             (pool.spec.get("labels"), pool.at("labels", "model")),
             (common, ("servingEngineSpec", "labels", "model")),
         ):
-            if isinstance(labels, dict) and "model" in labels and labels["model"] != pool.name:
+            if isinstance(labels, dict) and "model" in labels and str(labels["model"]) != pool.name:
                 yield Issue(
                     path,
                     f"label model is {labels['model']!r} but pool is named {pool.name!r}; the "
@@ -148,25 +156,4 @@ def placeholder_token(deployment: Deployment) -> Iterator[Issue]:
                 f"hf_token of pool {pool.name!r} looks like a placeholder ({token!r})",
                 "set a real token with --set, or reference a Secret: "
                 "hf_token: {secretName: ..., secretKey: ...}",
-            )
-
-
-@rule("PD104", "the production-stack PD router keeps one endpoint per role", Severity.warning)
-def single_endpoint_router(deployment: Deployment) -> Iterator[Issue]:
-    """production-stack's disaggregated_prefill holds one client session per role, bound to the
-    last discovered endpoint: extra prefill or decode pods get no traffic and no failover
-    (router src/vllm_router/service_discovery.py::initialize_client_sessions)."""
-    if deployment.router.get("type", "production-stack") != "production-stack":
-        return
-    if deployment.router.get("routingLogic") != "disaggregated_prefill":
-        return
-    for role in ("prefill", "decode"):
-        pods = sum(pool.replicas for pool in deployment.by_role(role))
-        if pods > 1:
-            yield Issue(
-                ("routerSpec", "routingLogic"),
-                f"{pods} {role} pods, but routingLogic disaggregated_prefill sends every "
-                f"request to one {role} endpoint: the others get no traffic and no failover",
-                "use routerSpec.type: vllm-router (with NixlConnector) for more than one pod "
-                "per role",
             )

@@ -1,13 +1,20 @@
-"""The registry of PD rules: each has an id, a one-line explanation and a default severity."""
+"""The registry of PD rules: each has an id, a one-line explanation and a default severity.
+
+Every module of the pdctl.rules package registers its rules with @rule when imported;
+`run_rules` imports them all, so a new rule module needs no list kept by hand.
+"""
 
 from __future__ import annotations
 
+import functools
+import importlib
+import pkgutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pdctl.validation.findings import Finding, Severity
+from pdctl.findings import Finding, Severity
 from pdctl.values.paths import KeyPath
 
 
@@ -30,12 +37,11 @@ class Rule:
 
 
 RULES: dict[str, Rule] = {}
+Check = Callable[[Any], Iterator[Issue]]
 
 
-def rule(
-    rule_id: str, title: str, severity: Severity = Severity.error
-) -> Callable[[Callable[[Any], Iterator[Issue]]], Callable[[Any], Iterator[Issue]]]:
-    def register(check: Callable[[Any], Iterator[Issue]]) -> Callable[[Any], Iterator[Issue]]:
+def rule(rule_id: str, title: str, severity: Severity = Severity.error) -> Callable[[Check], Check]:
+    def register(check: Check) -> Check:
         if rule_id in RULES:
             raise ValueError(f"rule id {rule_id} registered twice")
         RULES[rule_id] = Rule(rule_id, title, severity, check)
@@ -44,16 +50,35 @@ def rule(
     return register
 
 
-def run_rules(
-    values: dict[str, Any], release: str = "pd", chart_dir: Path | None = None
-) -> list[Finding]:
-    """Run every registered rule over a values mapping (already schema-checked or not)."""
-    from pdctl.rules import connectors, pairing, pools, router  # noqa: F401  (registers rules)
-    from pdctl.rules.model import Deployment
+@functools.cache
+def load_rules() -> dict[str, Rule]:
+    """Import every module of this package (each registers its rules); the rules by id."""
+    package = importlib.import_module("pdctl.rules")
+    for module in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"pdctl.rules.{module.name}")
+    return dict(sorted(RULES.items()))
 
-    deployment = Deployment.from_values(values, release, chart_dir)
+
+def run_rules(
+    values: dict[str, Any],
+    release: str = "pd",
+    chart_dir: Path | None = None,
+    namespace: str = "default",
+) -> list[Finding]:
+    """Run every registered rule over user values (merged with the chart's defaults here, as
+    helm does), whether or not the schema accepted them."""
+    from pdctl import chart, connectors
+    from pdctl.naming import Release
+    from pdctl.rules.model import Deployment
+    from pdctl.values.coalesce import with_defaults
+
+    chart_dir = chart_dir or chart.bundled_chart_dir()
+    effective = with_defaults(chart.default_values(chart_dir), values)
+    deployment = Deployment.from_values(
+        effective, Release(release, namespace), connectors.load(chart_dir)
+    )
     findings = []
-    for registered in RULES.values():
+    for registered in load_rules().values():
         for issue in registered.check(deployment):
             findings.append(
                 Finding(

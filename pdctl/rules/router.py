@@ -1,59 +1,56 @@
-"""Rules on the router: PD routing needs both roles, and its labels name the right pools."""
+"""Rules on the router: it routes PD when there are PD pools, speaks their connector, finds them.
+
+Each error here has a twin in the chart (templates/_checks.tpl, same rule id in its message).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from pdctl.findings import Severity
 from pdctl.rules.model import Deployment
 from pdctl.rules.registry import Issue, rule
-from pdctl.validation.findings import Severity
 
 LABEL_FLAGS = {"--prefill-model-labels": "prefill", "--decode-model-labels": "decode"}
 
 
-def label_args(args: list[object]) -> Iterator[tuple[int, str, list[str]]]:
-    """(index in extraArgs, role, labels) for each --prefill/--decode-model-labels argument."""
+def label_args(args: list[object]) -> Iterator[tuple[int, str, str, list[str]]]:
+    """(index in extraArgs, flag, role, labels) for each --prefill/--decode-model-labels."""
     for index, arg in enumerate(args):
-        flag, _, inline = str(arg).partition("=")
+        flag, equals, inline = str(arg).partition("=")
         if flag not in LABEL_FLAGS:
             continue
-        if inline:
-            yield index, LABEL_FLAGS[flag], [x for x in inline.split(",") if x]
-        elif index + 1 < len(args):
-            text = str(args[index + 1])
-            yield index + 1, LABEL_FLAGS[flag], [x for x in text.split(",") if x]
-        else:
-            yield index, LABEL_FLAGS[flag], []
+        at, text = index, inline
+        if not equals and index + 1 < len(args):
+            at, text = index + 1, str(args[index + 1])
+        yield at, flag, LABEL_FLAGS[flag], [label for label in text.split(",") if label]
 
 
 @rule("PD008", "router --prefill/--decode-model-labels name existing pools of the right role")
 def router_labels(deployment: Deployment) -> Iterator[Issue]:
-    if not deployment.router_enabled:
+    if not deployment.router_enabled or deployment.router_type != "production-stack":
         return
     args = deployment.router.get("extraArgs")
     args = args if isinstance(args, list) else []
     seen_roles = set()
-    for index, role, labels in label_args(args):
+    for index, flag, role, labels in label_args(args):
         seen_roles.add(role)
         path = ("routerSpec", "extraArgs", index)
         if not labels:
-            yield Issue(path, f"--{role}-model-labels has no value", "name the pools, e.g. a,b")
+            yield Issue(path, f"{flag} has no value", f"name the {role} pools, e.g. a,b")
         for label in labels:
             pools = deployment.by_name(label)
             if not pools:
                 known = ", ".join(p.name for p in deployment.by_role(role)) or "none"
                 yield Issue(
                     path,
-                    f"--{role}-model-labels names {label!r}, which is not a pool of this release",
+                    f"{flag} names {label!r}, which is not a pool of this release",
                     f"{role} pools: {known}",
                 )
             elif pools[0].role != role:
                 yield Issue(
-                    path,
-                    f"--{role}-model-labels names {label!r}, a {pools[0].role} pool",
-                    f"list {role} pools here",
+                    path, f"{flag} names {label!r}, a {pools[0].role} pool", f"list {role} pools"
                 )
-    pd, _ = deployment.pd_routing
     if deployment.router.get("routingLogic") == "disaggregated_prefill" and deployment.pools:
         for role in ("prefill", "decode"):
             if role not in seen_roles:
@@ -65,24 +62,95 @@ def router_labels(deployment: Deployment) -> Iterator[Issue]:
                 )
 
 
-@rule("PD009", "PD routing needs both a prefill and a decode pool")
+@rule("PD009", "PD routing needs both a prefill and a decode pool, and PD pools need PD routing")
 def pd_routing_has_both_roles(deployment: Deployment) -> Iterator[Issue]:
-    pd, path = deployment.pd_routing
     if not deployment.router_enabled or not deployment.pools:
         return
+    pd, path = deployment.pd_routing
     roles = {pool.role for pool in deployment.pools}
-    if pd and not {"prefill", "decode"} <= roles:
-        present = ", ".join(sorted(roles))
+    both = {"prefill", "decode"} <= roles
+    if pd and not both:
         yield Issue(
             path,
-            f"PD routing is on but the pools have only role(s) {present}",
+            f"PD routing is on but the pools have only role(s) {', '.join(sorted(roles))}",
             "add a prefill (kv_producer) and a decode (kv_consumer) pool, or use roundrobin",
         )
-    elif not pd and {"prefill", "decode"} <= roles:
+    elif both and not pd:
         yield Issue(
-            path if path != ("routerSpec",) else ("routerSpec", "routingLogic"),
+            path,
             "prefill and decode pools exist but the router does not route PD "
-            f"(routingLogic {deployment.router.get('routingLogic', 'roundrobin')!r})",
-            "set routerSpec.routingLogic: disaggregated_prefill",
-            Severity.error,
+            f"(routingLogic {deployment.router.get('routingLogic')!r})",
+            "set routerSpec.routingLogic: disaggregated_prefill or routerSpec.type: vllm-router",
         )
+
+
+@rule("PD017", "the router speaks the pools' KV connector")
+def router_speaks_connector(deployment: Deployment) -> Iterator[Issue]:
+    if not deployment.router_enabled or not deployment.pd_routing[0]:
+        return
+    kind = deployment.router_type
+    for pool in deployment.pools:
+        connector = pool.connector
+        if connector and kind not in connector.routers:
+            yield Issue(
+                ("routerSpec", "type"),
+                f"routerSpec.type {kind} cannot route pool {pool.name!r} ({connector.summary}): "
+                f"{connector.not_routed_by.get(kind, 'not supported')}",
+            )
+    if kind == "vllm-router":
+        yield from _vllm_router(deployment)
+
+
+def _vllm_router(deployment: Deployment) -> Iterator[Issue]:
+    settings = deployment.router.get("vllmRouter")
+    settings = settings if isinstance(settings, dict) else {}
+    needed = sorted(
+        {
+            str(pool.connector.routers["vllm-router"].get("kvConnector"))
+            for pool in deployment.pools
+            if pool.connector and "vllm-router" in pool.connector.routers
+        }
+    )
+    if len(needed) > 1:
+        yield Issue(
+            ("servingEngineSpec", "modelSpec"),
+            "the engine pools need different vllm-router --kv-connector values "
+            f"({', '.join(needed)})",
+            "use one connector for the release",
+        )
+    chosen = settings.get("kvConnector")
+    if chosen and needed and chosen != needed[0]:
+        yield Issue(
+            ("routerSpec", "vllmRouter", "kvConnector"),
+            f"kvConnector is {chosen} but the engine pools' connector needs {needed[0]}",
+            f"set it to {needed[0]} or leave it unset",
+        )
+    if (settings.get("serviceDiscovery") or "k8s") == "static":
+        for role, key in (("prefill", "prefillUrls"), ("decode", "decodeUrls")):
+            if not settings.get(key) and not deployment.by_role(role):
+                yield Issue(
+                    ("routerSpec", "vllmRouter", key),
+                    f"serviceDiscovery static has no {role} worker: no {key} and no {role} pool",
+                    f"set routerSpec.vllmRouter.{key}, or add a pool with role {role}",
+                )
+
+
+@rule("PD104", "the production-stack PD router keeps one endpoint per role", Severity.warning)
+def single_endpoint_router(deployment: Deployment) -> Iterator[Issue]:
+    """production-stack's disaggregated_prefill holds one client session per role, bound to the
+    last discovered endpoint: extra prefill or decode pods get no traffic and no failover
+    (router src/vllm_router/service_discovery.py::initialize_client_sessions)."""
+    if deployment.router.get("type", "production-stack") != "production-stack":
+        return
+    if deployment.router.get("routingLogic") != "disaggregated_prefill":
+        return
+    for role in ("prefill", "decode"):
+        pods = sum(pool.replicas for pool in deployment.by_role(role))
+        if pods > 1:
+            yield Issue(
+                ("routerSpec", "routingLogic"),
+                f"{pods} {role} pods, but routingLogic disaggregated_prefill sends every "
+                f"request to one {role} endpoint: the others get no traffic and no failover",
+                "use routerSpec.type: vllm-router (with NixlConnector) for more than one pod "
+                "per role",
+            )

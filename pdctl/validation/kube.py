@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pdctl.validation.findings import Finding, Severity
+from pdctl.findings import Finding, Severity
 
 DEFAULT_KUBE_VERSION = "1.35"
 

@@ -8,7 +8,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pdctl.validation.findings import Finding, Severity
+from pdctl.findings import Finding, Severity
 from pdctl.values.paths import KeyPath, format_path
 
 
@@ -71,7 +71,10 @@ def _describe(validator: Any, error: Any) -> tuple[KeyPath, str, str | None]:
     if kind == "const":
         return path, f"{where} must be {json.dumps(expected)}, not {json.dumps(value)}", None
     if kind == "type":
-        return path, f"{where} must be of type {expected}, not {json.dumps(value)}", None
+        kinds = " or ".join(expected) if isinstance(expected, list) else expected
+        return path, f"{where} must be of type {kinds}, not {json.dumps(value)}", None
+    if kind == "not" and isinstance(expected, dict) and expected.get("description"):
+        return path, f"{where} is refused: {expected['description']}", None
     if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
         words = {
             "minimum": ">=",

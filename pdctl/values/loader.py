@@ -165,7 +165,7 @@ def load(path: Path) -> Document:
     try:
         size = path.stat().st_size
     except OSError as error:
-        raise ValuesLoadError(f"cannot read {path}: {error.strerror}", code="FILE") from None
+        raise ValuesLoadError(f"cannot read the file: {error.strerror}", code="FILE") from None
     if size > MAX_BYTES:
         raise ValuesLoadError(
             f"the file is {size} bytes, larger than {MAX_BYTES // 1024} KiB; a values file never "
@@ -177,5 +177,5 @@ def load(path: Path) -> Document:
     except UnicodeDecodeError:
         raise ValuesLoadError("the file is not UTF-8 text", code="YAML001") from None
     except OSError as error:
-        raise ValuesLoadError(f"cannot read {path}: {error.strerror}", code="FILE") from None
+        raise ValuesLoadError(f"cannot read the file: {error.strerror}", code="FILE") from None
     return loads(text)

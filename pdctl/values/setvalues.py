@@ -5,8 +5,9 @@ The supported subset of helm's --set syntax:
   - list indices `a[0].b=value` (a list grows with nulls as helm does),
   - several assignments in one argument separated by commas: `a=1,b=2`,
   - `{x,y}` for a list of values,
-  - value parsing: integers, `true`/`false`, `null` (deletes the key, as in helm), and
-    anything else as a string. Floats stay strings, as with helm --set.
+  - value parsing: integers, `true`/`false`, `null` (sets null, which removes the chart's
+    default for that key, as in helm), and anything else as a string. Floats stay strings, as
+    with helm --set.
 Not supported: --set-string, --set-file, --set-json, escaped commas inside values.
 """
 
@@ -88,10 +89,7 @@ def _assign(target: Any, path: list[str | int], value: Any, original: str) -> No
     if not isinstance(target, dict):
         raise UsageError(f"--set {original}: {head!r} is a key into something that is not a map")
     if not rest:
-        if value is None:
-            target.pop(head, None)
-        else:
-            target[head] = value
+        target[head] = value
         return
     child = target.get(head)
     wanted = list if isinstance(rest[0], int) else dict

@@ -1,43 +1,111 @@
 # ruff: noqa: E501
-"""Generator of tests/corpus/bad (run from the repo root): the tutorial values, one defect each.
+"""Generator of tests/corpus/bad: shipped values files, one defect each (`make corpus`).
 
-The files are committed; rerun this only to change the corpus. Each file starts with
-`# expect: RULE path` (or `# expect: RULE line N` for YAML errors) and optionally `# args: ...`.
+The files are committed; rerun this (from the repository root) only to change the corpus. Each
+file starts with
+    # expect: RULE path        what `pdctl validate` reports (or `RULE line N` for YAML errors)
+    # args: ...                extra command-line arguments (optional; --release for both sides)
+    # chart: text              what `helm template` of the chart fails with (absent: the chart
+                               accepts the file; tests/test_corpus_agreement.py lists each such
+                               file with the reason)
+Text edits of the PD tutorial keep its lines (so YAML errors have stable line numbers); the other
+cases edit a parsed tutorial asset and dump it.
 """
 
+import copy
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-BASE = Path("tutorials/assets/values-16-disagg-prefill.yaml").read_text()
-BASE = BASE.replace(
+import yaml
+
+ASSETS = Path("tutorials/assets")
+OUT = Path("tests/corpus/bad")
+TUTORIAL = (ASSETS / "values-16-disagg-prefill.yaml").read_text()
+BASE = TUTORIAL.replace(
     "hf_token: <your-hf-token>", "hf_token: {secretName: hf-token, secretKey: token}"
 )
-OUT = Path("tests/corpus/bad")
+P = "servingEngineSpec.modelSpec"
+cases: dict[str, str] = {}
 
 
-def nth_replace(text, old, new, n=1):
+def nth_replace(text: str, old: str, new: str, n: int = 1) -> str:
     idx = -1
     for _ in range(n):
         idx = text.index(old, idx + 1)
     return text[:idx] + new + text[idx + len(old) :]
 
 
-P = "servingEngineSpec.modelSpec"
-cases = {}
+def case(
+    name: str,
+    expect: str,
+    text: str,
+    chart: str | None,
+    args: str | None = None,
+    line_of: str | None = None,
+) -> None:
+    headers = [f"# args: {args}"] if args else []
+    headers += [f"# chart: {chart}"] if chart else []
+    if line_of is not None:  # the line in the final file, after the header lines
+        expect = f"{expect} line {text[: text.index(line_of)].count(chr(10)) + 2 + len(headers)}"
+    assert name not in cases, name
+    cases[name] = "\n".join([f"# expect: {expect}", *headers, text])
 
 
-def case(name, expect, text, args=None, line_of=None):
-    header = ""
-    body = text
-    if line_of is not None:
-        # line number in the final file (header lines come first)
-        nheader = 1 + (1 if args else 0)
-        line = body[: body.index(line_of)].count("\n") + 1 + nheader
-        expect = f"{expect} line {line}"
-    header = f"# expect: {expect}\n" + (f"# args: {args}\n" if args else "")
-    cases[name] = header + body
+Edit = Callable[[dict[str, Any]], Any]
 
 
-# ---- YAML
+def edited(asset: str, *edits: Edit) -> str:
+    values = yaml.safe_load((ASSETS / asset).read_text())
+    for edit in edits:
+        edit(values)
+    return yaml.safe_dump(values, sort_keys=False)
+
+
+def pool(values: dict[str, Any], i: int) -> dict[str, Any]:
+    return values["servingEngineSpec"]["modelSpec"][i]
+
+
+def put(i: int, path: str, value: Any) -> Edit:
+    def edit(values: dict[str, Any]) -> None:
+        target = pool(values, i)
+        *parents, last = path.split(".")
+        for key in parents:
+            target = target.setdefault(key, {})
+        target[last] = copy.deepcopy(value)
+
+    return edit
+
+
+def drop(i: int, path: str) -> Edit:
+    def edit(values: dict[str, Any]) -> None:
+        target = pool(values, i)
+        *parents, last = path.split(".")
+        for key in parents:
+            target = target[key]
+        del target[last]
+
+    return edit
+
+
+def router(key: str, value: Any) -> Edit:
+    def edit(values: dict[str, Any]) -> None:
+        target = values["routerSpec"]
+        *parents, last = key.split(".")
+        for part in parents:
+            target = target.setdefault(part, {})
+        target[last] = value
+
+    return edit
+
+
+NIXL = "values-17-nixl-vllm-router.yaml"
+XPYD = "values-18-nixl-xpyd.yaml"
+LMCACHE = "values-19-lmcache-pd.yaml"
+MOONCAKE = "values-20-mooncake.yaml"
+SEED = "values-21-pynccl-seed.yaml"
+
+# ---- YAML (the safe loader; helm's parser refuses most of these too)
 case(
     "yaml-unclosed-bracket",
     "YAML001",
@@ -46,6 +114,7 @@ case(
         '  extraArgs: ["--prefill-model-labels"\n    - "x"',
         1,
     ),
+    chart="yaml: line",
     line_of='    - "x"',
 )
 case(
@@ -54,58 +123,79 @@ case(
     nth_replace(
         BASE, "      replicaCount: 1\n", "      replicaCount: 1\n      replicaCount: 2\n", 2
     ),
+    chart="[PD014]",  # helm keeps the last duplicate, which the chart refuses for its own reason
     line_of="      replicaCount: 2",
 )
 case(
     "yaml-tab-indent",
     "YAML004",
     BASE.replace('  tag: "pd-05-26"', '\ttag: "pd-05-26"'),
+    chart="found character that cannot start any token",
     line_of='\ttag: "pd-05-26"',
 )
 bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 9) + "]\n"
     for i in range(8)
 )
-case("yaml-alias-bomb", "YAML003", bomb)
-cases["yaml-empty"] = "# expect: YAML006\n"
-case("yaml-top-level-list", "YAML006", "- servingEngineSpec: {}\n", line_of="- servingEngineSpec")
-case("yaml-two-documents", "YAML001", BASE + "---\nrouterSpec: {}\n", line_of="---\nrouterSpec")
+case("yaml-alias-bomb", "YAML003", bomb, chart="excessive aliasing")
+case("yaml-empty", "YAML006", "", chart="[PD016]")
+case(
+    "yaml-top-level-list",
+    "YAML006",
+    "- servingEngineSpec: {}\n",
+    chart="cannot unmarshal array",
+    line_of="- servingEngineSpec",
+)
+case(
+    "yaml-two-documents",
+    "YAML001",
+    BASE + "---\nrouterSpec: {}\n",
+    chart=None,
+    line_of="---\nrouterSpec",
+)
 case(
     "yaml-bad-indent",
     "YAML001",
     BASE.replace("  containerPort: 8000\n  modelSpec:", "  containerPort: 8000\n   modelSpec:", 1),
+    chart="mapping values are not allowed",
     line_of="   modelSpec:",
 )
-# ---- schema
+# ---- The values schema (the same file for helm and validate)
 case(
     "schema-unknown-key",
     f"SCHEMA {P}[0].replicCount",
     nth_replace(BASE, "replicaCount: 1", "replicCount: 1"),
+    chart="replicCount",
 )
 case(
     "schema-enum",
     "SCHEMA routerSpec.routingLogic",
     BASE.replace('routingLogic: "disaggregated_prefill"', 'routingLogic: "disaggregated"'),
+    chart="routingLogic",
 )
 case(
     "schema-type",
     f"SCHEMA {P}[1].replicaCount",
     nth_replace(BASE, "replicaCount: 1", 'replicaCount: "one"', 2),
+    chart="replicaCount",
 )
 case(
     "schema-port-range",
     f"SCHEMA {P}[1].lmcacheConfig.nixlPeerPort",
     nth_replace(BASE, 'nixlPeerPort: "55555"', "nixlPeerPort: 70000", 2),
+    chart="nixlPeerPort",
 )
 case(
     "schema-pattern-name",
     f"SCHEMA {P}[0].name",
     BASE.replace('name: "llama-prefill"', 'name: "Llama_Prefill"'),
+    chart="name",
 )
 case(
     "schema-required-model",
     f"SCHEMA {P}[0].modelURL",
     nth_replace(BASE, '      modelURL: "meta-llama/Llama-3.1-8B-Instruct"\n', ""),
+    chart="modelURL",
 )
 case(
     "schema-memory-utilization",
@@ -115,12 +205,19 @@ case(
         "        maxModelLen: 32000\n",
         "        maxModelLen: 32000\n        gpuMemoryUtilization: 1.5\n",
     ),
+    chart="gpuMemoryUtilization",
 )
-case("schema-unknown-top-level", "SCHEMA routerSpecs", BASE.replace("routerSpec:", "routerSpecs:"))
+case(
+    "schema-unknown-top-level",
+    "SCHEMA routerSpecs",
+    BASE.replace("routerSpec:", "routerSpecs:"),
+    chart="routerSpecs",
+)
 case(
     "schema-nixl-needs-peer",
     f"SCHEMA {P}[0].lmcacheConfig.nixlPeerHost",
     BASE.replace('        nixlPeerHost: "pd-llama-decode-engine-service"\n', ""),
+    chart="nixlPeerHost",
 )
 case(
     "schema-tp-zero",
@@ -131,32 +228,117 @@ case(
         "        maxModelLen: 32000\n        tensorParallelSize: 0\n",
         2,
     ),
+    chart="tensorParallelSize",
 )
 case(
     "schema-kvrole-enum",
     f"SCHEMA {P}[1].lmcacheConfig.kvRole",
     BASE.replace('kvRole: "kv_consumer"', 'kvRole: "consumer"'),
+    chart="kvRole",
 )
-# ---- PD rules
+case(
+    "schema-unknown-connector",
+    f"SCHEMA {P}[0].kvTransfer.connector",
+    edited(NIXL, put(0, "kvTransfer.connector", "SharedStorageConnector")),
+    chart="connector",
+)
+case(
+    "schema-unknown-kvtransfer-key",
+    f"SCHEMA {P}[0].kvTransfer.engineId",
+    edited(NIXL, put(0, "kvTransfer.engineId", "x")),
+    chart="engineId",
+)
+case(
+    "schema-unknown-network-key",
+    f"SCHEMA {P}[0].network.rdma",
+    edited(NIXL, put(0, "network.rdma", True)),
+    chart="rdma",
+)
+case(
+    "schema-bad-role",
+    f"SCHEMA {P}[0].role",
+    edited(NIXL, put(0, "role", "prefiller")),
+    chart="role",
+)
+case(
+    "schema-bad-vllm-version",
+    f"SCHEMA {P}[0].vllmVersion",
+    edited(NIXL, put(0, "vllmVersion", "v0.12")),
+    chart="vllmVersion",
+)
+case(
+    "schema-bad-kv-cache-dtype",
+    f"SCHEMA {P}[0].vllmConfig.kvCacheDtype",
+    edited(NIXL, put(0, "vllmConfig.kvCacheDtype", "int8")),
+    chart="kvCacheDtype",
+)
+case(
+    "schema-bad-router-policy",
+    "SCHEMA routerSpec.vllmRouter.decodePolicy",
+    edited(NIXL, router("vllmRouter.decodePolicy", "least_load")),
+    chart="decodePolicy",
+)
+case(
+    "schema-bad-router-type",
+    "SCHEMA routerSpec.type",
+    edited(NIXL, router("type", "sglang")),
+    chart="type",
+)
+case(
+    "schema-affinity-type",
+    f"SCHEMA {P}[0].affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms",
+    edited(
+        NIXL,
+        put(
+            0,
+            "affinity",
+            {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": "gpu"}
+                }
+            },
+        ),
+    ),
+    chart="nodeSelectorTerms",
+)
+# ---- PD rules: the tutorial's LMCache form
 case(
     "pd001-sender-role",
     f"PD001 {P}[0].lmcacheConfig.nixlRole",
     BASE.replace('nixlRole: "sender"', 'nixlRole: "receiver"'),
+    chart=f"[PD001] {P}[0].lmcacheConfig.nixlRole",
 )
 case(
     "pd001-nixl-without-lmcache",
     f"PD001 {P}[1].lmcacheConfig.enableNixl",
     nth_replace(BASE, "        enabled: true\n", "        enabled: false\n", 2),
+    chart=f"[PD001] {P}[1].lmcacheConfig.enableNixl",
 )
 case(
     "pd001-no-consumer",
-    f"PD001 {P}[0].lmcacheConfig.kvRole",
+    f"PD001 {P}[0]",
     BASE.replace('kvRole: "kv_consumer"', 'kvRole: "kv_producer"'),
+    chart="[PD001]",
+)
+case(
+    "pd001-role-contradicts-kv-role",
+    f"PD001 {P}[0].lmcacheConfig.kvRole",
+    edited("values-16-disagg-prefill.yaml", put(0, "role", "decode")),
+    chart=f'[PD001] {P}[0].lmcacheConfig.kvRole "kv_producer" contradicts',
+)
+case(
+    "pd001-roles-swapped",
+    f"PD001 {P}[0].kvTransfer.kvRole",
+    edited(
+        NIXL, put(0, "kvTransfer.kvRole", "kv_consumer"), put(1, "kvTransfer.kvRole", "kv_producer")
+    ),
+    chart=f'[PD001] {P}[0].kvTransfer.kvRole "kv_consumer" contradicts',
 )
 case(
     "pd003-unknown-service",
     f"PD003 {P}[0].lmcacheConfig.nixlPeerHost",
     BASE.replace('"pd-llama-decode-engine-service"', '"pd-llama-decoder-engine-service"'),
+    chart=f"[PD003] {P}[0].lmcacheConfig.nixlPeerHost",
 )
 case(
     "pd003-points-at-prefill",
@@ -164,12 +346,32 @@ case(
     BASE.replace(
         '"pd-llama-decode-engine-service"', '"pd-llama-prefill-engine-service.default.svc"'
     ),
+    chart=f"[PD003] {P}[0].lmcacheConfig.nixlPeerHost",
 )
-case("pd003-other-release", f"PD003 {P}[0].lmcacheConfig.nixlPeerHost", BASE, args="--release prod")
+case(
+    "pd003-other-release",
+    f"PD003 {P}[0].lmcacheConfig.nixlPeerHost",
+    BASE,
+    chart=f'[PD003] {P}[0].lmcacheConfig.nixlPeerHost "pd-llama-decode-engine-service" is not',
+    args="--release prod",
+)
+case(
+    "pd003-peer-pool-missing",
+    f"PD003 {P}[1].kvTransfer.peerPool",
+    edited(SEED, put(1, "kvTransfer.peerPool", "nope")),
+    chart=f'[PD003] {P}[1].kvTransfer.peerPool "nope" names no pool',
+)
+case(
+    "pd003-peer-pool-same-role",
+    f"PD003 {P}[1].kvTransfer.peerPool",
+    edited(SEED, put(1, "kvTransfer.peerPool", "seed-decode")),
+    chart=f'[PD003] {P}[1].kvTransfer.peerPool "seed-decode" is not a prefill pool',
+)
 case(
     "pd004-port-mismatch",
     f"PD004 {P}[0].lmcacheConfig.nixlPeerPort",
     nth_replace(BASE, 'nixlPeerPort: "55555"', 'nixlPeerPort: "55556"', 2),
+    chart=f"[PD004] {P}[0].lmcacheConfig.nixlPeerPort is 55555",
 )
 case(
     "pd005-model-mismatch",
@@ -180,42 +382,71 @@ case(
         'modelURL: "meta-llama/Llama-3.1-70B-Instruct"',
         2,
     ),
+    chart=f"[PD005] {P}[1].modelURL",
 )
 case(
     "pd005-max-model-len",
     f"PD005 {P}[1].vllmConfig.maxModelLen",
     nth_replace(BASE, "maxModelLen: 32000", "maxModelLen: 16000", 2),
+    chart=f"[PD005] {P}[1].vllmConfig.maxModelLen",
+)
+case(
+    "pd005-kv-cache-dtype",
+    f"PD005 {P}[1].vllmConfig.kvCacheDtype",
+    edited(NIXL, put(0, "vllmConfig.kvCacheDtype", "fp8")),
+    chart=f"[PD005] {P}[1].vllmConfig.kvCacheDtype",
+)
+case(
+    "pd005-block-size",
+    f"PD005 {P}[1].vllmConfig.blockSize",
+    edited(NIXL, put(0, "vllmConfig.blockSize", 64), put(1, "vllmConfig.blockSize", 32)),
+    chart=f"[PD005] {P}[1].vllmConfig.blockSize",
 )
 case(
     "pd006-duplicate-pool",
     f"PD006 {P}[1].name",
     BASE.replace('name: "llama-decode"', 'name: "llama-prefill"'),
+    chart=f'[PD006] {P}[1].name "llama-prefill" is used twice',
 )
 case(
     "pd007-name-too-long",
     f"PD007 {P}[0].name",
-    BASE,
+    BASE.replace(
+        '"pd-llama-decode-engine-service"',
+        '"a-rather-long-release-name-for-this-cluster-llama-decode-engine-service"',
+    ),
+    chart=None,
     args="--release a-rather-long-release-name-for-this-cluster",
 )
 case(
     "pd008-unknown-label",
     "PD008 routerSpec.extraArgs[3]",
     BASE.replace('    - "llama-decode"', '    - "llama-decoder"'),
+    chart='[PD008] routerSpec.extraArgs[3]: --decode-model-labels names "llama-decoder"',
 )
 case(
     "pd008-wrong-role",
     "PD008 routerSpec.extraArgs[1]",
     BASE.replace('    - "llama-prefill"\n', '    - "llama-decode"\n'),
+    chart='[PD008] routerSpec.extraArgs[1]: --prefill-model-labels names "llama-decode", a decode pool',
 )
 case(
     "pd008-missing-decode-labels",
     "PD008 routerSpec.extraArgs",
     BASE.replace('    - "--decode-model-labels"\n    - "llama-decode"\n', ""),
+    chart="[PD008] routerSpec.extraArgs: routingLogic disaggregated_prefill without --decode-model-labels",
 )
 case(
     "pd009-roundrobin-with-pd",
     "PD009 routerSpec.routingLogic",
     BASE.replace('"disaggregated_prefill"', '"roundrobin"'),
+    chart="[PD009] prefill and decode pools exist but the router does not route PD",
+)
+case(
+    "pd009-pd-routing-without-decode",
+    "PD009 routerSpec.type",
+    edited(NIXL, put(1, "role", "both"), drop(1, "kvTransfer"), put(0, "role", "both")),
+    chart="[PD009] routerSpec.type vllm-router routes each request through prefill then decode",
 )
 case(
     "pd010-gpus-vs-tp",
@@ -226,25 +457,216 @@ case(
         "        maxModelLen: 32000\n        tensorParallelSize: 2\n",
         2,
     ),
+    chart=f"[PD010] {P}[1].requestGPU is 1 but the pool's parallelism needs 2 GPUs",
+)
+case(
+    "pd010-gpus-vs-tp-pp-dp",
+    f"PD010 {P}[1].requestGPU",
+    edited(
+        NIXL,
+        put(1, "vllmConfig.pipelineParallelSize", 2),
+        put(1, "vllmConfig.dataParallelSize", 2),
+        put(1, "requestGPU", 2),
+    ),
+    chart=f"[PD010] {P}[1].requestGPU is 2 but the pool's parallelism needs 4 GPUs",
 )
 case(
     "pd012-v0-engine",
     f"PD012 {P}[1].vllmConfig.v1",
     nth_replace(BASE, "        v1: 1\n", "        v1: 0\n", 2),
+    chart=f"[PD012] {P}[1].vllmConfig.v1 is 0 but LMCacheConnectorV1 needs the vLLM V1 engine",
+)
+case(
+    "pd012-pynccl-too-new",
+    f"PD012 {P}[0].tag",
+    edited(SEED, put(0, "tag", "v0.11.0"), put(1, "tag", "v0.11.0")),
+    chart=f"[PD012] {P}[0].kvTransfer.connector PyNcclConnector is not in vLLM 0.11.0",
+)
+case(
+    "pd012-pynccl-stated-version",
+    f"PD012 {P}[0].vllmVersion",
+    edited(
+        SEED,
+        put(0, "repository", "registry.example.com/vllm"),
+        put(0, "tag", "latest"),
+        put(0, "vllmVersion", "0.10.1"),
+    ),
+    chart="PyNcclConnector is not in vLLM 0.10.1",
+)
+case(
+    "pd012-pynccl-v1-engine",
+    f"PD012 {P}[1].vllmConfig.v1",
+    edited(SEED, put(1, "vllmConfig.v1", 1)),
+    chart=f"[PD012] {P}[1].vllmConfig.v1 is 1 but PyNcclConnector runs only on the V0",
+)
+p2p_after = [put(i, "kvTransfer", {"connector": "P2pNcclConnector"}) for i in (0, 1)]
+case(
+    "pd012-p2pnccl-removed",
+    f"PD012 {P}[0].tag",
+    edited(
+        NIXL,
+        *p2p_after,
+        put(0, "tag", "v0.23.0"),
+        put(1, "tag", "v0.23.0"),
+        router("vllmRouter", {}),
+    ),
+    chart=f"[PD012] {P}[0].kvTransfer.connector P2pNcclConnector is not in vLLM 0.23.0",
+)
+case(
+    "pd012-p2pnccl-too-old",
+    f"PD012 {P}[0].tag",
+    edited(
+        NIXL, *p2p_after, put(0, "tag", "v0.9.1"), put(1, "tag", "v0.9.1"), router("vllmRouter", {})
+    ),
+    chart="P2pNcclConnector is not in vLLM 0.9.1",
+)
+case(
+    "pd012-load-failure-policy",
+    f"PD012 {P}[0].kvTransfer.loadFailurePolicy",
+    edited(
+        NIXL,
+        put(0, "tag", "v0.11.0"),
+        put(1, "tag", "v0.11.0"),
+        put(0, "kvTransfer.loadFailurePolicy", "fail"),
+    ),
+    chart=f"[PD012] {P}[0].kvTransfer.loadFailurePolicy: vLLM 0.11.0 has no kv_load_failure_policy",
+)
+case(
+    "pd013-tp-pynccl",
+    f"PD013 {P}[1].vllmConfig.tensorParallelSize",
+    edited(SEED, put(1, "vllmConfig.tensorParallelSize", 2), put(1, "requestGPU", 2)),
+    chart=f"[PD013] {P}[1].vllmConfig.tensorParallelSize is 2 but prefill pool",
+)
+case(
+    "pd013-connector-mismatch",
+    f"PD013 {P}[1].kvTransfer.connector",
+    edited(MOONCAKE, put(1, "kvTransfer", {"connector": "NixlConnector"})),
+    chart=f"[PD013] {P}[1] uses NixlConnector but prefill pool",
 )
 case(
     "pd014-legacy-replicas",
     f"PD014 {P}[1].replicaCount",
     nth_replace(BASE, "replicaCount: 1", "replicaCount: 2", 2),
+    chart=f"[PD014] {P}[1].replicaCount must be 1",
+)
+case(
+    "pd014-pynccl-replicas",
+    f"PD014 {P}[0].replicaCount",
+    edited(SEED, put(0, "replicaCount", 2)),
+    chart=f"[PD014] {P}[0].replicaCount must be 1 with PyNcclConnector",
 )
 case(
     "pd015-model-label",
     f"PD015 {P}[1].labels.model",
     BASE.replace('        model: "llama-decode"', '        model: "decode"'),
+    chart=f'[PD015] {P}[1].labels.model is "decode"',
+)
+case(
+    "pd016-no-pools",
+    f"PD016 {P}",
+    edited(NIXL, lambda v: v["servingEngineSpec"].pop("modelSpec")),
+    chart="[PD016] servingEngineSpec.modelSpec is empty",
+)
+case(
+    "pd017-vllm-router-lmcache",
+    "PD017 routerSpec.type",
+    edited(
+        LMCACHE,
+        lambda v: v.__setitem__(
+            "routerSpec",
+            {"type": "vllm-router", "repository": "registry.example.com/r", "tag": "1"},
+        ),
+    ),
+    chart=f"[PD017] routerSpec.type vllm-router cannot route {P}[0]",
+)
+case(
+    "pd017-vllm-router-tutorial-lmcache",
+    "PD017 routerSpec.type",
+    BASE.replace("routerSpec:\n", 'routerSpec:\n  type: "vllm-router"\n'),
+    chart=f"[PD017] routerSpec.type vllm-router cannot route {P}[0]",
+)
+case(
+    "pd017-production-stack-nixl",
+    "PD017 routerSpec.type",
+    edited(
+        NIXL,
+        lambda v: v.__setitem__(
+            "routerSpec",
+            {
+                "routingLogic": "disaggregated_prefill",
+                "extraArgs": [
+                    "--prefill-model-labels",
+                    "qwen-prefill",
+                    "--decode-model-labels",
+                    "qwen-decode",
+                ],
+            },
+        ),
+    ),
+    chart=f"[PD017] routerSpec.type production-stack cannot route {P}[0]",
+)
+case(
+    "pd017-kv-connector-nixl-for-mooncake",
+    "PD017 routerSpec.vllmRouter.kvConnector",
+    edited(MOONCAKE, router("vllmRouter.kvConnector", "nixl")),
+    chart="[PD017] routerSpec.vllmRouter.kvConnector is nixl but the engine pools' connector needs mooncake",
+)
+case(
+    "pd017-kv-connector-mooncake-for-nixl",
+    "PD017 routerSpec.vllmRouter.kvConnector",
+    edited(NIXL, router("vllmRouter.kvConnector", "mooncake")),
+    chart="[PD017] routerSpec.vllmRouter.kvConnector is mooncake but the engine pools' connector needs nixl",
+)
+case(
+    "pd017-static-without-workers",
+    "PD017 routerSpec.vllmRouter.prefillUrls",
+    edited(
+        NIXL,
+        router("vllmRouter.serviceDiscovery", "static"),
+        lambda v: v["servingEngineSpec"].__setitem__("enableEngine", False),
+    ),
+    chart="[PD017] routerSpec.vllmRouter.serviceDiscovery static needs at least one prefill and one decode",
+)
+case(
+    "pd018-lmcache-and-kv-transfer",
+    f"PD018 {P}[0].kvTransfer",
+    edited("values-16-disagg-prefill.yaml", put(0, "kvTransfer", {"connector": "NixlConnector"})),
+    chart=f"[PD018] {P}[0]: lmcacheConfig (the tutorial's LMCache form) and kvTransfer are mutually exclusive",
+)
+case(
+    "pd018-mooncake-aggregated",
+    f"PD018 {P}[0].kvTransfer.connector",
+    edited(MOONCAKE, put(0, "role", "both"), put(1, "role", "both")),
+    chart=f"[PD018] {P}[0].kvTransfer.connector MooncakeConnector needs a prefill or a decode pool",
+)
+case(
+    "pd018-lmcache-aggregated",
+    f"PD018 {P}[1].kvTransfer.connector",
+    edited(LMCACHE, put(1, "role", "both")),
+    chart=f"[PD018] {P}[1].kvTransfer.connector LMCacheConnectorV1 needs a prefill or a decode pool",
+)
+case(
+    "pd018-lmcache-sender-without-proxy",
+    f"PD018 {P}[0].kvTransfer.lmcache.proxyHost",
+    edited(LMCACHE, drop(0, "kvTransfer.lmcache")),
+    chart=f"[PD018] {P}[0].kvTransfer.lmcache.proxyHost is required",
+)
+case(
+    "pd018-pynccl-decode-without-peer",
+    f"PD018 {P}[1].kvTransfer.peerPool",
+    edited(SEED, drop(1, "kvTransfer.peerPool")),
+    chart=f"[PD018] {P}[1].kvTransfer.peerPool is required",
+)
+case(
+    "pd018-decode-without-connector",
+    f"PD018 {P}[1]",
+    edited(NIXL, drop(1, "kvTransfer"), drop(0, "kvTransfer")),
+    chart=f"[PD018] {P}[0] is a prefill pool but transfers no KV",
 )
 
-for old in OUT.glob("*.yaml"):
-    old.unlink()
-for name, text in cases.items():
-    (OUT / f"{name}.yaml").write_text(text)
-print(len(cases))
+if __name__ == "__main__":
+    for old in OUT.glob("*.yaml"):
+        old.unlink()
+    for name, text in cases.items():
+        (OUT / f"{name}.yaml").write_text(text)
+    print(f"wrote {len(cases)} files to {OUT}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -23,17 +23,26 @@ class Finding:
     hint: str | None = None
     line: int | None = None
     column: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    file: str | None = None  # the values file the line is in (several -f files merged)
 
     @property
     def key(self) -> str:
         return format_path(self.path) if self.path else ""
+
+    def text(self, file: str | None = None) -> str:
+        """One line for people: "file:line: severity RULE [key]: message" (file: this finding's,
+        else the one given)."""
+        where = (self.file or file or "") + (f":{self.line}" if self.line else "")
+        key = f" [{self.key}]" if self.key else ""
+        prefix = f"{where}: " if where else ""
+        return f"{prefix}{self.severity.value} {self.rule}{key}: {self.message}"
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "rule": self.rule,
             "severity": self.severity.value,
             "path": self.key or None,
+            "file": self.file,
             "line": self.line,
             "column": self.column,
             "message": self.message,

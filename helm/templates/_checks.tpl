@@ -1,0 +1,308 @@
+{{/*
+The chart's own refusals: every combination that would deploy a silently broken PD pair (or
+fail later with a worse message). Each message starts with the id of the `pdctl validate` rule
+that refuses the same values (pdctl/rules/) and names the key path; an agreement test keeps the
+two in step. Called once, from checks.yaml. Connector facts come from files/connectors.yaml.
+*/}}
+{{- define "pd-stack.checks" -}}
+{{- $pools := list -}}
+{{- if ne .Values.servingEngineSpec.enableEngine false -}}
+{{- $pools = .Values.servingEngineSpec.modelSpec | default list -}}
+{{- if not $pools -}}
+{{- fail "[PD016] servingEngineSpec.modelSpec is empty but servingEngineSpec.enableEngine is true: add at least one engine pool, or set servingEngineSpec.enableEngine: false to render only the router" -}}
+{{- end -}}
+{{- end -}}
+{{- $seen := dict -}}
+{{- range $i, $spec := $pools -}}
+{{- if hasKey $seen $spec.name -}}
+{{- fail (printf "[PD006] servingEngineSpec.modelSpec[%d].name %q is used twice (also modelSpec[%s]); pool names must be unique: they name the pool's Deployment and Service" $i $spec.name (get $seen $spec.name)) -}}
+{{- end -}}
+{{- $_ := set $seen $spec.name (toString $i) -}}
+{{- end -}}
+{{- range $spec := $pools -}}
+{{- include "pd-stack.checks.pool" (dict "root" $ "spec" $spec) -}}
+{{- end -}}
+{{- include "pd-stack.checks.pairs" (dict "root" . "pools" $pools) -}}
+{{- if .Values.routerSpec.enableRouter -}}
+{{- include "pd-stack.checks.router" (dict "root" . "pools" $pools) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when every settings flag named in .when (a list) is true in .conn's settings. */}}
+{{- define "pd-stack.flagsOn" -}}
+{{- $on := true -}}
+{{- range .when | default list -}}{{- if not (get ($.conn.settings | default dict) .) -}}{{- $on = false -}}{{- end -}}{{- end -}}
+{{- if $on -}}true{{- end -}}
+{{- end -}}
+
+{{/* Checks of one pool (dict root spec). */}}
+{{- define "pd-stack.checks.pool" -}}
+{{- $spec := .spec -}}
+{{- $path := include "pd-stack.poolPath" . -}}
+{{- $role := include "pd-stack.poolRole" . -}}
+{{- $gpus := int (include "pd-stack.parallelGPUs" .) -}}
+{{- if and (hasKey $spec "requestGPU") (ne (int $spec.requestGPU) $gpus) -}}
+{{- fail (printf "[PD010] %s.requestGPU is %d but the pool's parallelism needs %d GPUs per pod (vllmConfig.tensorParallelSize x pipelineParallelSize x dataParallelSize); make them agree" $path (int $spec.requestGPU) $gpus) -}}
+{{- end -}}
+{{- range $labels, $where := dict "modelSpec" ($spec.labels | default dict) "servingEngineSpec" (.root.Values.servingEngineSpec.labels | default dict) -}}
+{{- if and (hasKey $where "model") (ne (toString (get $where "model")) $spec.name) -}}
+{{- fail (printf "[PD015] %s.labels.model is %q but must equal the pool name %q: the router finds a pool's role by the pod label model" (ternary $path "servingEngineSpec" (eq $labels "modelSpec")) (toString (get $where "model")) $spec.name) -}}
+{{- end -}}
+{{- end -}}
+{{- $lm := $spec.lmcacheConfig | default dict -}}
+{{- $kt := $spec.kvTransfer | default dict -}}
+{{- if and $kt $lm.enabled -}}
+{{- fail (printf "[PD018] %s: lmcacheConfig (the tutorial's LMCache form) and kvTransfer are mutually exclusive; use one of them" $path) -}}
+{{- end -}}
+{{- if and $lm.enableNixl (not $lm.enabled) -}}
+{{- fail (printf "[PD001] %s.lmcacheConfig.enableNixl is true but lmcacheConfig.enabled is not: NIXL transfer runs inside LMCache; set enabled: true, or drop enableNixl" $path) -}}
+{{- end -}}
+{{- range $declared := list (list "lmcacheConfig" $lm.kvRole) (list "kvTransfer" $kt.kvRole) -}}
+{{- $kvRole := last $declared | default "" -}}
+{{- if and $spec.role (or (and (eq $kvRole "kv_producer") (ne $role "prefill")) (and (eq $kvRole "kv_consumer") (ne $role "decode"))) -}}
+{{- fail (printf "[PD001] %s.%s.kvRole %q contradicts %s.role %q: prefill pools are kv_producer, decode pools kv_consumer" $path (first $declared) $kvRole $path $role) -}}
+{{- end -}}
+{{- end -}}
+{{- if and $lm.enabled $lm.enableNixl $lm.nixlRole (ne $role (ternary "prefill" "decode" (eq $lm.nixlRole "sender"))) -}}
+{{- fail (printf "[PD001] %s.lmcacheConfig.nixlRole is %q but the pool's role is %s: a sender is a kv_producer (prefill), a receiver a kv_consumer (decode)" $path $lm.nixlRole $role) -}}
+{{- end -}}
+{{- $conn := include "pd-stack.poolConnector" . | fromJson -}}
+{{- if and (not $conn) (ne $role "both") -}}
+{{- fail (printf "[PD018] %s is a %s pool but transfers no KV: set %s.kvTransfer.connector (or the tutorial's lmcacheConfig)" $path $role $path) -}}
+{{- end -}}
+{{- if $conn -}}
+{{- include "pd-stack.checks.connector" (merge (dict "conn" $conn "path" $path "role" $role) .) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Checks of a pool's KV connector against the connector table (dict root spec conn path role). */}}
+{{- define "pd-stack.checks.connector" -}}
+{{- $conn := .conn -}}
+{{- $path := .path -}}
+{{- $at := printf "%s.%s" $path $conn.settingsKey -}}
+{{- $kvRole := include "pd-stack.kvRole" . -}}
+{{- if and (eq $kvRole "kv_both") (not $conn.kvBoth) -}}
+{{- fail (printf "[PD018] %s.kvTransfer.connector %s needs a prefill or a decode pool (kv_producer or kv_consumer); set %s.role" $path $conn.name $path) -}}
+{{- end -}}
+{{- range $conn.requires | default list -}}
+{{- if and (has $kvRole .kvRoles) (eq (include "pd-stack.setting" (dict "settings" $conn.settings "key" .key "default" "")) "") -}}
+{{- fail (printf "[PD018] %s.%s is required on a %s %s pool: %s" $at (join "." .key) $kvRole $conn.name .why) -}}
+{{- end -}}
+{{- end -}}
+{{- with $conn.vllmVersions -}}
+{{- if include "pd-stack.vllmViolates" (dict "ctx" $ "c" .) -}}
+{{- fail (printf "[PD012] %s.kvTransfer.connector %s is not in vLLM %s: it exists only in vLLM %s (%s); use NixlConnector, or state the image's version in %s.vllmVersion" $path $conn.name (include "pd-stack.vllmVersion" $) . $conn.versionsWhy $path) -}}
+{{- end -}}
+{{- end -}}
+{{- $v1 := toString (dig "vllmConfig" "v1" "" .spec) -}}
+{{- if and (eq $conn.engine "v0") (eq $v1 "1") -}}
+{{- fail (printf "[PD012] %s.vllmConfig.v1 is 1 but %s runs only on the V0 engine (VLLM_USE_V1=0); remove vllmConfig.v1" $path $conn.name) -}}
+{{- end -}}
+{{- if and (eq $conn.engine "v1") (eq $v1 "0") -}}
+{{- fail (printf "[PD012] %s.vllmConfig.v1 is 0 but %s needs the vLLM V1 engine; drop vllmConfig.v1 or set it to 1" $path $conn.name) -}}
+{{- end -}}
+{{- if include "pd-stack.fieldUnsupported" (dict "ctx" . "field" "loadFailurePolicy") -}}
+{{- $field := .root.pdStackConnectors.kvTransferFields.loadFailurePolicy -}}
+{{- fail (printf "[PD012] %s.kvTransfer.loadFailurePolicy: vLLM %s has no kv_load_failure_policy (it needs vLLM %s: %s); remove the key" $path (include "pd-stack.vllmVersion" .) $field.vllmVersions $field.why) -}}
+{{- end -}}
+{{- if and (eq $conn.pairing "1P1D") (include "pd-stack.flagsOn" (dict "conn" $conn "when" $conn.pairingWhen)) (gt (int (.spec.replicaCount | default 1)) 1) -}}
+{{- fail (printf "[PD014] %s.replicaCount must be 1 with %s (%s): it pairs exactly one prefill pod with one decode pod" $path $conn.name $conn.settingsKey) -}}
+{{- end -}}
+{{- with .spec.kvTransfer -}}{{- with .peerPool -}}
+{{- $peer := include "pd-stack.poolByName" (dict "root" $.root "name" .) | fromJson -}}
+{{- $wanted := get (dict "prefill" "decode" "decode" "prefill") $.role -}}
+{{- if not $peer -}}
+{{- fail (printf "[PD003] %s.kvTransfer.peerPool %q names no pool in servingEngineSpec.modelSpec" $path .) -}}
+{{- else if and $wanted (ne (include "pd-stack.poolRole" (dict "root" $.root "spec" $peer)) $wanted) -}}
+{{- fail (printf "[PD003] %s.kvTransfer.peerPool %q is not a %s pool: a pool pairs with a pool of the opposite role" $path . $wanted) -}}
+{{- end -}}
+{{- end -}}{{- end -}}
+{{- end -}}
+
+{{/* Checks between prefill and decode pools (dict root pools). */}}
+{{- define "pd-stack.checks.pairs" -}}
+{{- $root := .root -}}
+{{- $byRole := dict "prefill" list "decode" list -}}
+{{- range $spec := .pools -}}
+{{- $role := include "pd-stack.poolRole" (dict "root" $root "spec" $spec) -}}
+{{- if hasKey $byRole $role -}}{{- $_ := set $byRole $role (append (get $byRole $role) $spec) -}}{{- end -}}
+{{- end -}}
+{{- range $role, $other := dict "prefill" "decode" "decode" "prefill" -}}
+{{- if and (get $byRole $role) (not (get $byRole $other)) -}}
+{{- $spec := first (get $byRole $role) -}}
+{{- fail (printf "[PD001] %s (pool %q) is a %s pool but no %s pool exists: add one, or make the pool role both" (include "pd-stack.poolPath" (dict "root" $root "spec" $spec)) $spec.name $role $other) -}}
+{{- end -}}
+{{- end -}}
+{{- range $p := $byRole.prefill -}}
+{{- range $d := $byRole.decode -}}
+{{- include "pd-stack.checks.pair" (dict "root" $root "prefill" $p "decode" $d) -}}
+{{- end -}}
+{{- end -}}
+{{- include "pd-stack.checks.tutorialLMCache" . -}}
+{{- end -}}
+
+{{/* Checks of one prefill/decode pair (dict root prefill decode): the KV one sends, the other can use. */}}
+{{- define "pd-stack.checks.pair" -}}
+{{- $p := dict "root" .root "spec" .prefill -}}
+{{- $d := dict "root" .root "spec" .decode -}}
+{{- $dPath := include "pd-stack.poolPath" $d -}}
+{{- $pConn := include "pd-stack.poolConnector" $p | fromJson -}}
+{{- $dConn := include "pd-stack.poolConnector" $d | fromJson -}}
+{{- if ne ($pConn.name | default "") ($dConn.name | default "") -}}
+{{- fail (printf "[PD013] %s uses %s but prefill pool %q uses %s: both sides of a PD pair use the same connector" $dPath ($dConn.name | default "no KV connector") .prefill.name ($pConn.name | default "no KV connector")) -}}
+{{- end -}}
+{{- $pTP := int (include "pd-stack.parallelSize" (dict "ctx" $p "key" "tensorParallelSize")) -}}
+{{- $dTP := int (include "pd-stack.parallelSize" (dict "ctx" $d "key" "tensorParallelSize")) -}}
+{{- if and $pConn (not $pConn.heteroTP) (ne $pTP $dTP) -}}
+{{- fail (printf "[PD013] %s.vllmConfig.tensorParallelSize is %d but prefill pool %q has %d: %s needs the same tensor parallelism on both sides (NixlConnector allows different)" $dPath $dTP .prefill.name $pTP $pConn.name) -}}
+{{- end -}}
+{{- $pV := .prefill.vllmConfig | default dict -}}
+{{- $dV := .decode.vllmConfig | default dict -}}
+{{- $fields := list (list "modelURL" .prefill.modelURL .decode.modelURL) -}}
+{{- if and (hasKey $pV "maxModelLen") (hasKey $dV "maxModelLen") -}}
+{{- $fields = append $fields (list "vllmConfig.maxModelLen" (toString $pV.maxModelLen) (toString $dV.maxModelLen)) -}}
+{{- end -}}
+{{- $fields = append $fields (list "vllmConfig.kvCacheDtype" ($pV.kvCacheDtype | default "auto") ($dV.kvCacheDtype | default "auto")) -}}
+{{- $pBlock := int ($pV.blockSize | default 16) -}}
+{{- $dBlock := int ($dV.blockSize | default 16) -}}
+{{- if not (and $pConn.smallerPrefillBlocks (le $pBlock $dBlock)) -}}
+{{- $fields = append $fields (list "vllmConfig.blockSize" (toString $pBlock) (toString $dBlock)) -}}
+{{- end -}}
+{{- range $fields -}}
+{{- $key := index . 0 -}}
+{{- if ne (toString (index . 1)) (toString (index . 2)) -}}
+{{- fail (printf "[PD005] %s.%s is %q but prefill pool %q has %q: the KV cache a prefill pool sends is only usable by a decode pool with the same %s" $dPath $key (toString (index . 2)) $.prefill.name (toString (index . 1)) $key) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The tutorial's LMCache NIXL sender/receiver form (dict root pools): a sender's nixlPeerHost is
+the Service <release>-<pool>-engine-service[.<namespace>[.svc[.cluster.local]]] of a receiver
+(decode) pool of this release, both use the same nixlPeerPort, and a receiver has one sender.
+*/}}
+{{- define "pd-stack.checks.tutorialLMCache" -}}
+{{- $root := .root -}}
+{{- $hostPattern := printf "^%s-([a-z0-9-]+)-engine-service(\\.[a-z0-9-]+(\\.svc(\\.cluster\\.local)?)?)?$" (regexQuoteMeta $root.Release.Name) -}}
+{{- $senders := dict -}}
+{{- range $spec := .pools -}}
+{{- $lm := $spec.lmcacheConfig | default dict -}}
+{{- if and $lm.enabled $lm.enableNixl (eq (toString $lm.nixlRole) "sender") -}}
+{{- $path := include "pd-stack.poolPath" (dict "root" $root "spec" $spec) -}}
+{{- $host := toString $lm.nixlPeerHost -}}
+{{- $target := ternary (regexReplaceAll $hostPattern $host "${1}") "" (regexMatch $hostPattern $host) -}}
+{{- $receiver := include "pd-stack.poolByName" (dict "root" $root "name" $target) | fromJson -}}
+{{- $rLm := $receiver.lmcacheConfig | default dict -}}
+{{- if or (not $receiver) (ne (include "pd-stack.poolRole" (dict "root" $root "spec" $receiver)) "decode") -}}
+{{- fail (printf "[PD003] %s.lmcacheConfig.nixlPeerHost %q is not the Service of a decode pool of release %q: a sender sends its KV to <release>-<decode pool>-engine-service" $path $host $root.Release.Name) -}}
+{{- end -}}
+{{- if and $rLm.enableNixl (eq (toString $rLm.nixlRole) "receiver") -}}
+{{- if ne (toString $lm.nixlPeerPort) (toString $rLm.nixlPeerPort) -}}
+{{- fail (printf "[PD004] %s.lmcacheConfig.nixlPeerPort is %s but its receiver %q listens on %s: use the same nixlPeerPort on both pools" $path (toString $lm.nixlPeerPort) $target (toString $rLm.nixlPeerPort)) -}}
+{{- end -}}
+{{- if hasKey $senders $target -}}
+{{- fail (printf "[PD014] %s sends to receiver %q, which pool %q sends to as well: the LMCache NIXL form is 1P1D, one sender per receiver" $path $target (get $senders $target)) -}}
+{{- end -}}
+{{- $_ := set $senders $target $spec.name -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Checks of the router against the pools (dict root pools). */}}
+{{- define "pd-stack.checks.router" -}}
+{{- $root := .root -}}
+{{- $router := $root.Values.routerSpec -}}
+{{- $type := $router.type | default "production-stack" -}}
+{{- $pd := include "pd-stack.routesPD" $root -}}
+{{- $roles := list -}}
+{{- range $spec := .pools -}}{{- $roles = append $roles (include "pd-stack.poolRole" (dict "root" $root "spec" $spec)) -}}{{- end -}}
+{{- $both := and (has "prefill" $roles) (has "decode" $roles) -}}
+{{- $how := ternary "routerSpec.type vllm-router" "routerSpec.routingLogic disaggregated_prefill" (eq $type "vllm-router") -}}
+{{- if and .pools $pd (not $both) -}}
+{{- fail (printf "[PD009] %s routes each request through prefill then decode, but the pools have only role(s) %s: add a prefill and a decode pool, or route without PD" $how (join ", " (uniq $roles | sortAlpha))) -}}
+{{- end -}}
+{{- if and $both (not $pd) -}}
+{{- fail (printf "[PD009] prefill and decode pools exist but the router does not route PD (routerSpec.routingLogic %s): set routerSpec.routingLogic: disaggregated_prefill or routerSpec.type: vllm-router" (toString $router.routingLogic)) -}}
+{{- end -}}
+{{- if $pd -}}
+{{- range $spec := .pools -}}
+{{- $ctx := dict "root" $root "spec" $spec -}}
+{{- $conn := include "pd-stack.poolConnector" $ctx | fromJson -}}
+{{- if and $conn (not (hasKey $conn.routers $type)) -}}
+{{- fail (printf "[PD017] routerSpec.type %s cannot route %s (%s): %s" $type (include "pd-stack.poolPath" $ctx) $conn.summary (get $conn.notRoutedBy $type)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if eq $type "vllm-router" -}}
+{{- include "pd-stack.checks.vllmRouter" $root -}}
+{{- else -}}
+{{- include "pd-stack.checks.routerLabels" . -}}
+{{- end -}}
+{{- end -}}
+
+{{/* vllm-router's --kv-connector agrees with the pools, and static mode has workers (the root). */}}
+{{- define "pd-stack.checks.vllmRouter" -}}
+{{- $vr := .Values.routerSpec.vllmRouter | default dict -}}
+{{- $needed := list -}}
+{{- range include "pd-stack.vllmRouterPools" . | fromJsonArray -}}{{- $needed = append $needed .kvConnector -}}{{- end -}}
+{{- $needed = uniq $needed -}}
+{{- if gt (len $needed) 1 -}}
+{{- fail (printf "[PD017] the engine pools need different vllm-router --kv-connector values (%s); use one connector for the release" (join ", " $needed)) -}}
+{{- end -}}
+{{- if and $vr.kvConnector $needed (ne $vr.kvConnector (first $needed)) -}}
+{{- fail (printf "[PD017] routerSpec.vllmRouter.kvConnector is %s but the engine pools' connector needs %s; set it to %s or leave it unset" $vr.kvConnector (first $needed) (first $needed)) -}}
+{{- end -}}
+{{- if eq ($vr.serviceDiscovery | default "k8s") "static" -}}
+{{- $workers := include "pd-stack.vllmRouterStaticWorkers" . | fromJson -}}
+{{- if or (not $workers.prefill) (not $workers.decode) -}}
+{{- fail "[PD017] routerSpec.vllmRouter.serviceDiscovery static needs at least one prefill and one decode URL: set routerSpec.vllmRouter.prefillUrls/decodeUrls or add pools with role prefill and decode" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The production-stack router's --prefill-model-labels/--decode-model-labels in routerSpec.extraArgs
+(a comma list, as the next argument or inline with =) name pools of that role; with routingLogic
+disaggregated_prefill both flags are present (dict root pools).
+*/}}
+{{- define "pd-stack.checks.routerLabels" -}}
+{{- $root := .root -}}
+{{- $args := $root.Values.routerSpec.extraArgs | default list -}}
+{{- $flags := dict "--prefill-model-labels" "prefill" "--decode-model-labels" "decode" -}}
+{{- $seen := dict -}}
+{{- range $i, $arg := $args -}}
+{{- $parts := splitn "=" 2 (toString $arg) -}}
+{{- $role := get $flags $parts._0 -}}
+{{- if $role -}}
+{{- $_ := set $seen $role true -}}
+{{- $at := $i -}}
+{{- $text := $parts._1 | default "" -}}
+{{- if and (eq (len $parts) 1) (lt (add1 $i) (len $args)) -}}
+{{- $at = add1 $i -}}
+{{- $text = toString (index $args (add1 $i)) -}}
+{{- end -}}
+{{- $labels := compact (splitList "," $text) -}}
+{{- if not $labels -}}
+{{- fail (printf "[PD008] routerSpec.extraArgs[%d]: %s has no value; name the %s pools, e.g. a,b" $at $parts._0 $role) -}}
+{{- end -}}
+{{- range $labels -}}
+{{- $pool := include "pd-stack.poolByName" (dict "root" $root "name" .) | fromJson -}}
+{{- if not $pool -}}
+{{- fail (printf "[PD008] routerSpec.extraArgs[%d]: %s names %q, which is not a pool of this release" $at $parts._0 .) -}}
+{{- end -}}
+{{- $actual := include "pd-stack.poolRole" (dict "root" $root "spec" $pool) -}}
+{{- if ne $actual $role -}}
+{{- fail (printf "[PD008] routerSpec.extraArgs[%d]: %s names %q, a %s pool; list %s pools here" $at $parts._0 . $actual $role) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if and .pools (eq (toString $root.Values.routerSpec.routingLogic) "disaggregated_prefill") -}}
+{{- range $role := list "prefill" "decode" -}}
+{{- if not (hasKey $seen $role) -}}
+{{- fail (printf "[PD008] routerSpec.extraArgs: routingLogic disaggregated_prefill without --%s-model-labels: the router cannot find the %s pools; add \"--%s-model-labels\", \"<%s pool names>\"" $role $role $role $role) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,39 @@
+{{/*
+LMCacheConnectorV1 with LMCache >= 0.3.7 (files/connectors.yaml). Sources: LMCache
+examples/disagg_prefill (1p1d, xpyd) for the extra config: a per-instance RPC socket name
+(lmcache_rpc_port, a name and not a TCP port), partial chunks kept, and the receiver skipping the
+last token, which the LMCache proxy appends itself; lmcache/v1/config.py for the pd_* keys, set as
+LMCACHE_<KEY> env, which overrides any config file (update_config_from_env); lists are
+comma-separated.
+*/}}
+{{- define "pd-stack.connector.lmcache.config" -}}
+{{- $extra := dict "discard_partial_chunks" false "lmcache_rpc_port" .spec.name -}}
+{{- if eq .kvRole "kv_consumer" -}}{{- $_ := set $extra "skip_last_n_tokens" 1 -}}{{- end -}}
+{{- toJson (dict "kv_connector_extra_config" $extra) -}}
+{{- end -}}
+
+{{- define "pd-stack.connector.lmcache.env" -}}
+{{- $lmc := .kt.lmcache | default dict -}}
+{{- $env := list (dict "name" "PYTHONHASHSEED" "value" "0") -}}
+{{- $env = append $env (dict "name" "LMCACHE_LOCAL_CPU" "value" "False") -}}
+{{- $env = append $env (dict "name" "LMCACHE_MAX_LOCAL_CPU_SIZE" "value" "0") -}}
+{{- $env = append $env (dict "name" "LMCACHE_ENABLE_PD" "value" "True") -}}
+{{- $env = append $env (dict "name" "LMCACHE_TRANSFER_CHANNEL" "value" "nixl") -}}
+{{- $env = append $env (dict "name" "LMCACHE_NIXL_BACKENDS" "value" (join "," ($lmc.nixlBackends | default (list "UCX")))) -}}
+{{- $env = append $env (dict "name" "LMCACHE_PD_ROLE" "value" (ternary "sender" "receiver" (eq .kvRole "kv_producer"))) -}}
+{{- $env = append $env (dict "name" "LMCACHE_PD_BUFFER_SIZE" "value" (toString (int64 (.kt.kvBufferSize | default 1073741824)))) -}}
+{{- $env = append $env (dict "name" "LMCACHE_PD_BUFFER_DEVICE" "value" (.kt.kvBufferDevice | default "cuda")) -}}
+{{- if eq .kvRole "kv_producer" -}}
+{{- $env = append $env (dict "name" "LMCACHE_PD_PROXY_HOST" "value" $lmc.proxyHost) -}}
+{{- $env = append $env (dict "name" "LMCACHE_PD_PROXY_PORT" "value" (toString (int ($lmc.proxyPort | default 7500)))) -}}
+{{- else -}}
+{{- $env = append $env (dict "name" "LMCACHE_PD_PEER_HOST" "valueFrom" (dict "fieldRef" (dict "fieldPath" "status.podIP"))) -}}
+{{- $ports := include "pd-stack.connectorPorts" . | fromYamlArray -}}
+{{- range $pair := list (list "LMCACHE_PD_PEER_INIT_PORT" "lmc-init") (list "LMCACHE_PD_PEER_ALLOC_PORT" "lmc-alloc") -}}
+{{- $list := list -}}
+{{- range $ports -}}{{- if eq .base (last $pair) -}}{{- $list = append $list (toString .containerPort) -}}{{- end -}}{{- end -}}
+{{- $env = append $env (dict "name" (first $pair) "value" (join "," $list)) -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $env -}}
+{{- end -}}

@@ -1,0 +1,113 @@
+"""Object names, labels and selectors exactly as the chart computes them (templates/_helpers.tpl).
+
+Rules, the render summary, and later deploy, status and verify use these instead of writing a
+name by hand; tests/test_naming.py compares every name and selector here with a real render.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+NAME_LIMIT = 63  # Kubernetes names of Services (DNS-1035 labels) and label values
+
+# Label keys.
+INSTANCE = "app.kubernetes.io/instance"
+COMPONENT = "app.kubernetes.io/component"
+POOL = "model"  # the production-stack router tells pools apart by this pod label
+ROLE = "pd-stack.io/role"
+
+# Values of COMPONENT.
+ENGINE = "serving-engine"
+ROUTER = "router"
+TEST = "test"
+
+
+@dataclass(frozen=True)
+class Release:
+    name: str
+    namespace: str = "default"
+
+    # ---- engine pools
+    def pool_prefix(self, pool: str) -> str:
+        return f"{self.name}-{pool}"
+
+    def pool_deployment(self, pool: str) -> str:
+        return f"{self.pool_prefix(pool)}-deployment-vllm"
+
+    def pool_service(self, pool: str) -> str:
+        return f"{self.pool_prefix(pool)}-engine-service"
+
+    def pool_claim(self, pool: str) -> str:
+        return f"{self.pool_prefix(pool)}-storage-claim"
+
+    def pool_objects(self, pool: str, with_claim: bool) -> list[str]:
+        """Names of the objects the chart renders for one pool."""
+        names = [self.pool_deployment(pool), self.pool_service(pool)]
+        return [*names, self.pool_claim(pool)] if with_claim else names
+
+    def service_dns(self, service: str) -> str:
+        return f"{service}.{self.namespace}.svc.cluster.local"
+
+    # ---- release-wide objects
+    @property
+    def secret(self) -> str:
+        return f"{self.name}-secrets"
+
+    @property
+    def router_deployment(self) -> str:
+        return f"{self.name}-deployment-router"
+
+    @property
+    def router_service(self) -> str:
+        return f"{self.name}-router-service"
+
+    @property
+    def router_service_account(self) -> str:
+        return f"{self.name}-router-service-account"
+
+    @property
+    def router_role(self) -> str:
+        return f"{self.name}-pod-reader"
+
+    @property
+    def router_role_binding(self) -> str:
+        return f"{self.name}-router-pod-reader"
+
+    @property
+    def router_test(self) -> str:
+        return f"{self.name}-test-router"
+
+    # ---- selectors
+    @property
+    def engine_selector(self) -> dict[str, str]:
+        """Every engine pod of the release (what the routers discover)."""
+        return {INSTANCE: self.name, COMPONENT: ENGINE}
+
+    def pool_selector(self, pool: str) -> dict[str, str]:
+        return {**self.engine_selector, POOL: pool}
+
+    def role_selector(self, role: str) -> dict[str, str]:
+        """Engine pods of one PD role (prefill, decode or both)."""
+        return {**self.engine_selector, ROLE: role}
+
+    @property
+    def router_selector(self) -> dict[str, str]:
+        return {INSTANCE: self.name, COMPONENT: ROUTER}
+
+
+def selector_text(selector: dict[str, str]) -> str:
+    """A selector as kubectl and the Kubernetes API take it: "k=v,k=v"."""
+    return ",".join(f"{key}={value}" for key, value in selector.items())
+
+
+def service_pool(release: Release, host: str) -> str | None:
+    """The pool whose Service a host names: <release>-<pool>-engine-service, optionally followed by
+    .<namespace>, .<namespace>.svc or .<namespace>.svc.cluster.local; else None. The chart's
+    check of the tutorial's nixlPeerHost uses the same pattern (templates/_checks.tpl)."""
+    pattern = (
+        rf"{re.escape(release.name)}-([a-z0-9-]+)-engine-service"
+        r"(\.[a-z0-9-]+(\.svc(\.cluster\.local)?)?)?"
+    )
+    match = re.fullmatch(pattern, host)
+    return match.group(1) if match else None

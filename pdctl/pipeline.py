@@ -1,0 +1,211 @@
+"""The one way values reach helm: load safely, merge the files, apply --set, check (schema and
+PD rules), write one merged values file, render it with the real helm.
+
+`pdctl template`, `pdctl validate` (and later deploy) all go through here, so what was
+validated is byte for byte the file helm renders.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from pdctl import manifests
+from pdctl.chart import bundled_chart_dir
+from pdctl.errors import InputError
+from pdctl.findings import Finding, Severity
+from pdctl.validation.inputs import STDIN
+from pdctl.values.coalesce import merge_files
+from pdctl.values.loader import Document, ValuesLoadError, load, loads
+from pdctl.values.paths import KeyPath
+from pdctl.values.setvalues import apply_sets
+
+if TYPE_CHECKING:
+    from pdctl.validation.report import FileReport
+
+
+@dataclass
+class Values:
+    """User values: the files merged in order, then --set applied; with where each key came from."""
+
+    data: dict[str, Any]
+    sources: list[tuple[str, Document]] = field(default_factory=list)
+
+    def locate(self, path: KeyPath) -> tuple[str | None, int | None]:
+        """The file and line that set a key: the last file that has it (or its nearest parent)."""
+        for end in range(len(path), 0, -1):
+            for name, document in reversed(self.sources):
+                line = document.lines.get(tuple(path[:end]))
+                if line is not None:
+                    return name, line
+        return (self.sources[-1][0], None) if self.sources else (None, None)
+
+
+@dataclass
+class Rendered:
+    text: str
+    objects: list[manifests.Manifest]
+
+    @property
+    def summary(self) -> manifests.Summary:
+        return manifests.summarize(self.objects)
+
+
+def display_name(name: str) -> str:
+    return "<stdin>" if name == STDIN else name
+
+
+def load_values(files: Sequence[str], set_values: Sequence[str] = ()) -> Values:
+    """Read each file safely (or - for stdin), merge them as helm does, apply --set. Hostile or
+    broken YAML raises ValuesLoadError naming the file and line."""
+    sources = []
+    for name in files:
+        try:
+            document = loads(sys.stdin.read()) if name == STDIN else load(Path(name))
+        except ValuesLoadError as error:
+            error.message = f"{display_name(name)}: {error.message}"
+            raise
+        sources.append((display_name(name), document))
+    data = merge_files(document.data for _, document in sources)
+    return Values(data=apply_sets(data, set_values), sources=sources)
+
+
+def check(
+    values: Values, release: str = "pd", chart: Path | None = None, namespace: str = "default"
+) -> list[Finding]:
+    """The chart's schema and the PD rules; each finding located in its file and line."""
+    from pdctl.validation.checks import check_values
+
+    findings = check_values(values.data, release, chart or bundled_chart_dir(), namespace)
+    for finding in findings:
+        if finding.path and finding.line is None:
+            finding.file, finding.line = values.locate(finding.path)
+    return findings
+
+
+def errors(findings: Sequence[Finding]) -> list[Finding]:
+    return [finding for finding in findings if finding.severity is Severity.error]
+
+
+@dataclass
+class Prepared:
+    """Values that passed the checks (or whose checks were skipped), and the warnings found."""
+
+    values: Values
+    warnings: list[Finding]
+
+
+def prepare(
+    files: Sequence[str],
+    set_values: Sequence[str] = (),
+    release: str = "pd",
+    namespace: str = "default",
+    chart: Path | None = None,
+    skip_validation: bool = False,
+) -> Prepared:
+    """Load and check values for helm; refused values raise InputError listing every error."""
+    values = load_values(files, set_values)
+    if skip_validation:
+        return Prepared(values, [])
+    findings = check(values, release, chart, namespace)
+    refused = errors(findings)
+    if refused:
+        raise InputError(
+            f"the values were refused: {len(refused)} error(s)",
+            hint="fix them (`pdctl validate` explains each), or pass --skip-validation to "
+            "hand them to helm anyway",
+            details=[finding.text() for finding in refused],
+        )
+    return Prepared(values, [f for f in findings if f.severity is Severity.warning])
+
+
+@contextmanager
+def merged_file(values: Values) -> Iterator[Path]:
+    """The values as one file, for helm (deleted afterwards)."""
+    with tempfile.TemporaryDirectory(prefix="pdctl-values-") as directory:
+        path = Path(directory) / "values.yaml"
+        path.write_text(yaml.safe_dump(values.data, sort_keys=False), encoding="utf-8")
+        yield path
+
+
+def render(
+    values: Values,
+    release: str = "pd",
+    namespace: str = "default",
+    chart: Path | None = None,
+    output_dir: Path | None = None,
+    helm_path: str | None = None,
+    kube_version: str | None = None,
+) -> Rendered:
+    """helm template of the chart (default: the bundled one) with exactly these values."""
+    from pdctl.helm import TemplateRequest, find_helm, template
+
+    chart_dir = chart or bundled_chart_dir()
+    if not (chart_dir / "Chart.yaml").is_file():
+        raise InputError(f"{chart_dir}: not a chart directory (no Chart.yaml)")
+    with merged_file(values) as path:
+        request = TemplateRequest(
+            chart=chart_dir,
+            release=release,
+            namespace=namespace,
+            values_files=(path,),
+            kube_version=kube_version,
+            output_dir=output_dir,
+        )
+        text = template(find_helm(helm_path), request)
+    if output_dir:
+        text = "".join(
+            path.read_text(encoding="utf-8") for path in sorted(output_dir.rglob("*.yaml"))
+        )
+    return Rendered(text=text, objects=manifests.parse(text))
+
+
+@dataclass(frozen=True)
+class ValidateOptions:
+    set_values: Sequence[str] = ()
+    release: str = "pd"
+    namespace: str = "default"
+    render: bool = False
+    kube_version: str = "1.35"
+    helm_path: str | None = None
+    chart: Path | None = None
+
+
+def validate(name: str, options: ValidateOptions) -> FileReport:
+    """Everything `pdctl validate` checks for one file: loading, schema and rules, and with
+    options.render the render of exactly those values against strict Kubernetes schemas. Only an
+    environment problem (no helm) raises."""
+    from pdctl.validation.kube import check_objects
+    from pdctl.validation.report import FileReport
+
+    report = FileReport(name=display_name(name))
+    try:
+        values = load_values([name], options.set_values)
+    except ValuesLoadError as error:
+        report.findings.append(
+            Finding(error.code, Severity.error, error.reason, line=error.line, column=error.column)
+        )
+        return report
+    report.findings = check(values, options.release, options.chart, options.namespace)
+    if options.render and not errors(report.findings):
+        try:
+            rendered = render(
+                values,
+                release=options.release,
+                namespace=options.namespace,
+                chart=options.chart,
+                helm_path=options.helm_path,
+                kube_version=options.kube_version,
+            )
+        except InputError as error:
+            report.findings.append(Finding("HELM", Severity.error, error.message))
+        else:
+            report.findings += check_objects(rendered.objects, options.kube_version)
+    return report

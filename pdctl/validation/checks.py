@@ -1,0 +1,22 @@
+"""Every check of a values mapping that needs no helm: the chart's schema and the PD rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pdctl.findings import Finding
+
+
+def check_values(
+    data: dict[str, Any], release: str, chart: Path, namespace: str = "default"
+) -> list[Finding]:
+    """Schema findings (on the values merged with the chart's defaults, as helm checks them),
+    then the PD rules."""
+    from pdctl.chart import default_values
+    from pdctl.rules import run_rules
+    from pdctl.validation.schema import check
+    from pdctl.values.coalesce import with_defaults
+
+    findings = check(with_defaults(default_values(chart), data), chart / "values.schema.json")
+    return findings + run_rules(data, release, chart, namespace)

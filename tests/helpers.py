@@ -1,0 +1,102 @@
+"""Plain helpers shared by the test modules: paths, rendering with a given helm, manifest lookups.
+
+Fixtures (the pinned helm binaries, the render cache) live in conftest.py. Test modules take
+their helpers from here, never from conftest; nothing here runs helm when loaded.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pdctl import manifests
+from pdctl.helm import Helm, TemplateRequest, find_helm, parse_version, template, tools_dirs
+
+ROOT = Path(__file__).resolve().parent.parent
+CHART = ROOT / "helm"
+CI = CHART / "ci"
+ASSETS = ROOT / "tutorials" / "assets"
+TUTORIAL_VALUES = ASSETS / "values-16-disagg-prefill.yaml"
+# Every tutorial asset and helm/ci scenario: each renders, lints and validates cleanly.
+VALUES_FILES = sorted(ASSETS.glob("*.yaml")) + sorted(CI.glob("*.yaml"))
+HELM_VERSIONS = ["3.17.2", "4.1.4"]
+KUBE_VERSIONS = ["1.29.0", "1.35.0"]
+
+# What conftest's `rendered` fixture gives: rendered(helm, values_file) -> the objects.
+Render = Callable[[Helm, Path], list[manifests.Manifest]]
+
+
+def pinned_helm(version: str) -> Helm:
+    """The pinned helm `version` from the tools folder (pdctl.helm.tools_dirs: $PDCTL_TOOLS_DIR
+    or .tools); fails the test with what to run when it is missing.
+
+    For conftest's session fixtures (helm3, helm4, helm): tests take those instead.
+    """
+    for directory in tools_dirs():
+        if directory.name == f"helm-{version}":
+            helm = find_helm(str(directory / "helm"))
+            if parse_version(helm.version) != parse_version(version):
+                pytest.fail(f"{helm.path} reports {helm.version}, not v{version}", pytrace=False)
+            return helm
+    where = os.environ.get("PDCTL_TOOLS_DIR") or ROOT / ".tools"
+    pytest.fail(
+        f"helm {version} is not in {where}: run `make helm` (make test does it for you)",
+        pytrace=False,
+    )
+
+
+def load_values(path: Path) -> dict[str, Any]:
+    return yaml.safe_load(path.read_text())
+
+
+def write_values(tmp_path: Path, values: dict[str, Any] | str, name: str = "values.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(values if isinstance(values, str) else yaml.safe_dump(values))
+    return path
+
+
+def render_file(helm: Helm, values_file: Path, release: str = "pd") -> list[manifests.Manifest]:
+    text = template(
+        helm, TemplateRequest(chart=CHART, release=release, values_files=(values_file,))
+    )
+    return manifests.parse(text)
+
+
+def helm_template_result(
+    helm: Helm, values_file: Path, release: str = "pd"
+) -> subprocess.CompletedProcess[str]:
+    return helm.run(
+        TemplateRequest(chart=CHART, release=release, values_files=(values_file,)).args()
+    )
+
+
+def assert_kube_valid(objects: list[manifests.Manifest], kube_version: str) -> None:
+    import kubernetes_validate
+
+    for obj in objects:
+        try:
+            kubernetes_validate.validate(obj, kube_version, strict=True)
+        except kubernetes_validate.ValidationError as error:
+            name = f"{obj['kind']}/{obj['metadata']['name']}"
+            pytest.fail(f"{name} fails Kubernetes {kube_version}: {error.message} at {error.path}")
+
+
+def container(objects: list[manifests.Manifest], deployment: str) -> dict[str, Any]:
+    return manifests.find(objects, "Deployment", deployment)["spec"]["template"]["spec"][
+        "containers"
+    ][0]
+
+
+def env_of(container_spec: dict[str, Any]) -> dict[str, Any]:
+    """Env as name -> value (or the valueFrom mapping); fails on duplicate names."""
+    names = [entry["name"] for entry in container_spec["env"]]
+    assert len(names) == len(set(names)), f"duplicate env names: {names}"
+    return {
+        entry["name"]: entry.get("value", entry.get("valueFrom")) for entry in container_spec["env"]
+    }
