@@ -13,7 +13,7 @@ DIST ?= dist
 
 export PDCTL_HELM ?= $(CURDIR)/$(HELM4)
 
-.PHONY: demo test lint schema setup helm package clean
+.PHONY: demo test lint schema corpus golden setup helm package clean
 
 setup: $(VENV)/.installed helm
 
@@ -37,9 +37,18 @@ demo: setup
 lint: setup
 	$(BIN)/ruff check $(PY_DIRS)
 	$(BIN)/ruff format --check $(PY_DIRS)
+	$(BIN)/mypy
 
 schema: setup
 	$(BIN)/python scripts/build_schema.py
+
+# Regenerate what the tests compare against: the defective-values corpus and the golden render of
+# the PD tutorial (review the diff: a changed golden file is a changed install).
+corpus: setup
+	$(BIN)/python tests/corpus/make_bad_corpus.py
+
+golden: setup
+	$(HELM4) template pd helm -f $(DEMO_VALUES) > tests/golden/values-16-disagg-prefill.yaml
 
 test: setup lint
 	$(BIN)/python -m pytest -n 2 -q

@@ -7,6 +7,7 @@ validated is byte for byte the file helm renders.
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -14,8 +15,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import yaml
 
 from pdctl import manifests
 from pdctl.chart import bundled_chart_dir
@@ -128,10 +127,11 @@ def prepare(
 
 @contextmanager
 def merged_file(values: Values) -> Iterator[Path]:
-    """The values as one file, for helm (deleted afterwards)."""
+    """The values as one file for helm (deleted afterwards), written as JSON: a YAML document
+    helm's parser reads back to exactly these values (no bare y, 1e9 or dates to reinterpret)."""
     with tempfile.TemporaryDirectory(prefix="pdctl-values-") as directory:
-        path = Path(directory) / "values.yaml"
-        path.write_text(yaml.safe_dump(values.data, sort_keys=False), encoding="utf-8")
+        path = Path(directory) / "values.json"
+        path.write_text(json.dumps(values.data, indent=1), encoding="utf-8")
         yield path
 
 

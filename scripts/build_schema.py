@@ -82,7 +82,8 @@ def kubernetes_source() -> dict[str, Any]:
     if installed != version:
         raise SystemExit(f"{package}=={version} is needed to build the schema, not {installed}")
     text = resources.files("kubernetes_validate").joinpath(KUBERNETES_FILE).read_text("utf-8")
-    return json.loads(text)["$defs"]
+    definitions: dict[str, Any] = json.loads(text)["$defs"]
+    return definitions
 
 
 def local_refs(node: Any) -> set[str]:
@@ -109,8 +110,9 @@ def _draft07(node: dict[str, Any], where: str, top: bool = False) -> dict[str, A
         if key == "format":
             if value not in INTEGER_RANGES:
                 raise SystemExit(f"{where}: format {value!r} has no draft-07 translation")
-            if INTEGER_RANGES[value]:
-                out["minimum"], out["maximum"] = INTEGER_RANGES[value]
+            bounds = INTEGER_RANGES[value]
+            if bounds:
+                out["minimum"], out["maximum"] = bounds
         elif key not in DRAFT07:
             raise SystemExit(f"{where}: keyword {key!r} is not draft-07")
         elif key == "$ref":
@@ -176,7 +178,7 @@ def add_connectors(kv_transfer: dict[str, Any], table: dict[str, Any]) -> None:
 
 
 def build() -> dict[str, Any]:
-    schema = yaml.safe_load(SOURCE.read_text(encoding="utf-8"))
+    schema: dict[str, Any] = yaml.safe_load(SOURCE.read_text(encoding="utf-8"))
     own = schema.setdefault("definitions", {})
     add_connectors(own["kvTransfer"], yaml.safe_load(CONNECTORS.read_text(encoding="utf-8")))
     clash = sorted(name for name in own if name.startswith(KUBERNETES_PREFIX))

@@ -62,3 +62,13 @@ def test_engines_off_render_router_only(helm: Helm, tmp_path: Path) -> None:
     values = write_values(tmp_path, {"servingEngineSpec": {"enableEngine": False}})
     kinds = sorted({obj["kind"] for obj in render_file(helm, values)})
     assert kinds == ["Deployment", "Pod", "Role", "RoleBinding", "Service", "ServiceAccount"]
+
+
+def test_helm_lint_passes_values_the_chart_refuses(helm: Helm) -> None:
+    """Why the README gates CI on `pdctl validate --render`: `helm lint --strict` runs the chart's
+    `fail` checks in lint mode, reports them as INFO and exits 0."""
+    bad = ROOT / "tests" / "corpus" / "bad" / "pd005-kv-cache-dtype.yaml"
+    lint = helm.run(["lint", "--strict", str(CHART), "-f", str(bad)])
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    assert "[PD005]" in lint.stdout + lint.stderr
+    assert helm.run(["template", "pd", str(CHART), "-f", str(bad)]).returncode != 0

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from pdctl.errors import UsageError
+from pdctl.helm import Helm
 from pdctl.values import loader
 from pdctl.values.loader import ValuesLoadError, load, loads
 from pdctl.values.paths import format_path
@@ -46,8 +47,8 @@ def test_a_few_aliases_are_fine() -> None:
 
 
 def test_merge_keys_are_followed() -> None:
-    doc = loads("base: &b {x: 1}\nc:\n  <<: *b\n  y: 2\n")
-    assert doc.data["c"] == {"x": 1, "y": 2}
+    doc = loads("base: &b {x: 1}\nc:\n  <<: *b\n  z: 2\n")
+    assert doc.data["c"] == {"x": 1, "z": 2}
 
 
 def test_oversized_file_refused_before_reading(tmp_path: Path) -> None:
@@ -110,3 +111,56 @@ def test_set_paths_and_errors() -> None:
         apply_sets({}, ["[0]=1"])
     with pytest.raises(UsageError):
         parse_path("a..b")
+
+
+SCALARS = """\
+key00: y
+key01: N
+key02: yes
+key03: off
+key04: 1:30
+key05: 2025-05-17
+key06: 0755
+key07: 1_000
+key08: 0x1F
+key09: 1.5e3
+key10: 5e9
+key11: ~
+key12: 0b101
+key13: TRUE
+key14: 1:30.5
+key15: 12
+key16: -0.5
+key17: "y"
+key18: null
+key19:
+"""
+
+
+def test_scalars_are_read_as_helm_reads_them(helm: Helm, tmp_path: Path) -> None:
+    """The loader resolves plain scalars like helm's YAML library, so validate and the chart see
+    the same values (PyYAML alone would read y as a string and 1e9 as a string, 1:30 as 90)."""
+    chart = tmp_path / "probe"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: probe\nversion: 0.1.0\n")
+    (chart / "templates" / "kinds.yaml").write_text(
+        "{{- range $k, $v := .Values }}\n# {{ $k }} {{ kindOf $v }} {{ $v }}\n{{- end }}\n"
+    )
+    values = tmp_path / "values.yaml"
+    values.write_text(SCALARS)
+    result = helm.run(["template", "probe", str(chart), "-f", str(values)])
+    assert result.returncode == 0, result.stderr
+    seen = {
+        key: (kind, rest)
+        for line in result.stdout.splitlines()
+        if line.startswith("# ") and not line.startswith("# Source")
+        for key, kind, *rest in [line[2:].split(" ", 2)]
+    }
+    kinds = {bool: "bool", int: "float64", float: "float64", str: "string", type(None): "invalid"}
+    for key, value in loads(SCALARS).data.items():
+        kind, rest = seen[key]
+        assert kinds[type(value)] == kind, (key, value, kind, rest)
+        if kind == "string":
+            assert rest == [value], key
+        elif kind == "float64":
+            assert float(rest[0]) == value, key

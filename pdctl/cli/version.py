@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from pdctl import __version__
-from pdctl.chart import bundled_chart_dir, chart_version
 from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import HelmOpt, OutputOpt
@@ -11,6 +10,7 @@ from pdctl.cli._output import OutputFormat
 @handle_errors
 def version(helm: HelmOpt = None, output: OutputOpt = OutputFormat.text) -> None:
     """Print the versions of pdctl, the bundled chart and helm."""
+    from pdctl.chart import bundled_chart_dir, chart_version
     from pdctl.helm import find_helm
 
     found = find_helm(helm)

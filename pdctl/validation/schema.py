@@ -66,8 +66,8 @@ def _describe(validator: Any, error: Any) -> tuple[KeyPath, str, str | None]:
             hint = "allowed keys here: " + ", ".join(sorted(allowed))
         return (*path, name), f"unknown key {name!r} in {where}", hint
     if kind == "enum":
-        allowed = ", ".join(json.dumps(v) for v in expected)
-        return path, f"{where} is {json.dumps(value)}; allowed values: {allowed}", None
+        choices = ", ".join(json.dumps(v) for v in expected)
+        return path, f"{where} is {json.dumps(value)}; allowed values: {choices}", None
     if kind == "const":
         return path, f"{where} must be {json.dumps(expected)}, not {json.dumps(value)}", None
     if kind == "type":

@@ -5,6 +5,11 @@ duplicate keys, tabs used for indentation, files over MAX_BYTES, documents using
 MAX_ALIASES aliases (alias bombs), several documents, an empty document, and a top level that is
 not a mapping. The node tree is composed with a SafeLoader subclass; every mapping key and
 sequence item records its line in `Document.lines` (path -> 1-based line).
+
+Plain scalars are read as helm reads them (go-yaml v2 through sigs.k8s.io/yaml, in Helm 3.17
+and 4.1; tests/test_values_loader.py checks against both binaries), not as PyYAML's YAML 1.1
+would: y/Y/n/N are booleans, 1e9 is a number, while 1:30 (base 60) and 2025-05-17 (a
+timestamp) stay strings. So validate sees the same values the chart does.
 """
 
 from __future__ import annotations
@@ -53,8 +58,42 @@ class Document:
         return None
 
 
+# (tag, pattern, first characters) of the plain scalars helm's YAML library resolves, in order.
+_HELM_SCALARS = [
+    (
+        "tag:yaml.org,2002:bool",
+        r"^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$",
+        "yYnNtTfFoO",
+    ),
+    (
+        "tag:yaml.org,2002:int",
+        r"^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+)$",
+        "-+0123456789",
+    ),
+    (
+        "tag:yaml.org,2002:float",
+        r"^(?:[-+]?(?:\.[0-9_]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        "-+0123456789.",
+    ),
+    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", "~nN"),
+    ("tag:yaml.org,2002:merge", r"^(?:<<)$", "<"),
+]
+
+
+_DATA_TAGS = {f"tag:yaml.org,2002:{kind}" for kind in ("str", "int", "float", "bool", "null")} | {
+    "tag:yaml.org,2002:map",
+    "tag:yaml.org,2002:seq",
+    "tag:yaml.org,2002:merge",
+}
+
+
 class _Loader(yaml.SafeLoader):
-    """SafeLoader that counts aliases, refusing documents that use too many."""
+    """SafeLoader that reads scalars as helm does and counts aliases, refusing documents that
+    use too many."""
+
+    yaml_implicit_resolvers: dict[Any, Any] = {}
+    bool_values = {**yaml.SafeLoader.bool_values, "y": True, "n": False}
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
@@ -64,7 +103,7 @@ class _Loader(yaml.SafeLoader):
         if self.check_event(yaml.AliasEvent):
             self.alias_count += 1
             if self.alias_count > MAX_ALIASES:
-                mark = self.peek_event().start_mark
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
                 raise ValuesLoadError(
                     f"more than {MAX_ALIASES} YAML aliases; refusing a possible alias bomb",
                     mark.line + 1,
@@ -74,14 +113,29 @@ class _Loader(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
+for _tag, _pattern, _first in _HELM_SCALARS:
+    # The empty scalar (a key with no value) is null, as the "~" resolver says.
+    _starts = [*_first, ""] if "~" in _first else list(_first)
+    _Loader.add_implicit_resolver(_tag, re.compile(_pattern), _starts)
+
+
 def _walk(node: yaml.Node, path: KeyPath, lines: dict[KeyPath, int], budget: list[int]) -> None:
-    """Record lines, refuse duplicate keys, and bound the expanded size (aliases share nodes)."""
+    """Record lines, refuse duplicate keys and tags beyond plain data, and bound the expanded
+    size (aliases share nodes)."""
     budget[0] += 1
     if budget[0] > MAX_NODES:
         raise ValuesLoadError(
             f"the document expands to more than {MAX_NODES} nodes; refusing a possible alias bomb",
             node.start_mark.line + 1,
             code="YAML003",
+        )
+    if node.tag not in _DATA_TAGS:
+        raise ValuesLoadError(
+            f"the YAML tag {node.tag} is not plain values data (strings, numbers, booleans, "
+            "null, lists and mappings only)",
+            node.start_mark.line + 1,
+            node.start_mark.column + 1,
+            code="YAML001",
         )
     if isinstance(node, yaml.MappingNode):
         keys: dict[Any, int] = {}
@@ -122,9 +176,10 @@ def loads(text: str) -> Document:
         )
     tab = _TAB_INDENT.search(text)
     if tab:
-        line = text.count("\n", 0, tab.start()) + 1
         raise ValuesLoadError(
-            "a tab is used for indentation; YAML allows only spaces", line, code="YAML004"
+            "a tab is used for indentation; YAML allows only spaces",
+            text.count("\n", 0, tab.start()) + 1,
+            code="YAML004",
         )
     loader = _Loader(text)
     try:

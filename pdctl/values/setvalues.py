@@ -14,6 +14,7 @@ Not supported: --set-string, --set-file, --set-json, escaped commas inside value
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from pdctl.errors import UsageError
@@ -99,7 +100,7 @@ def _assign(target: Any, path: list[str | int], value: Any, original: str) -> No
     _assign(child, rest, value, original)
 
 
-def apply_sets(data: dict[str, Any], assignments: list[str] | tuple[str, ...]) -> dict[str, Any]:
+def apply_sets(data: dict[str, Any], assignments: Sequence[str]) -> dict[str, Any]:
     """Apply each --set argument in order, in place; returns data."""
     for argument in assignments:
         for assignment in _split_top(argument):

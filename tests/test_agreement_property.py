@@ -1,0 +1,209 @@
+"""Property: the chart and `pdctl validate` agree on generated values.
+
+Generated documents mix every PD knob (role, kvTransfer with every connector of the table,
+routerSpec.type and discovery, router labels) with the Kubernetes pass-through fields (affinity,
+tolerations, nodeSelector, env, security contexts, router resources), valid and invalid. For each:
+- whatever validate accepts, helm renders, and every object passes strict Kubernetes schemas;
+- whatever the chart refuses, validate refuses too;
+- validate never crashes and every error has a rule and a message.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from pdctl import connectors, manifests, pipeline
+from pdctl.helm import Helm
+from tests.helpers import CHART, assert_kube_valid, helm_template_result
+
+CONNECTORS = list(connectors.load(CHART).connectors)
+KV_ROLES = list(connectors.KV_ROLES)
+ROUTING = ["roundrobin", "disaggregated_prefill"]
+AFFINITY = [
+    {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["h100"]}]}]}}},
+    {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 10, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname"}}]}},
+    {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": "gpu"}}},
+    {"nodeAffinity": {"preferred": []}},
+]  # fmt: skip
+TOLERATIONS = [
+    [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+    [{"key": "x", "operator": "Equal", "value": "y", "tolerationSeconds": 30,
+      "effect": "NoExecute"}],
+    [{"key": "x", "effect": "Sometimes"}],
+    [{"key": "x", "tolerationSeconds": "soon"}],
+]  # fmt: skip
+ENV = [
+    [{"name": "NCCL_DEBUG", "value": "INFO"}],
+    [{"name": "MY_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+    [{"name": "1BAD", "value": "x"}],
+    [{"name": "X", "value": "1", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+]
+POD_SECURITY = [{"runAsNonRoot": True, "fsGroup": 1000}, {"runAsUser": -1}, {"sysctls": "none"}]
+CONTAINER_SECURITY = [
+    {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+    {"privileged": "yes"},
+    {"seccompProfile": {"type": "RuntimeDefault"}},
+]
+RESOURCES = [{"requests": {"cpu": "1", "memory": "1Gi"}}, {"requests": {"cpu": "lots"}}]
+
+
+# A coherent release per connector: the image it needs, and the router that routes it.
+COHERENT = {
+    "NixlConnector": (("vllm/vllm-openai", "v0.12.0"), "vllm-router"),
+    "MooncakeConnector": (("vllm/vllm-openai", "v0.12.0"), "vllm-router"),
+    "P2pNcclConnector": (("vllm/vllm-openai", "v0.15.1"), "vllm-router"),
+    "PyNcclConnector": (("vllm/vllm-openai", "v0.9.2"), "production-stack"),
+    "LMCacheConnectorV1": (("lmcache/vllm-openai", "v0.3.7"), None),
+    "tutorial": (("lmcache/vllm-openai", "2025-05-17-v1"), "production-stack"),
+    None: (("vllm/vllm-openai", "v0.12.0"), "production-stack"),
+}
+
+
+def coherent_pool(name: str, role: str, connector: str | None, prefill: str) -> dict[str, Any]:
+    (repository, tag), _ = COHERENT[connector]
+    spec: dict[str, Any] = {
+        "name": name,
+        "role": role,
+        "repository": repository,
+        "tag": tag,
+        "modelURL": "Qwen/Qwen2.5-7B-Instruct",
+        "requestGPU": 1,
+        "vllmConfig": {"maxModelLen": 8192},
+    }
+    if connector == "tutorial":
+        kv_role = {"prefill": "kv_producer", "decode": "kv_consumer"}.get(role, "kv_both")
+        spec["lmcacheConfig"] = {"enabled": True, "kvRole": kv_role, "enablePD": True}
+    elif connector and role != "both":
+        spec["kvTransfer"] = {"connector": connector}
+        if connector == "PyNcclConnector" and role == "decode":
+            spec["kvTransfer"]["peerPool"] = prefill
+        if connector == "LMCacheConnectorV1" and role == "prefill":
+            spec["kvTransfer"]["lmcache"] = {"proxyHost": "lmcache-proxy"}
+    return spec
+
+
+@st.composite
+def coherent(draw: st.DrawFn) -> dict[str, Any]:
+    """A release that should deploy: 1P1D, xPyD (where the connector allows) or aggregated."""
+    connector = draw(st.sampled_from([*CONNECTORS, "tutorial", None]))
+    one_to_one = connector in ("PyNcclConnector", "tutorial")
+    shape = draw(st.sampled_from(["aggregated"] if connector is None else ["1P1D", "2P1D"]))
+    roles = {"aggregated": ["both"], "1P1D": ["prefill", "decode"]}.get(
+        shape, ["prefill", "prefill", "decode"] if not one_to_one else ["prefill", "decode"]
+    )
+    names = [f"{role}-{i}" for i, role in enumerate(roles)]
+    specs = [coherent_pool(n, r, connector, names[0]) for n, r in zip(names, roles, strict=True)]
+    _, router_type = COHERENT[connector]
+    router: dict[str, Any] = {"enableRouter": router_type is not None}
+    if router_type == "vllm-router":
+        router |= {"type": "vllm-router", "vllmRouter": {"serviceDiscovery": "k8s"}}
+    elif router_type and shape != "aggregated":
+        prefill = ",".join(n for n, r in zip(names, roles, strict=True) if r == "prefill")
+        decode = ",".join(n for n, r in zip(names, roles, strict=True) if r == "decode")
+        router |= {
+            "routingLogic": "disaggregated_prefill",
+            "extraArgs": ["--prefill-model-labels", prefill, "--decode-model-labels", decode],
+        }
+    return {"servingEngineSpec": {"modelSpec": specs}, "routerSpec": router}
+
+
+Mutation = tuple[str, Any]  # (what, value): applied to a random pool or the router
+
+
+def mutate(values: dict[str, Any], where: int, what: str, value: Any) -> None:
+    pools = values["servingEngineSpec"]["modelSpec"]
+    spec = pools[where % len(pools)]
+    if what.startswith("router."):
+        target = values["routerSpec"]
+        *parents, last = what.removeprefix("router.").split(".")
+    elif what.startswith("engine."):
+        target = values["servingEngineSpec"]
+        *parents, last = what.removeprefix("engine.").split(".")
+    else:
+        target = spec
+        *parents, last = what.split(".")
+    for key in parents:
+        target = target.setdefault(key, {})
+    if value is None:
+        target.pop(last, None)
+    else:
+        target[last] = value
+
+
+MUTATIONS = st.one_of(
+    st.tuples(st.just("role"), st.sampled_from(["prefill", "decode", "both", None])),
+    st.tuples(st.just("kvTransfer.connector"), st.sampled_from(CONNECTORS)),
+    st.tuples(st.just("kvTransfer.kvRole"), st.sampled_from(KV_ROLES)),
+    st.tuples(st.just("kvTransfer.peerPool"), st.sampled_from(["prefill-0", "decode-1", None])),
+    st.tuples(st.just("kvTransfer.lmcache"), st.sampled_from([None, {"peerInitPort": 7300}])),
+    st.tuples(st.just("kvTransfer.loadFailurePolicy"), st.sampled_from(["fail", "recompute"])),
+    st.tuples(st.just("kvTransfer"), st.sampled_from([None])),
+    st.tuples(st.just("tag"), st.sampled_from(["v0.9.2", "v0.10.1", "v0.11.0", "v0.23.0", "dev"])),
+    st.tuples(st.just("replicaCount"), st.sampled_from([2, 0])),
+    st.tuples(st.just("requestGPU"), st.sampled_from([2])),
+    st.tuples(st.just("vllmConfig.tensorParallelSize"), st.sampled_from([2])),
+    st.tuples(st.just("vllmConfig.maxModelLen"), st.sampled_from([4096])),
+    st.tuples(st.just("vllmConfig.kvCacheDtype"), st.sampled_from(["fp8"])),
+    st.tuples(st.just("vllmConfig.blockSize"), st.sampled_from([32, 64])),
+    st.tuples(st.just("vllmConfig.v1"), st.sampled_from([0, 1])),
+    st.tuples(st.just("modelURL"), st.sampled_from(["Qwen/Qwen2.5-7B"])),
+    st.tuples(st.just("labels"), st.sampled_from([{"model": "other"}, {"team": "a"}])),
+    st.tuples(st.just("affinity"), st.sampled_from(AFFINITY)),
+    st.tuples(st.just("tolerations"), st.sampled_from(TOLERATIONS)),
+    st.tuples(st.just("nodeSelector"), st.sampled_from([{"gpu": "h100"}, {"gpu": 1}])),
+    st.tuples(st.just("env"), st.sampled_from(ENV)),
+    st.tuples(st.just("engine.securityContext"), st.sampled_from(POD_SECURITY)),
+    st.tuples(st.just("engine.containerSecurityContext"), st.sampled_from(CONTAINER_SECURITY)),
+    st.tuples(st.just("engine.env"), st.sampled_from(ENV)),
+    st.tuples(st.just("engine.enableEngine"), st.sampled_from([False])),
+    st.tuples(st.just("router.type"), st.sampled_from(["production-stack", "vllm-router"])),
+    st.tuples(st.just("router.routingLogic"), st.sampled_from(ROUTING)),
+    st.tuples(st.just("router.enableRouter"), st.sampled_from([True, False])),
+    st.tuples(st.just("router.vllmRouter.kvConnector"), st.sampled_from(["nixl", "mooncake"])),
+    st.tuples(st.just("router.vllmRouter.serviceDiscovery"), st.sampled_from(["static"])),
+    st.tuples(st.just("router.extraArgs"), st.just(["--prefill-model-labels", "decode-1"])),
+    st.tuples(st.just("router.resources"), st.sampled_from(RESOURCES)),
+    st.tuples(st.just("router.containerSecurityContext"), st.sampled_from(CONTAINER_SECURITY)),
+    st.tuples(st.just("router.env"), st.sampled_from(ENV)),
+)  # fmt: skip
+
+
+@st.composite
+def documents(draw: st.DrawFn) -> dict[str, Any]:
+    """A coherent release with zero to three mutations."""
+    values = draw(coherent())
+    for what, value in draw(st.lists(MUTATIONS, max_size=3)):
+        mutate(values, draw(st.integers(0, 2)), what, value)
+    return values
+
+
+@settings(
+    max_examples=80,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(values=documents())
+def test_chart_and_validate_agree(values: dict[str, Any], helm4: Helm) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "values.yaml"
+        path.write_text(yaml.safe_dump(values))
+        report = pipeline.validate(str(path), pipeline.ValidateOptions())
+        for finding in report.errors:
+            assert finding.rule and finding.message
+        chart = helm_template_result(helm4, path)
+    event("accepted" if report.passed() else "refused")
+    event("chart renders" if chart.returncode == 0 else "chart refuses")
+    if report.passed():
+        assert chart.returncode == 0, chart.stderr
+        assert_kube_valid(manifests.parse(chart.stdout), "1.35.0")
+    if chart.returncode != 0:
+        assert not report.passed(), f"validate accepts what the chart refuses: {chart.stderr}"

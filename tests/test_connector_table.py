@@ -1,0 +1,114 @@
+"""The connector table (helm/files/connectors.yaml) is what the chart renders and what pdctl
+reads: fragments, schema, ports, env and extra-config keys all come from it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pdctl import connectors, manifests
+from pdctl.helm import Helm
+from pdctl.naming import Release
+from pdctl.rules.model import Deployment, Pool
+from tests.helpers import CHART, VALUES_FILES, Render, load_values
+
+TABLE = connectors.load(CHART)
+ENTRIES = [*TABLE.connectors.values(), TABLE.tutorial_lmcache]
+
+
+def test_every_connector_has_its_fragment() -> None:
+    for connector in ENTRIES:
+        fragment = (CHART / "templates" / f"_connector-{connector.fragment}.tpl").read_text()
+        for hook in ("config", "env"):
+            assert f'define "pd-stack.connector.{connector.fragment}.{hook}"' in fragment
+    fragments = {p.name for p in (CHART / "templates").glob("_connector-*.tpl")}
+    assert fragments == {f"_connector-{c.fragment}.tpl" for c in ENTRIES}
+
+
+def test_schema_enum_and_keys_come_from_the_table() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    properties = schema["definitions"]["kvTransfer"]["properties"]
+    assert properties["connector"]["enum"] == list(TABLE.connectors)
+    for name, entry in TABLE.raw["connectors"].items():
+        for key, value in (entry.get("values") or {}).items():
+            assert properties[key] == value, f"{name}: kvTransfer.{key}"
+
+
+def test_table_is_complete() -> None:
+    for connector in ENTRIES:
+        assert connector.engine in ("v0", "v1") and connector.pairing in ("xPyD", "1P1D")
+        assert set(connector.kv_roles.values()) <= set(connectors.KV_ROLES)
+        for port in connector.ports:
+            assert set(port.listen_on) <= set(connectors.KV_ROLES) and port.what
+        # Every router either routes the connector or says why not.
+        assert set(connector.routers) | set(connector.not_routed_by) == {
+            "production-stack",
+            "vllm-router",
+        }
+        assert not set(connector.routers) & set(connector.not_routed_by)
+        assert set(connector.metrics) == {"transfer", "failures"}
+
+
+def chart_env(
+    container: manifests.Manifest, values: dict[str, Any], spec: dict[str, Any]
+) -> set[str]:
+    """Env names of an engine container that its connector rendered: all but what every engine
+    gets (HF_*, POD_IP, UCX_*, VLLM_USE_V1 from vllmConfig.v1) and the user's own."""
+    user = [*values.get("servingEngineSpec", {}).get("env", []), *spec.get("env", [])]
+    common = {"HF_HOME", "POD_IP", "HF_TOKEN", "UCX_TLS", "UCX_NET_DEVICES"}
+    if "v1" in spec.get("vllmConfig", {}):
+        common.add("VLLM_USE_V1")
+    return {e["name"] for e in container["env"]} - common - {e["name"] for e in user}
+
+
+def rendered_pools(
+    helm: Helm, rendered: Render, path: Path
+) -> Iterator[tuple[Pool, manifests.Manifest, set[str]]]:
+    """(rules' view of a pool, its rendered engine container, env its connector rendered)."""
+    objects = rendered(helm, path)
+    values = load_values(path)
+    for pool in Deployment.from_values(values, Release("pd"), TABLE).pools:
+        deployment = manifests.find(objects, "Deployment", Release("pd").pool_deployment(pool.name))
+        container = deployment["spec"]["template"]["spec"]["containers"][0]
+        yield pool, container, chart_env(container, values, pool.spec)
+
+
+@pytest.mark.parametrize("path", VALUES_FILES, ids=lambda p: p.name)
+def test_rendered_pools_follow_the_table(helm4: Helm, rendered: Render, path: Path) -> None:
+    for pool, container, env in rendered_pools(helm4, rendered, path):
+        ports = {p["name"]: p["containerPort"] for p in container["ports"] if p["name"] != "http"}
+        assert ports == dict(pool.listeners()), pool.name
+        args = [str(a) for a in container["args"]]
+        connector = pool.connector
+        if connector is None:
+            assert "--kv-transfer-config" not in args and not env
+            continue
+        config = json.loads(args[args.index("--kv-transfer-config") + 1])
+        assert config["kv_connector"] == connector.name and config["kv_role"] == pool.kv_role
+        user_extra = set(pool.settings.get("extraConfig") or {})
+        rendered_extra = set(config.get("kv_connector_extra_config", {}))
+        assert rendered_extra - user_extra <= set(connector.extra_config), pool.name
+        assert env <= set(connector.env), pool.name
+
+
+def test_every_listed_env_and_key_is_rendered_somewhere(helm4: Helm, rendered: Render) -> None:
+    """The table lists nothing stale: over the shipped values, each connector's env names and
+    extra-config keys all appear (and the shipped values use every connector)."""
+    seen_env: dict[int, set[str]] = {}
+    seen_extra: dict[int, set[str]] = {}
+    for path in VALUES_FILES:
+        for pool, container, env in rendered_pools(helm4, rendered, path):
+            if pool.connector is None:
+                continue
+            args = [str(a) for a in container["args"]]
+            config = json.loads(args[args.index("--kv-transfer-config") + 1])
+            seen_env.setdefault(id(pool.connector), set()).update(env)
+            extra = config.get("kv_connector_extra_config", {})
+            seen_extra.setdefault(id(pool.connector), set()).update(extra)
+    for connector in ENTRIES:
+        assert seen_env.get(id(connector), set()) == set(connector.env), connector.name
+        assert seen_extra.get(id(connector), set()) >= set(connector.extra_config), connector.name
