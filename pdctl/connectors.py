@@ -85,9 +85,6 @@ class Connector:
     env: tuple[str, ...] = ()
     metrics: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
-    def port(self, name: str) -> Port:
-        return next(port for port in self.ports if port.name == name)
-
     def listeners(
         self, settings: dict[str, Any], kv_role: str, tp: int = 1, dp: int = 1
     ) -> list[tuple[str, int]]:
@@ -160,7 +157,9 @@ def parse(data: dict[str, Any]) -> Table:
             name: _connector(name, "kvTransfer", entry)
             for name, entry in data["connectors"].items()
         },
-        tutorial_lmcache=_connector("LMCacheConnectorV1", "lmcacheConfig", data["tutorialLMCache"]),
+        tutorial_lmcache=_connector(
+            data["tutorialLMCache"]["kvConnector"], "lmcacheConfig", data["tutorialLMCache"]
+        ),
         kv_transfer_fields=data["kvTransferFields"],
         transfer_evidence=data["transferEvidence"],
         raw=data,

@@ -28,13 +28,6 @@ two in step. Called once, from checks.yaml. Connector facts come from files/conn
 {{- end -}}
 {{- end -}}
 
-{{/* "true" when every settings flag named in .when (a list) is true in .conn's settings. */}}
-{{- define "pd-stack.flagsOn" -}}
-{{- $on := true -}}
-{{- range .when | default list -}}{{- if not (get ($.conn.settings | default dict) .) -}}{{- $on = false -}}{{- end -}}{{- end -}}
-{{- if $on -}}true{{- end -}}
-{{- end -}}
-
 {{/* Checks of one pool (dict root spec). */}}
 {{- define "pd-stack.checks.pool" -}}
 {{- $spec := .spec -}}

@@ -35,7 +35,7 @@ pd-stack.connectorContext).
 {{- if and $kt.connector (hasKey $table.connectors $kt.connector) -}}
 {{- $entry = merge (dict "name" $kt.connector "settingsKey" "kvTransfer" "settings" $kt) (get $table.connectors $kt.connector) -}}
 {{- else if $lm.enabled -}}
-{{- $entry = merge (dict "name" "LMCacheConnectorV1" "settingsKey" "lmcacheConfig" "settings" $lm) $table.tutorialLMCache -}}
+{{- $entry = merge (dict "name" $table.tutorialLMCache.kvConnector "settingsKey" "lmcacheConfig" "settings" $lm) $table.tutorialLMCache -}}
 {{- end -}}
 {{- toJson $entry -}}
 {{- end -}}
@@ -52,6 +52,13 @@ when set, else what the connector's kvRoles give for the pool's role; kv_both wh
 {{- else if $declared -}}{{ $declared }}
 {{- else -}}{{ get ($conn.kvRoles | default dict) (include "pd-stack.poolRole" .) | default "kv_both" }}
 {{- end -}}
+{{- end -}}
+
+{{/* "true" when every settings flag named in .when (a list) is true in .conn's settings. */}}
+{{- define "pd-stack.flagsOn" -}}
+{{- $on := true -}}
+{{- range .when | default list -}}{{- if not (get ($.conn.settings | default dict) .) -}}{{- $on = false -}}{{- end -}}{{- end -}}
+{{- if $on -}}true{{- end -}}
 {{- end -}}
 
 {{/* A value inside .settings at the key path .key (a list), or .default when absent. */}}
@@ -77,9 +84,7 @@ count ports (one, tp, 2tp or dp*tp); several ports are named <name>-<i>.
 {{- $counts := dict "one" 1 "tp" $tp "2tp" (mul 2 $tp) "dp*tp" (mul $dp $tp) -}}
 {{- $ports := list -}}
 {{- range $port := $conn.ports | default list -}}
-{{- $wanted := true -}}
-{{- range $port.when | default list -}}{{- if not (get $conn.settings .) -}}{{- $wanted = false -}}{{- end -}}{{- end -}}
-{{- if and $wanted (has $kvRole $port.listenOn) -}}
+{{- if and (include "pd-stack.flagsOn" (dict "conn" $conn "when" $port.when)) (has $kvRole $port.listenOn) -}}
 {{- $base := int (include "pd-stack.setting" (dict "settings" $conn.settings "key" $port.key "default" $port.default)) -}}
 {{- $count := int (get $counts $port.count) -}}
 {{- range $i := until $count -}}
@@ -109,7 +114,8 @@ settings key, else the table default. */}}
 {{- int (include "pd-stack.setting" (dict "settings" $settings "key" $port.key "default" $port.default)) -}}
 {{- end -}}
 
-{{/* "true" when the pool (.ctx) listens on the connector port named .port (its kv role is in on). */}}
+{{/* "true" when the pool (.ctx) listens on the connector port named .port (its kv role is in
+listenOn). */}}
 {{- define "pd-stack.listensOn" -}}
 {{- $port := include "pd-stack.tablePort" . | fromJson -}}
 {{- if has (include "pd-stack.kvRole" .ctx) ($port.listenOn | default list) -}}true{{- end -}}

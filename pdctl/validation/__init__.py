@@ -1,1 +1,2 @@
-"""Validation of values files: YAML loading, the chart's schema, PD rules, optional render."""
+"""Checks of values (the chart's schema, the PD rules) and of rendered objects (Kubernetes
+schemas); pdctl.pipeline runs them in order."""
