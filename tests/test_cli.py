@@ -46,12 +46,17 @@ def test_template_summary_json(helm_opt: list[str]) -> None:
     assert summary["total_gpus"] == 2
     assert summary["router"]["routing"] == "disaggregated_prefill"
     assert summary["services"]["pd-llama-decode-engine-service"] == [80, 55555]
+    decode = summary["pools"][1]
+    assert (decode["connector"], decode["kv_role"]) == ("LMCacheConnectorV1", "kv_consumer")
+    assert decode["transfer_ports"] == {"nixl-0": 55555}
 
 
 def test_template_summary_text(helm_opt: list[str]) -> None:
     result = runner.invoke(app, ["template", "-f", str(TUTORIAL_VALUES), "--summary", *helm_opt])
     assert result.exit_code == 0, result.output
     assert "llama-prefill" in result.stdout and "GPUs requested in total: 2" in result.stdout
+    assert "llama-decode: LMCacheConnectorV1 (kv_consumer)" in result.stdout
+    assert "vllm:prompt_tokens_by_source_total" in result.stdout
 
 
 def test_template_release_and_namespace(helm_opt: list[str]) -> None:

@@ -11,28 +11,25 @@ from pdctl.manifests import Summary
 def print_summary(summary: Summary, release: str) -> None:
     console = Console()
     pools = Table(title=f"Engine pools of release {release!r}")
-    for column in ("pool", "role", "replicas", "GPUs/pod", "image", "model", "KV transfer"):
+    for column in ("pool", "role", "replicas", "GPUs/pod", "image", "model"):
         pools.add_column(column, overflow="fold")
     for pool in summary.pools:
-        transfer = f"{pool.connector} ({pool.kv_role})" if pool.connector else "-"
         pools.add_row(
-            pool.name,
-            pool.role,
-            str(pool.replicas),
-            str(pool.gpus_per_pod),
-            pool.image,
-            pool.model,
-            transfer,
+            pool.name, pool.role, str(pool.replicas), str(pool.gpus_per_pod), pool.image, pool.model
         )
     console.print(pools)
-    if any(pool.connector for pool in summary.pools):
+    transfers = [pool for pool in summary.pools if pool.connector]
+    if transfers:
         from pdctl.connectors import load
 
+        console.print("KV transfer:")
+        for pool in transfers:
+            console.print(f"  {pool.name}: {pool.connector} ({pool.kv_role})")
         evidence = load().transfer_evidence
         labels = ",".join(f'{k}="{v}"' for k, v in evidence["labels"].items())
         console.print(
-            f"KV transfers show on {evidence['poolRole']} pods as {evidence['metric']}{{{labels}}}"
-            " (vLLM releases from early 2026)"
+            f"  transfers show on {evidence['poolRole']} pods as "
+            f"{evidence['metric']}{{{labels}}} (vLLM releases from early 2026)"
         )
     if summary.router:
         console.print(
