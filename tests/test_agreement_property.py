@@ -10,6 +10,7 @@ tolerations, nodeSelector, env, security contexts, router resources), valid and 
 
 from __future__ import annotations
 
+import copy
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 
 from pdctl import connectors, manifests, pipeline
 from pdctl.helm import Helm
-from tests.helpers import CHART, assert_kube_valid, helm_template_result
+from tests.helpers import CHART, VALUES_FILES, assert_kube_valid, helm_template_result
 
 CONNECTORS = list(connectors.load(CHART).connectors)
 KV_ROLES = list(connectors.KV_ROLES)
@@ -193,13 +194,17 @@ def documents(draw: st.DrawFn) -> dict[str, Any]:
 )
 @given(values=documents())
 def test_chart_and_validate_agree(values: dict[str, Any], helm4: Helm) -> None:
+    assert_agreement(values, helm4)
+
+
+def assert_agreement(values: dict[str, Any], helm: Helm) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "values.yaml"
         path.write_text(yaml.safe_dump(values))
         report = pipeline.validate(str(path), pipeline.ValidateOptions())
         for finding in report.errors:
             assert finding.rule and finding.message
-        chart = helm_template_result(helm4, path)
+        chart = helm_template_result(helm, path)
     event("accepted" if report.passed() else "refused")
     event("chart renders" if chart.returncode == 0 else "chart refuses")
     if report.passed():
@@ -207,3 +212,49 @@ def test_chart_and_validate_agree(values: dict[str, Any], helm4: Helm) -> None:
         assert_kube_valid(manifests.parse(chart.stdout), "1.35.0")
     if chart.returncode != 0:
         assert not report.passed(), f"validate accepts what the chart refuses: {chart.stderr}"
+
+
+def key_paths(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every key path inside a values document (mapping keys and list indices)."""
+    items = (
+        node.items()
+        if isinstance(node, dict)
+        else enumerate(node)
+        if isinstance(node, list)
+        else []
+    )
+    found = []
+    for key, value in items:
+        found.append((*path, key))
+        found += key_paths(value, (*path, key))
+    return found
+
+
+SHIPPED = [yaml.safe_load(path.read_text()) for path in VALUES_FILES]
+REPLACEMENTS = [None, "x", 0, -1, True, [], {}, ["x"], {"x": 1}]
+
+
+@st.composite
+def single_mutations(draw: st.DrawFn) -> dict[str, Any]:
+    """A shipped values file with one key deleted or given a value of another type."""
+    values = copy.deepcopy(draw(st.sampled_from(SHIPPED)))
+    path = draw(st.sampled_from(key_paths(values)))
+    parent = values
+    for key in path[:-1]:
+        parent = parent[key]
+    replacement = draw(st.sampled_from(REPLACEMENTS))
+    if replacement is None and isinstance(parent, dict):
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = replacement
+    return values
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(values=single_mutations())
+def test_single_mutations_of_shipped_values(values: dict[str, Any], helm4: Helm) -> None:
+    assert_agreement(values, helm4)

@@ -34,8 +34,8 @@ two in step. Called once, from checks.yaml. Connector facts come from files/conn
 {{- $path := include "pd-stack.poolPath" . -}}
 {{- $role := include "pd-stack.poolRole" . -}}
 {{- $gpus := int (include "pd-stack.parallelGPUs" .) -}}
-{{- if and (hasKey $spec "requestGPU") (ne (int $spec.requestGPU) $gpus) -}}
-{{- fail (printf "[PD010] %s.requestGPU is %d but the pool's parallelism needs %d GPUs per pod (vllmConfig.tensorParallelSize x pipelineParallelSize x dataParallelSize); make them agree" $path (int $spec.requestGPU) $gpus) -}}
+{{- if and (or (hasKey $spec "requestGPU") (gt $gpus 1)) (ne (int ($spec.requestGPU | default 0)) $gpus) -}}
+{{- fail (printf "[PD010] %s.requestGPU is %d but the pool's parallelism needs %d GPUs per pod (vllmConfig.tensorParallelSize x pipelineParallelSize x dataParallelSize); make them agree" $path (int ($spec.requestGPU | default 0)) $gpus) -}}
 {{- end -}}
 {{- range $labels, $where := dict "modelSpec" ($spec.labels | default dict) "servingEngineSpec" (.root.Values.servingEngineSpec.labels | default dict) -}}
 {{- if and (hasKey $where "model") (ne (toString (get $where "model")) $spec.name) -}}

@@ -82,7 +82,7 @@ class Pool:
         if self.spec.get("role") in ("prefill", "decode", "both"):
             return str(self.spec["role"])
         for declared in (self.lmcache.get("kvRole"), self.kv_transfer.get("kvRole")):
-            if declared in ROLE_BY_KV:
+            if isinstance(declared, str) and declared in ROLE_BY_KV:
                 return ROLE_BY_KV[declared]
         return "both"
 

@@ -471,6 +471,12 @@ case(
     chart=f"[PD010] {P}[1].requestGPU is 2 but the pool's parallelism needs 4 GPUs",
 )
 case(
+    "pd010-tp-without-gpus",
+    f"PD010 {P}[1].requestGPU",
+    edited(NIXL, put(1, "vllmConfig.tensorParallelSize", 2), drop(1, "requestGPU")),
+    chart=f"[PD010] {P}[1].requestGPU is 0 but the pool's parallelism needs 2 GPUs",
+)
+case(
     "pd012-v0-engine",
     f"PD012 {P}[1].vllmConfig.v1",
     nth_replace(BASE, "        v1: 1\n", "        v1: 0\n", 2),
