@@ -23,6 +23,11 @@ from pdctl import connectors, manifests, pipeline
 from pdctl.helm import Helm
 from tests.helpers import CHART, VALUES_FILES, assert_kube_valid, helm_template_result
 
+# Each example renders with helm: no deadline, and the helm fixture is shared by the examples.
+RENDERS = settings(
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 CONNECTORS = list(connectors.load(CHART).connectors)
 KV_ROLES = list(connectors.KV_ROLES)
 ROUTING = ["roundrobin", "disaggregated_prefill"]
@@ -187,11 +192,7 @@ def documents(draw: st.DrawFn) -> dict[str, Any]:
     return values
 
 
-@settings(
-    max_examples=80,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@settings(RENDERS, max_examples=80)
 @given(values=documents())
 def test_chart_and_validate_agree(values: dict[str, Any], helm4: Helm) -> None:
     assert_agreement(values, helm4)
@@ -250,11 +251,7 @@ def single_mutations(draw: st.DrawFn) -> dict[str, Any]:
     return values
 
 
-@settings(
-    max_examples=60,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@settings(RENDERS, max_examples=60)
 @given(values=single_mutations())
 def test_single_mutations_of_shipped_values(values: dict[str, Any], helm4: Helm) -> None:
     assert_agreement(values, helm4)
