@@ -64,13 +64,13 @@ RESOURCES = [{"requests": {"cpu": "1", "memory": "1Gi"}}, {"requests": {"cpu": "
 
 # A coherent release per connector: the image it needs, and the router that routes it.
 COHERENT = {
-    "NixlConnector": (("vllm/vllm-openai", "v0.12.0"), "vllm-router"),
-    "MooncakeConnector": (("vllm/vllm-openai", "v0.12.0"), "vllm-router"),
+    "NixlConnector": (("vllm/vllm-openai", "v0.33.0"), "vllm-router"),
+    "MooncakeConnector": (("vllm/vllm-openai", "v0.33.0"), "vllm-router"),
     "P2pNcclConnector": (("vllm/vllm-openai", "v0.15.1"), "vllm-router"),
     "PyNcclConnector": (("vllm/vllm-openai", "v0.9.2"), "production-stack"),
     "LMCacheConnectorV1": (("lmcache/vllm-openai", "v0.3.7"), None),
     "tutorial": (("lmcache/vllm-openai", "2025-05-17-v1"), "production-stack"),
-    None: (("vllm/vllm-openai", "v0.12.0"), "production-stack"),
+    None: (("vllm/vllm-openai", "v0.33.0"), "production-stack"),
 }
 
 

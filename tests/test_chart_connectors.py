@@ -69,7 +69,7 @@ def nixl(helm4: Helm, rendered: Render) -> list[manifests.Manifest]:
 
 @pytest.mark.parametrize(("pool", "role"), [("qwen-prefill", "prefill"), ("qwen-decode", "decode")])
 def test_nixl_per_role(nixl: list[manifests.Manifest], pool: str, role: str) -> None:
-    # docs/features/nixl_connector_usage.md: the same config on both sides; v0.12.0 has
+    # docs/features/nixl_connector_usage.md: the same config on both sides; v0.33.0 has
     # kv_load_failure_policy (PR #26813), so the chart states it.
     assert kv_config(nixl, pool) == {
         "kv_connector": "NixlConnector",
@@ -84,7 +84,7 @@ def test_nixl_per_role(nixl: list[manifests.Manifest], pool: str, role: str) -> 
     assert service_ports(nixl, pool) == {"http": 80, "nixl-side-0": 5600}
     assert role_label(nixl, pool) == role
     engine_spec = engine(nixl, pool)
-    assert engine_spec["image"] == "vllm/vllm-openai:v0.12.0"
+    assert engine_spec["image"] == "vllm/vllm-openai:v0.33.0"
     assert engine_spec["command"] == ["vllm"]
     assert engine_spec["args"][:6] == [
         "serve",
@@ -407,7 +407,7 @@ def test_rdma_hetero_tp(rdma: list[manifests.Manifest]) -> None:
 
 @pytest.fixture(scope="module")
 def dp(helm4: Helm, rendered: Render) -> list[manifests.Manifest]:
-    return rendered(helm4, CI / "nixl-dp-custom-image-values.yaml")
+    return rendered(helm4, CI / "nixl-dp-recompute-values.yaml")
 
 
 def test_dp_and_stated_version(dp: list[manifests.Manifest]) -> None:

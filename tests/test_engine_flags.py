@@ -10,6 +10,12 @@ Sources of the tables (vLLM repository):
   kv_buffer_device, kv_buffer_size, kv_role, kv_rank, kv_parallel_size, kv_ip, kv_port,
   kv_connector_extra_config, kv_connector_module_path); kv_load_failure_policy from PR #26813
   (first in v0.11.1).
+- vLLM 0.33.0, read from its PyPI wheel (vllm/engine/arg_utils.py, vllm/config/kv_transfer.py):
+  every flag above is there; KVTransferConfig has kv_connector, engine_id, kv_buffer_device,
+  kv_role, kv_port, kv_connector_extra_config, kv_connector_module_path,
+  enable_permute_local_kv and kv_load_failure_policy, and no longer kv_buffer_size, kv_rank,
+  kv_parallel_size or kv_ip (the V0 connectors' fields; the first release without them was not
+  pinned down, so they count as gone from 0.33.0).
 """
 
 from __future__ import annotations
@@ -75,6 +81,9 @@ def accepted_kv_fields(version: tuple[int, ...]) -> set[str]:
     fields = set(KV_FIELDS)
     if version >= (0, 11, 1):
         fields.add("kv_load_failure_policy")
+    if version >= (0, 33, 0):
+        fields -= {"kv_buffer_size", "kv_rank", "kv_parallel_size", "kv_ip"}
+        fields.add("enable_permute_local_kv")
     return fields
 
 
@@ -115,7 +124,7 @@ def test_there_are_current_images(helm4: Helm, rendered: Render) -> None:
     }
     assert engines == set(ENGINES)  # the parametrization below covers every rendered engine
     versions = {version_tuple(v) for _, _, v in engines}
-    assert any(v >= (0, 12, 0) for v in versions)
+    assert any(v >= (0, 33, 0) for v in versions)  # the current release
     assert any(v <= (0, 10, 0) for v in versions)  # the PyNccl seed pair
 
 
@@ -149,3 +158,4 @@ def test_engine_uses_only_accepted_flags(
 def test_version_table_self_check() -> None:
     assert "kv_load_failure_policy" not in accepted_kv_fields((0, 11, 0))
     assert "kv_load_failure_policy" in accepted_kv_fields((0, 12, 0))
+    assert "kv_ip" in accepted_kv_fields((0, 10, 0)) and "kv_ip" not in accepted_kv_fields((0, 33, 0))

@@ -16,7 +16,7 @@ RELEASE = naming.Release("team-a", "serving")
 FILES = [
     ASSETS / "values-16-disagg-prefill.yaml",  # production-stack router, PVCs, chart Secret
     ASSETS / "values-18-nixl-xpyd.yaml",  # vllm-router with Kubernetes discovery
-    CI / "nixl-dp-custom-image-values.yaml",  # a pool of each role
+    CI / "nixl-dp-recompute-values.yaml",  # a pool of each role
 ]
 
 

@@ -35,7 +35,7 @@ VLLM_ROUTER_FILES = {
     "mooncake-k8s": ASSETS / "values-20-mooncake.yaml",
     "p2pnccl-static": CI / "p2pnccl-static-router-values.yaml",
     "nixl-static-explicit": CI / "nixl-rdma-hetero-tp-values.yaml",
-    "nixl-dp-k8s": CI / "nixl-dp-custom-image-values.yaml",
+    "nixl-dp-k8s": CI / "nixl-dp-recompute-values.yaml",
     "mooncake-static": CI / "mooncake-static-values.yaml",
 }
 
