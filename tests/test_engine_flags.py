@@ -158,4 +158,5 @@ def test_engine_uses_only_accepted_flags(
 def test_version_table_self_check() -> None:
     assert "kv_load_failure_policy" not in accepted_kv_fields((0, 11, 0))
     assert "kv_load_failure_policy" in accepted_kv_fields((0, 12, 0))
-    assert "kv_ip" in accepted_kv_fields((0, 10, 0)) and "kv_ip" not in accepted_kv_fields((0, 33, 0))
+    assert "kv_ip" in accepted_kv_fields((0, 10, 0))
+    assert "kv_ip" not in accepted_kv_fields((0, 33, 0))
