@@ -69,7 +69,8 @@ def load_values(files: Sequence[str], set_values: Sequence[str] = ()) -> Values:
         try:
             document = loads(sys.stdin.read()) if name == STDIN else load(Path(name))
         except ValuesLoadError as error:
-            error.message = f"{display_name(name)}: {error.message}"
+            error.file = display_name(name)
+            error.message = f"{error.file}: {error.message}"
             raise
         sources.append((display_name(name), document))
     data = merge_files(document.data for _, document in sources)
@@ -170,6 +171,7 @@ def render(
 @dataclass(frozen=True)
 class ValidateOptions:
     set_values: Sequence[str] = ()
+    ignore: frozenset[str] = frozenset()  # warning rule ids to leave out
     release: str = "pd"
     namespace: str = "default"
     render: bool = False
@@ -178,22 +180,33 @@ class ValidateOptions:
     chart: Path | None = None
 
 
-def validate(name: str, options: ValidateOptions) -> FileReport:
-    """Everything `pdctl validate` checks for one file: loading, schema and rules, and with
-    options.render the render of exactly those values against strict Kubernetes schemas. Only an
-    environment problem (no helm) raises."""
+def validate(names: Sequence[str], options: ValidateOptions) -> FileReport:
+    """Everything `pdctl validate` checks for one file, or for several merged as helm merges
+    them: loading, schema and rules, and with options.render the render of exactly those values
+    against strict Kubernetes schemas. Only an environment problem (no helm) raises."""
     from pdctl.validation.kube import check_objects
     from pdctl.validation.report import FileReport
 
-    report = FileReport(name=display_name(name))
+    report = FileReport(name=" + ".join(display_name(name) for name in names))
     try:
-        values = load_values([name], options.set_values)
+        values = load_values(names, options.set_values)
     except ValuesLoadError as error:
         report.findings.append(
-            Finding(error.code, Severity.error, error.reason, line=error.line, column=error.column)
+            Finding(
+                error.code,
+                Severity.error,
+                error.reason,
+                line=error.line,
+                column=error.column,
+                file=error.file,
+            )
         )
         return report
-    report.findings = check(values, options.release, options.chart, options.namespace)
+    report.findings = [
+        finding
+        for finding in check(values, options.release, options.chart, options.namespace)
+        if not (finding.severity is Severity.warning and finding.rule in options.ignore)
+    ]
     if options.render and not errors(report.findings):
         try:
             rendered = render(

@@ -135,7 +135,9 @@ def test_version_json(helm_opt: list[str]) -> None:
         (["template", "-f", str(TUTORIAL_VALUES), "--helm", HELM4], 0),
         (["template", "-f", "/nonexistent.yaml", "--helm", HELM4], 1),
         (["template"], 2),
-        (["version", "--helm", "/nonexistent/helm"], 3),
+        (["template", "-f", str(TUTORIAL_VALUES), "--helm", "/nonexistent/helm"], 3),
+        (["version", "--helm", "/nonexistent/helm"], 0),
+        (["--version"], 0),
     ],
 )
 def test_exit_codes_as_a_subprocess(helm4: Helm, args: list[str], code: int) -> None:
@@ -165,3 +167,19 @@ def test_template_refuses_an_alias_bomb(tmp_path: Path, helm_opt: list[str]) -> 
     bomb.write_text("\n".join(lines) + "\n")
     result = runner.invoke(app, ["template", "-f", str(bomb), *helm_opt])
     assert result.exit_code == 1 and "alias" in result.stderr
+
+
+def test_version_without_helm_still_prints_pdctl_and_chart() -> None:
+    result = runner.invoke(app, ["version", "--helm", "/nonexistent/helm"])
+    assert result.exit_code == 0, result.output
+    assert "pdctl 0.1.0" in result.stdout and "chart pd-stack 0.1.0" in result.stdout
+    assert "helm: not found (helm from --helm is not an executable file" in result.stdout
+    as_json = json.loads(runner.invoke(app, ["version", "-o", "json", "--helm", "/x"]).stdout)
+    assert as_json["helm"] is None and as_json["helm_problem"]
+
+
+def test_version_option() -> None:
+    from pdctl import __version__
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout == f"pdctl {__version__}\n"

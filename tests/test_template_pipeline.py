@@ -101,3 +101,13 @@ def test_the_validated_values_are_the_file_helm_gets(tmp_path: Path) -> None:
         assert yaml.safe_load(path.read_text()) == values.data
     # null survives into the file, so helm drops the chart's default exactly as with --set.
     assert values.data["routerSpec"]["enableRouter"] is None
+
+
+def test_files_as_arguments_merge_before_f_files(helm_opt: list[str], tmp_path: Path) -> None:
+    override = write_values(tmp_path, {"routerSpec": {"replicaCount": 3}}, "replicas.yaml")
+    result = runner.invoke(
+        app, ["template", str(NIXL), "-f", str(override), "--summary", "-o", "json", *helm_opt]
+    )
+    assert result.exit_code == 0, result.output
+    flat = runner.invoke(app, ["template", str(NIXL), str(override), *helm_opt]).stdout
+    assert "replicas: 3" in flat

@@ -18,7 +18,8 @@ HelmOpt = Annotated[
 ]
 OutputOpt = Annotated[OutputFormat, typer.Option("--output", "-o", help="Output format.")]
 ValuesOpt = Annotated[
-    list[Path], typer.Option("--values", "-f", help="Values file (repeatable; later files win).")
+    list[Path] | None,
+    typer.Option("--values", "-f", help="Values file (repeatable; later files win)."),
 ]
 SetOpt = Annotated[
     list[str] | None,

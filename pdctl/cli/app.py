@@ -18,10 +18,25 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from pdctl import __version__
+
+        typer.echo(f"pdctl {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def root(
     debug: bool = typer.Option(
         False, "--debug", envvar="PDCTL_DEBUG", help="Show a traceback for errors."
+    ),
+    show_version: bool = typer.Option(
+        False,
+        "--version",
+        is_eager=True,
+        callback=_print_version,
+        help="Print pdctl's version and exit (`pdctl version` adds the chart's and helm's).",
     ),
 ) -> None:
     _errors.DEBUG["enabled"] = debug

@@ -24,7 +24,15 @@ from pdctl.cli._output import OutputFormat
 
 @handle_errors
 def template(
-    values: ValuesOpt,
+    files: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Values files, merged in order with the -f files after them (later wins).",
+            show_default=False,
+            metavar="[FILE]...",
+        ),
+    ] = None,
+    values: ValuesOpt = None,
     set_values: SetOpt = None,
     release: ReleaseOpt = "pd",
     namespace: NamespaceOpt = "default",
@@ -42,9 +50,13 @@ def template(
 ) -> None:
     """Render the chart through the real helm (helm template), after validating the values."""
     from pdctl import pipeline
+    from pdctl.errors import UsageError
 
+    paths = [*(files or []), *(values or [])]
+    if not paths:
+        raise UsageError("name the values files: FILE... or -f FILE... (merged in order)")
     prepared = pipeline.prepare(
-        [str(path) for path in values],
+        [str(path) for path in paths],
         set_values or [],
         release=release,
         namespace=namespace,

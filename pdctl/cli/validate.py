@@ -58,13 +58,23 @@ def _print_github(reports: list[FileReport], strict: bool) -> None:
 @handle_errors
 def validate(
     files: Annotated[
-        list[str],
+        list[str] | None,
         typer.Argument(
-            help="Values files, globs, directories (their *values*.yaml), or - for stdin.",
+            help="Values files, globs, directories (their *values*.yaml), or - for stdin; "
+            "each is checked on its own.",
             show_default=False,
             metavar="FILE",
         ),
-    ],
+    ] = None,
+    values: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--values",
+            "-f",
+            help="Values file to check merged with the other -f files, as helm and "
+            "`pdctl template -f` merge them (repeatable; later files win).",
+        ),
+    ] = None,
     set_values: SetOpt = None,
     release: ReleaseOpt = "pd",
     output: Annotated[
@@ -80,18 +90,29 @@ def validate(
         str, typer.Option("--kube-version", help="Kubernetes version for --render.")
     ] = "1.35",
     strict: Annotated[bool, typer.Option("--strict", help="Warnings fail validation too.")] = False,
+    ignore: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ignore",
+            help="Leave out these warnings, e.g. --ignore PD103 or PD101,PD103 (repeatable). "
+            "Errors cannot be ignored: the chart refuses them too.",
+        ),
+    ] = None,
     chart: ChartOpt = None,
     namespace: NamespaceOpt = "default",
     helm: HelmOpt = None,
 ) -> None:
     """Check values files: YAML, the chart's schema and the PD rules (exit 1 if any is invalid)."""
     from pdctl.pipeline import ValidateOptions, validate
-    from pdctl.validation.inputs import expand
+    from pdctl.validation.inputs import expand, warning_ids
 
     if not re.match(r"^1\.\d+(\.\d+)?$", kube_version):
         raise UsageError(f"--kube-version {kube_version!r}: expected a version such as 1.35")
+    if not files and not values:
+        raise UsageError("name the values files to check: FILE... (each alone) or -f FILE...")
     options = ValidateOptions(
         set_values=tuple(set_values or ()),
+        ignore=warning_ids(ignore or []),
         release=release,
         namespace=namespace,
         render=render,
@@ -99,7 +120,8 @@ def validate(
         helm_path=helm,
         chart=chart,
     )
-    reports = [validate(name, options) for name in expand(files)]
+    groups = [[name] for name in expand(files or [])] + ([values] if values else [])
+    reports = [validate(group, options) for group in groups]
     if output is ValidateFormat.json:
         failed = [r for r in reports if not r.passed(strict)]
         _output.as_json(

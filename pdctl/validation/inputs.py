@@ -9,7 +9,7 @@ import glob
 from collections.abc import Sequence
 from pathlib import Path
 
-from pdctl.errors import InputError
+from pdctl.errors import InputError, UsageError
 
 STDIN = "-"
 DIR_PATTERNS = ("*values*.yaml", "*values*.yml")
@@ -40,3 +40,21 @@ def expand(arguments: Sequence[str]) -> list[str]:
             names = [argument]
         found += [name for name in names if name not in found]
     return found
+
+
+def warning_ids(arguments: Sequence[str]) -> frozenset[str]:
+    """The rule ids of --ignore arguments (comma lists allowed); only warnings may be ignored."""
+    from pdctl.findings import Severity
+    from pdctl.rules import load_rules
+
+    rules = load_rules()
+    ids = frozenset(part.strip() for argument in arguments for part in argument.split(",") if part)
+    for rule_id in sorted(ids):
+        if rule_id not in rules:
+            raise UsageError(f"--ignore {rule_id}: no such rule ({', '.join(rules)})")
+        if rules[rule_id].severity is not Severity.warning:
+            raise UsageError(
+                f"--ignore {rule_id}: an error cannot be ignored (the chart refuses it too); "
+                "only warnings can"
+            )
+    return ids

@@ -42,6 +42,7 @@ class ValuesLoadError(InputError):
         self.line = line
         self.column = column
         self.code = code
+        self.file: str | None = None  # set by the caller that knows which file it read
 
 
 @dataclass
