@@ -237,6 +237,10 @@ def test_long_names_with_release() -> None:
     [
         ({"hostIPC": True}, "PD102"),
         ({"hf_token": "<your-hf-token>"}, "PD103"),
+        ({"repository": "registry.example.com/team/vllm"}, "PD105"),
+        ({"replicaCount": 2, "pvcStorage": "100Gi"}, "PD106"),
+        ({"network": {"ucxTls": "cuda_ipc,cuda_copy,tcp"}}, "PD107"),
+        ({"env": [{"name": "UCX_TLS", "value": "rc,cuda_ipc"}]}, "PD107"),
     ],
 )
 def test_warnings(override: dict[str, Any], rule: str) -> None:
@@ -257,3 +261,57 @@ def test_small_pd_warns() -> None:
         prefill={"vllmConfig": {"maxModelLen": 1024}}, decode={"vllmConfig": {"maxModelLen": 1024}}
     )
     assert "PD101" in ids(values, severity=Severity.warning)
+
+
+@pytest.mark.parametrize(
+    ("override", "rule"),
+    [
+        ({"hostIPC": True, "network": {"ucxTls": "cuda_ipc,cuda_copy"}}, "PD107"),
+        ({"replicaCount": 2, "pvcStorage": "100Gi", "pvcAccessMode": ["ReadWriteMany"]}, "PD106"),
+        ({"replicaCount": 1, "pvcStorage": "100Gi"}, "PD106"),
+        ({"modelURL": "meta-llama/Llama-3.1-8B-Instruct", "hf_token": {"secretName": "hf",
+          "secretKey": "token"}}, "PD108"),
+        ({"modelURL": "Qwen/Qwen2.5-7B-Instruct"}, "PD108"),
+    ],
+)  # fmt: skip
+def test_warnings_stay_quiet_when_fine(override: dict[str, Any], rule: str) -> None:
+    assert rule not in ids(nixl(decode=override))
+
+
+def test_gpu_hint_offers_both_directions() -> None:
+    """Wanting 4 GPUs per engine (requestGPU: 4, no TP) is answered with TP 4 first."""
+    values = nixl(decode={"requestGPU": 4})
+    (finding,) = [f for f in run_rules(values) if f.rule == "PD010"]
+    assert finding.hint is not None
+    assert finding.hint.startswith("to use 4 GPUs per engine set vllmConfig.tensorParallelSize: 4")
+    assert finding.hint.endswith("or set requestGPU: 1")
+
+
+def test_swapped_roles_point_at_the_role_keys_and_never_at_the_pool_itself() -> None:
+    from tests.helpers import TUTORIAL_VALUES, load_values
+
+    values = load_values(TUTORIAL_VALUES)
+    prefill, decode = values["servingEngineSpec"]["modelSpec"]
+    prefill["lmcacheConfig"]["kvRole"], decode["lmcacheConfig"]["kvRole"] = (
+        "kv_consumer",
+        "kv_producer",
+    )
+    findings = [f for f in run_rules(values) if f.severity is Severity.error]
+    assert findings[0].rule == "PD001"
+    assert findings[0].key == "servingEngineSpec.modelSpec[0].lmcacheConfig.kvRole"
+    assert "swap them back" in (findings[0].hint or "")
+    for finding in findings:
+        hint = finding.hint or ""
+        assert "pd-llama-prefill-engine-service" not in hint, finding  # the sender's own Service
+    labels = [f for f in findings if f.rule == "PD008"]
+    assert labels and all("by lmcacheConfig.kvRole" in f.message for f in labels)
+
+
+def test_gated_model_without_token_warns() -> None:
+    llama = {"modelURL": "meta-llama/Llama-3.1-8B-Instruct"}
+    values = nixl(prefill=llama, decode=llama)
+    assert paths(values, "PD108") == [
+        "servingEngineSpec.modelSpec[0].modelURL",
+        "servingEngineSpec.modelSpec[1].modelURL",
+    ]
+    assert not ids(values, severity=Severity.error)

@@ -57,7 +57,7 @@ two in step. Called once, from checks.yaml. Connector facts come from files/conn
 {{- end -}}
 {{- end -}}
 {{- if and $lm.enabled $lm.enableNixl $lm.nixlRole (ne $role (ternary "prefill" "decode" (eq $lm.nixlRole "sender"))) -}}
-{{- fail (printf "[PD001] %s.lmcacheConfig.nixlRole is %q but the pool's role is %s: a sender is a kv_producer (prefill), a receiver a kv_consumer (decode)" $path $lm.nixlRole $role) -}}
+{{- fail (printf "[PD001] %s is a %s pool by its role keys (role, lmcacheConfig.kvRole) but lmcacheConfig.nixlRole %q makes it the other role: a sender is a kv_producer (prefill), a receiver a kv_consumer (decode); if the roles were swapped between the pools, swap them back" $path $role $lm.nixlRole) -}}
 {{- end -}}
 {{- $conn := include "pd-stack.poolConnector" . | fromJson -}}
 {{- if and (not $conn) (ne $role "both") -}}

@@ -79,12 +79,21 @@ class Pool:
     @property
     def role(self) -> str:
         """prefill, decode or both: role, else lmcacheConfig.kvRole, else kvTransfer.kvRole."""
+        return self.role_source[0]
+
+    @property
+    def role_source(self) -> tuple[str, KeyPath, str]:
+        """(role, the key that decides it, and that key for people: "role decode",
+        "lmcacheConfig.kvRole kv_consumer")."""
         if self.spec.get("role") in ("prefill", "decode", "both"):
-            return str(self.spec["role"])
-        for declared in (self.lmcache.get("kvRole"), self.kv_transfer.get("kvRole")):
+            return str(self.spec["role"]), self.at("role"), f"role {self.spec['role']}"
+        for key, declared in (
+            ("lmcacheConfig", self.lmcache.get("kvRole")),
+            ("kvTransfer", self.kv_transfer.get("kvRole")),
+        ):
             if isinstance(declared, str) and declared in ROLE_BY_KV:
-                return ROLE_BY_KV[declared]
-        return "both"
+                return ROLE_BY_KV[declared], self.at(key, "kvRole"), f"{key}.kvRole {declared}"
+        return "both", self.at("role"), "no role key (so both)"
 
     @property
     def connector(self) -> Connector | None:

@@ -41,10 +41,13 @@ def roles_agree(deployment: Deployment) -> Iterator[Issue]:
         nixl_role = pool.lmcache.get("nixlRole")
         implied = _ROLE_BY_NIXL.get(str(nixl_role))
         if pool.legacy_nixl and implied and implied != pool.role:
+            role, role_key, decided_by = pool.role_source
             yield Issue(
-                pool.at("lmcacheConfig", "nixlRole"),
-                f"pool {pool.name!r} is a NIXL {nixl_role} but its role is {pool.role}",
-                "a sender is a kv_producer (prefill); a receiver is a kv_consumer (decode)",
+                role_key,
+                f"pool {pool.name!r} is a {role} pool by {decided_by} but a {implied} pool by "
+                f"lmcacheConfig.nixlRole {nixl_role}",
+                "a sender is a kv_producer (prefill), a receiver a kv_consumer (decode): make the "
+                "two agree (if the roles were swapped between the pools, swap them back)",
             )
     for role, other in _OPPOSITE.items():
         lonely = deployment.by_role(role)
@@ -92,13 +95,15 @@ def _legacy_peer_host(deployment: Deployment, pool: Pool) -> Iterator[Issue]:
             )
     elif pool.lmcache.get("nixlRole") == "sender":
         if not any(p.name == target for p in deployment.by_role("decode")):
-            decode = deployment.by_role("decode")
-            services = [deployment.release.pool_service(p.name) for p in decode]
+            others = [p for p in deployment.by_role("decode") if p.name != pool.name]
+            services = [deployment.release.pool_service(p.name) for p in others]
             yield Issue(
                 path,
                 f"sender {pool.name!r} sends KV to {host!r}, which is not the Service of a "
                 f"decode pool of release {deployment.release.name!r}",
-                f"use {', '.join(services)}" if services else "add a decode (kv_consumer) pool",
+                f"use {', '.join(services)}"
+                if services
+                else "no other pool is a decode (kv_consumer) pool: check the pools' kvRole",
             )
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from pdctl.findings import Severity
 from pdctl.naming import NAME_LIMIT
-from pdctl.rules.model import POOLS_PATH, Deployment
+from pdctl.rules.model import POOLS_PATH, Deployment, Pool, as_dict
 from pdctl.rules.registry import Issue, rule
+from pdctl.values.paths import KeyPath
 
 _PLACEHOLDERS = ("<", "your-hf-token", "changeme", "xxx", "hf_xxx", "token-here")
 
@@ -62,8 +64,18 @@ def gpus_match_parallelism(deployment: Deployment) -> Iterator[Issue]:
                 pool.at("requestGPU"),
                 f"pool {pool.name!r} requests {pool.gpus} GPU(s) per pod but tensor x pipeline x "
                 f"data parallelism is {pool.tp} x {pool.pp} x {pool.dp} = {needed}",
-                f"set requestGPU: {needed}",
+                _gpu_hint(pool.gpus, needed, pool.pp * pool.dp),
             )
+
+
+def _gpu_hint(gpus: int, needed: int, other_ranks: int) -> str:
+    """Both ways to make GPUs and parallelism agree, the user's GPU count first."""
+    keep_gpus = (
+        f"to use {gpus} GPUs per engine set vllmConfig.tensorParallelSize: {gpus // other_ranks}"
+        if gpus > 0 and gpus % other_ranks == 0
+        else f"to use {gpus} GPUs per engine change the parallelism to multiply to {gpus}"
+    )
+    return f"{keep_gpus} (with pipeline and data parallel sizes), or set requestGPU: {needed}"
 
 
 @rule(
@@ -156,4 +168,91 @@ def placeholder_token(deployment: Deployment) -> Iterator[Issue]:
                 f"hf_token of pool {pool.name!r} looks like a placeholder ({token!r})",
                 "set a real token with --set, or reference a Secret: "
                 "hf_token: {secretName: ..., secretKey: ...}",
+            )
+
+
+_PLACEHOLDER_IMAGE = re.compile(r"example\.(com|org|net)|[<>]|your-|changeme|placeholder", re.I)
+
+
+def _images(deployment: Deployment) -> Iterator[tuple[KeyPath, str]]:
+    for pool in deployment.pools:
+        yield pool.at("repository"), f"{pool.spec.get('repository')}:{pool.spec.get('tag')}"
+    if deployment.router_enabled:
+        router = deployment.router
+        yield ("routerSpec", "repository"), f"{router.get('repository')}:{router.get('tag')}"
+
+
+@rule("PD105", "an image is a placeholder", Severity.warning)
+def placeholder_image(deployment: Deployment) -> Iterator[Issue]:
+    for path, image in _images(deployment):
+        if _PLACEHOLDER_IMAGE.search(image):
+            yield Issue(
+                path,
+                f"image {image!r} looks like a placeholder; pods will not pull it",
+                "set repository and tag to an image your cluster can pull",
+            )
+
+
+@rule("PD106", "replicas of a pool share a ReadWriteOnce claim", Severity.warning)
+def shared_rwo_claim(deployment: Deployment) -> Iterator[Issue]:
+    for pool in deployment.pools:
+        modes = pool.spec.get("pvcAccessMode") or ["ReadWriteOnce"]
+        if pool.spec.get("pvcStorage") and pool.replicas > 1 and "ReadWriteOnce" in modes:
+            yield Issue(
+                pool.at("pvcAccessMode" if "pvcAccessMode" in pool.spec else "pvcStorage"),
+                f"pool {pool.name!r} has {pool.replicas} replicas sharing one ReadWriteOnce "
+                "claim: only pods on the node that mounted it can start",
+                "set pvcAccessMode: [ReadWriteMany] with a StorageClass that offers it, or drop "
+                "pvcStorage (each pod then downloads the model into an emptyDir)",
+            )
+
+
+def _ucx_tls(deployment: Deployment, pool: Pool) -> tuple[str, KeyPath] | None:
+    """The pool's UCX_TLS and where it is set: its env, the shared env, or network.ucxTls."""
+    engine = as_dict(deployment.values.get("servingEngineSpec"))
+    for env, path in (
+        (pool.spec.get("env"), pool.at("env")),
+        (engine.get("env"), ("servingEngineSpec", "env")),
+    ):
+        for index, entry in enumerate(env if isinstance(env, list) else []):
+            if isinstance(entry, dict) and entry.get("name") == "UCX_TLS":
+                return str(entry.get("value", "")), (*path, index)
+    network = as_dict(pool.spec.get("network"))
+    if network.get("ucxTls"):
+        return str(network["ucxTls"]), pool.at("network", "ucxTls")
+    return None
+
+
+@rule("PD107", "UCX cuda_ipc between pods needs hostIPC", Severity.warning)
+def cuda_ipc_without_host_ipc(deployment: Deployment) -> Iterator[Issue]:
+    """CUDA IPC hands GPU memory handles between processes, which needs them in one IPC
+    namespace: containers get it with hostIPC (docker's --ipc=host)."""
+    for pool in deployment.pools:
+        found = _ucx_tls(deployment, pool)
+        if found and "cuda_ipc" in found[0].split(",") and pool.spec.get("hostIPC") is not True:
+            yield Issue(
+                found[1],
+                f"pool {pool.name!r} lists cuda_ipc in UCX_TLS ({found[0]}) without hostIPC: "
+                "UCX cannot use it between pods, and transfers fall back to the other transports",
+                "set hostIPC: true on the pools that use cuda_ipc (pods on one node), or drop "
+                "cuda_ipc from UCX_TLS",
+            )
+
+
+# Hugging Face organisations whose model repositories are gated (the user must accept a
+# license before downloading): Meta's Llama models and Google's Gemma models.
+_GATED = ("meta-llama/", "google/gemma")
+
+
+@rule("PD108", "a gated model without a Hugging Face token", Severity.warning)
+def gated_model_without_token(deployment: Deployment) -> Iterator[Issue]:
+    for pool in deployment.pools:
+        model = str(pool.spec.get("modelURL", ""))
+        if model.startswith(_GATED) and not pool.spec.get("hf_token"):
+            yield Issue(
+                pool.at("modelURL"),
+                f"{model} is a gated Hugging Face repository and pool {pool.name!r} has no "
+                "hf_token: the download will be refused",
+                "accept the model's license on huggingface.co, then set hf_token: "
+                "{secretName: ..., secretKey: ...} (a Secret holding your token)",
             )

@@ -48,8 +48,12 @@ def router_labels(deployment: Deployment) -> Iterator[Issue]:
                     f"{role} pools: {known}",
                 )
             elif pools[0].role != role:
+                _, _, decided_by = pools[0].role_source
                 yield Issue(
-                    path, f"{flag} names {label!r}, a {pools[0].role} pool", f"list {role} pools"
+                    path,
+                    f"{flag} names {label!r}, a {pools[0].role} pool (by {decided_by})",
+                    f"list {role} pools here, or, if the label is right, make {label!r} a "
+                    f"{role} pool",
                 )
     if deployment.router.get("routingLogic") == "disaggregated_prefill" and deployment.pools:
         for role in ("prefill", "decode"):

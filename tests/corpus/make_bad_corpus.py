@@ -304,9 +304,9 @@ case(
 # ---- PD rules: the tutorial's LMCache form
 case(
     "pd001-sender-role",
-    f"PD001 {P}[0].lmcacheConfig.nixlRole",
+    f"PD001 {P}[0].lmcacheConfig.kvRole",
     BASE.replace('nixlRole: "sender"', 'nixlRole: "receiver"'),
-    chart=f"[PD001] {P}[0].lmcacheConfig.nixlRole",
+    chart=f'[PD001] {P}[0] is a prefill pool by its role keys (role, lmcacheConfig.kvRole) but lmcacheConfig.nixlRole "receiver"',
 )
 case(
     "pd001-nixl-without-lmcache",
