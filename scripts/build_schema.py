@@ -1,7 +1,8 @@
-"""Write helm/values.schema.json from schemas/values.schema.yaml (the one source) and the
-connector table helm/files/connectors.yaml: `kvTransfer.connector` takes the table's connector
-names, and each connector's own kvTransfer keys are its `values` (a key two connectors share must
-be defined identically).
+"""Write helm/values.schema.json from schemas/values.schema.yaml (the one source), the
+connector table helm/files/connectors.yaml (`kvTransfer.connector` takes the table's connector
+names, and each connector's own kvTransfer keys are its `values`; a key two connectors share must
+be defined identically) and helm/files/production-stack.yaml (the production-stack keys pd-stack
+refuses become properties that take anything, so the refusal's own message reaches the user).
 
 The source names Kubernetes types it does not define, as `$ref: "#/definitions/<name>"` with
 Kubernetes' own names (io.k8s.api.core.v1.Affinity, ...). This script copies each of them, and
@@ -39,6 +40,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "schemas" / "values.schema.yaml"
 CONNECTORS = ROOT / "helm" / "files" / "connectors.yaml"
+PRODUCTION_STACK = ROOT / "helm" / "files" / "production-stack.yaml"
 TARGET = ROOT / "helm" / "values.schema.json"
 
 KUBERNETES_PACKAGE = ("kubernetes-validate", "1.37.0")
@@ -177,10 +179,38 @@ def add_connectors(kv_transfer: dict[str, Any], table: dict[str, Any]) -> None:
             owners.setdefault(key, name)
 
 
+def _definition(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    """A schema with its local $ref followed."""
+    while "$ref" in node:
+        node = schema["definitions"][node["$ref"].removeprefix(LOCAL)]
+    return node
+
+
+def add_refused(schema: dict[str, Any], table: dict[str, Any]) -> None:
+    """Each production-stack key pd-stack refuses, as a property that takes any value, so the
+    chart's and validate's own message (PD019) explains it instead of "unknown key"."""
+    for path, entry in table["keys"].items():
+        if entry["status"] != "refused":
+            continue
+        *parents, key = path.split(".")
+        node = schema
+        for part in parents:
+            node = _definition(schema, node["properties"][part.removesuffix("[]")])
+            if part.endswith("[]"):
+                node = _definition(schema, node["items"])
+        if key in node["properties"]:
+            raise SystemExit(f"{PRODUCTION_STACK.name}: {path} is refused but the schema has it")
+        node["properties"][key] = {
+            "description": f"production-stack's {key}, not supported by pd-stack: "
+            + " ".join(entry["note"].split())
+        }
+
+
 def build() -> dict[str, Any]:
     schema: dict[str, Any] = yaml.safe_load(SOURCE.read_text(encoding="utf-8"))
     own = schema.setdefault("definitions", {})
     add_connectors(own["kvTransfer"], yaml.safe_load(CONNECTORS.read_text(encoding="utf-8")))
+    add_refused(schema, yaml.safe_load(PRODUCTION_STACK.read_text(encoding="utf-8")))
     clash = sorted(name for name in own if name.startswith(KUBERNETES_PREFIX))
     if clash:
         raise SystemExit(f"{SOURCE.name} defines Kubernetes names itself: {clash}")

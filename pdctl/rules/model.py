@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pdctl.connectors import Connector, Table
@@ -178,9 +179,12 @@ class Deployment:
     release: Release
     table: Table
     pools: list[Pool] = field(default_factory=list)
+    chart_dir: Path | None = None  # the chart whose data files apply (None: the bundled one)
 
     @classmethod
-    def from_values(cls, values: dict[str, Any], release: Release, table: Table) -> Deployment:
+    def from_values(
+        cls, values: dict[str, Any], release: Release, table: Table, chart_dir: Path | None = None
+    ) -> Deployment:
         engine = as_dict(values.get("servingEngineSpec"))
         specs = engine.get("modelSpec") if engine.get("enableEngine", True) is not False else []
         pools = [
@@ -188,7 +192,7 @@ class Deployment:
             for index, spec in enumerate(specs if isinstance(specs, list) else [])
             if isinstance(spec, dict)
         ]
-        return cls(values=values, release=release, table=table, pools=pools)
+        return cls(values=values, release=release, table=table, pools=pools, chart_dir=chart_dir)
 
     @property
     def engines_enabled(self) -> bool:

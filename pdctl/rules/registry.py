@@ -75,7 +75,7 @@ def run_rules(
     chart_dir = chart_dir or chart.bundled_chart_dir()
     effective = with_defaults(chart.default_values(chart_dir), values)
     deployment = Deployment.from_values(
-        effective, Release(release, namespace), connectors.load(chart_dir)
+        effective, Release(release, namespace), connectors.load(chart_dir), chart_dir
     )
     findings = []
     for registered in load_rules().values():

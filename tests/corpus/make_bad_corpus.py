@@ -162,6 +162,18 @@ case(
 )
 # ---- The values schema (the same file for helm and validate)
 case(
+    "pd019-cache-server",
+    "PD019 cacheserverSpec",
+    BASE + "cacheserverSpec:\n  enabled: true\n  repository: lmcache/vllm-openai\n",
+    chart="[PD019] cacheserverSpec: production-stack's cacheserverSpec is not supported by pd-stack",
+)
+case(
+    "pd019-keda",
+    f"PD019 {P}[1].keda",
+    edited(NIXL, put(1, "keda", {"enabled": True, "maxReplicaCount": 4})),
+    chart=f"[PD019] {P}[1].keda: production-stack's keda is not supported by pd-stack",
+)
+case(
     "schema-unknown-key",
     f"SCHEMA {P}[0].replicCount",
     nth_replace(BASE, "replicaCount: 1", "replicCount: 1"),
