@@ -13,7 +13,7 @@ DIST ?= dist
 
 export PDCTL_HELM ?= $(CURDIR)/$(HELM4)
 
-.PHONY: demo test lint schema corpus golden setup helm package clean
+.PHONY: demo test lint schema docs corpus golden setup helm package clean
 
 setup: $(VENV)/.installed helm
 
@@ -41,6 +41,10 @@ lint: setup
 
 schema: setup
 	$(BIN)/python scripts/build_schema.py
+
+# docs/production-stack.md, from helm/files/production-stack.yaml (a test checks it is current).
+docs: setup
+	$(BIN)/python scripts/build_docs.py
 
 # Regenerate what the tests compare against: the defective-values corpus and the golden render of
 # the PD tutorial (review the diff: a changed golden file is a changed install).

@@ -4,14 +4,25 @@ name with the reason (helm/files/production-stack.yaml), by the chart and by val
 from __future__ import annotations
 
 import copy
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pdctl import pipeline, production_stack
+from pdctl import manifests, naming, pipeline, production_stack
 from pdctl.helm import Helm
-from tests.helpers import ASSETS, helm_template_result, load_values, write_values
+from tests.helpers import (
+    ASSETS,
+    ROOT,
+    env_of,
+    helm_template_result,
+    load_values,
+    render_file,
+    write_values,
+)
 
 KEYS = production_stack.load()
 REFUSED = [key for key in KEYS.values() if key.status == "refused"]
@@ -65,3 +76,90 @@ def test_every_key_has_a_status_and_refusals_say_why() -> None:
         assert key.status in {"same", "differs", "refused"}, key.path
         if key.status != "same":
             assert len(key.note) > 20, key.path
+
+
+# ---- keys taken: each entry's example is set on the first pool (or shared), and what it renders
+# is checked (helm/files/production-stack.yaml, `renders`).
+TAKEN = [key for key in KEYS.values() if key.status != "refused"]
+BASES = {None: NIXL, "tutorial": load_values(ASSETS / "values-16-disagg-prefill.yaml")}
+RELEASE = naming.Release("pd")
+
+
+def _targets(objects: list[manifests.Manifest], pool: str) -> dict[str, dict[str, Any] | None]:
+    """Where a `renders` check looks: the first pool's objects and the router's."""
+
+    def named(kind: str, name: str) -> dict[str, Any] | None:
+        found = [o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name]
+        return found[0] if found else None
+
+    engine = named("Deployment", RELEASE.pool_deployment(pool))
+    router = named("Deployment", RELEASE.router_deployment)
+    engine_pod = engine["spec"]["template"] if engine else None
+    router_pod = router["spec"]["template"] if router else None
+    return {
+        "engine-deployment": engine,
+        "engine-pod": engine_pod,
+        "engine-container": engine_pod["spec"]["containers"][0] if engine_pod else None,
+        "engine-service": named("Service", RELEASE.pool_service(pool)),
+        "engine-pvc": named("PersistentVolumeClaim", RELEASE.pool_claim(pool)),
+        "router-deployment": router,
+        "router-pod": router_pod,
+        "router-container": router_pod["spec"]["containers"][0] if router_pod else None,
+        "router-service": named("Service", RELEASE.router_service),
+    }
+
+
+def _dig(node: Any, path: str) -> Any:
+    """The value at a dotted path ('\\.' is a dot inside a key; digits index lists)."""
+    for part in re.split(r"(?<!\\)\.", path):
+        key = part.replace("\\.", ".")
+        node = node[int(key)] if isinstance(node, list) else node[key]
+    return node
+
+
+def _contains_run(args: list[str], run: list[str]) -> bool:
+    return any(args[i : i + len(run)] == run for i in range(len(args) - len(run) + 1))
+
+
+def _check(check: dict[str, Any], targets: dict[str, Any], objects: list[Any]) -> None:
+    if "absent" in check:
+        assert targets[check["absent"]] is None, check
+        return
+    if "object" in check:
+        kind, name = check["object"].split("/", 1)
+        target: Any = manifests.find(objects, kind, name)
+    else:
+        target = targets[check["at"]]
+        assert target is not None, f"{check['at']} is not rendered"
+    if "path" in check:
+        assert _dig(target, check["path"]) == check["equals"], check
+    if "args" in check:
+        assert _contains_run(target["args"], check["args"]), (check, target["args"])
+    if "args-contain" in check:
+        assert any(check["args-contain"] in arg for arg in target["args"]), (check, target["args"])
+    for name, value in check.get("env", {}).items():
+        assert env_of(target).get(name) == value, (check, env_of(target))
+
+
+@pytest.mark.parametrize("key", TAKEN, ids=lambda k: k.path)
+def test_taken_keys_render_their_effect(
+    helm4: Helm, tmp_path: Path, key: production_stack.Key
+) -> None:
+    assert key.renders, f"{key.path}: a taken key says what it renders"
+    values = with_key(BASES[key.base], key.path, key.example)
+    assert validate(tmp_path, values) == []
+    objects = render_file(helm4, write_values(tmp_path, values))
+    pool = values["servingEngineSpec"]["modelSpec"][0]["name"]
+    targets = _targets(objects, pool)
+    for check in key.renders:
+        _check(check, targets, objects)
+
+
+def test_docs_page_is_generated_from_the_table() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "build_docs.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
