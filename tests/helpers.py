@@ -100,3 +100,13 @@ def env_of(container_spec: dict[str, Any]) -> dict[str, Any]:
     return {
         entry["name"]: entry.get("value", entry.get("valueFrom")) for entry in container_spec["env"]
     }
+
+
+def stop(proc: subprocess.Popen[Any]) -> None:
+    """Ends a process the tests started: politely, then for sure."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)

@@ -27,7 +27,7 @@ from vllm_router import launch_router  # noqa: E402
 
 from pdctl import manifests
 from pdctl.helm import Helm
-from tests.helpers import ASSETS, CI, Render, container
+from tests.helpers import ASSETS, CI, Render, container, stop
 
 VLLM_ROUTER_FILES = {
     "nixl-k8s": ASSETS / "values-17-nixl-vllm-router.yaml",
@@ -240,9 +240,4 @@ def test_router_starts_with_static_urls(
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
             assert r.status == 200
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+        stop(proc)

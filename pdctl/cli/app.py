@@ -7,6 +7,7 @@ import typer
 from pdctl.cli import _errors
 from pdctl.cli.template import template
 from pdctl.cli.validate import validate
+from pdctl.cli.verify import verify
 from pdctl.cli.version import version
 
 app = typer.Typer(
@@ -45,6 +46,7 @@ def root(
 app.command()(validate)
 app.command()(template)
 app.command()(version)
+app.command()(verify)
 
 
 def main() -> None:

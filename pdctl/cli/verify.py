@@ -1,0 +1,181 @@
+"""pdctl verify: parse the options, run the checks (pdctl.verify), print the verdicts."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from pdctl.cli import _output
+from pdctl.cli._errors import handle_errors
+from pdctl.cli._options import NamespaceOpt, OutputOpt, ReleaseOpt
+from pdctl.cli._output import OutputFormat
+from pdctl.errors import UsageError
+
+if TYPE_CHECKING:
+    from pdctl.verify.checks import Report, Targets
+
+_MARK = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP"}
+
+
+def _ms(stat: dict[str, float] | None) -> str:
+    if not stat:
+        return "n/a"
+    return ", ".join(f"{k} {stat[k]:.1f}" for k in ("mean", "p50", "p90", "p99")) + " ms"
+
+
+def _print_text(report: Report, show_curl: bool) -> None:
+    connector = report.connector or "unknown"
+    if report.connector_source == "detected":
+        connector += " (detected from the engines' metrics)"
+    _output.data(
+        f"router {report.router.url or report.router.name} · model {report.model or '?'} · "
+        f"connector {connector}"
+    )
+    forwards = [e.forward for e in (report.router, *report.targets.engines) if e.forward]
+    if show_curl and forwards:
+        _output.data("# the URLs below are port-forwards; to repeat by hand, first run:")
+        for command in forwards:
+            _output.data(f"#   {command} &")
+    previous: list[str] = []
+    for check in report.checks:
+        _output.data(f"{_MARK[check.status.value]}  {check.id:<15} {check.summary}")
+        for line in check.details:
+            _output.data(f"      {line}")
+        if show_curl and check.curl and check.curl != previous:
+            for command in check.curl:
+                _output.data(f"      $ {command}")
+        previous = check.curl or previous
+    latency = report.latency
+    if latency and latency.get("succeeded"):
+        _output.data(
+            f"latency over {latency['succeeded']} streaming request(s), measured by pdctl:\n"
+            f"  TTFT {_ms(latency['ttft_ms'])}\n"
+            f"  ITL  {_ms(latency['itl_ms'])} (per {latency['itl_basis']})\n"
+            f"  TPOT {_ms(latency['tpot_ms'])} (server token counts)\n"
+            f"  e2e  {_ms(latency['e2e_ms'])}"
+        )
+    counts = report.counts()
+    verdict = "passed" if report.passed else "FAILED"
+    pd = "PD proven" if report.pd_proven else "PD not proven"
+    _output.info(
+        f"verify {verdict}: {counts['pass']} passed, {counts['fail']} failed, "
+        f"{counts['skip']} skipped; {pd}"
+    )
+
+
+@contextlib.contextmanager
+def _targets(
+    url: str | None,
+    prefill_urls: list[str],
+    decode_urls: list[str],
+    release: str,
+    namespace: str,
+    router_port: int,
+    engine_port: int,
+) -> Iterator[Targets]:
+    from pdctl.verify import targets
+
+    if url is None:
+        if prefill_urls or decode_urls:
+            raise UsageError("--prefill-url and --decode-url need --url (the router)")
+        with targets.from_cluster(release, namespace, router_port, engine_port) as found:
+            yield found
+    else:
+        yield targets.from_urls(url, prefill_urls, decode_urls)
+
+
+@handle_errors
+def verify(
+    release: ReleaseOpt = "pd",
+    namespace: NamespaceOpt = "default",
+    url: Annotated[
+        str | None,
+        typer.Option("--url", help="The router's base URL (no cluster access then)."),
+    ] = None,
+    prefill_url: Annotated[
+        list[str] | None,
+        typer.Option("--prefill-url", help="A prefill engine's base URL (repeatable)."),
+    ] = None,
+    decode_url: Annotated[
+        list[str] | None,
+        typer.Option("--decode-url", help="A decode engine's base URL (repeatable)."),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", help="The served model name (default: the first listed)."),
+    ] = None,
+    connector: Annotated[
+        str | None,
+        typer.Option(
+            "--connector",
+            help="KV connector whose metrics to check (default: detect from the engines).",
+        ),
+    ] = None,
+    requests: Annotated[
+        int,
+        typer.Option("--requests", min=1, max=1000, help="Streaming requests to time."),
+    ] = 1,
+    max_tokens: Annotated[
+        int,
+        typer.Option("--max-tokens", min=2, help="Output tokens per streaming request."),
+    ] = 32,
+    prompt_words: Annotated[
+        int,
+        typer.Option("--prompt-words", min=32, help="Words in the PD proof's unique prompt."),
+    ] = 600,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=1.0, help="Seconds to wait for each answer.")
+    ] = 60.0,
+    settle: Annotated[
+        float,
+        typer.Option(
+            "--settle",
+            min=0.0,
+            help="Seconds to wait for the engines' counters to show the PD probe.",
+        ),
+    ] = 3.0,
+    router_port: Annotated[
+        int,
+        typer.Option("--router-port", help="Cluster mode: the router's container port."),
+    ] = 8000,
+    engine_port: Annotated[
+        int,
+        typer.Option("--engine-port", help="Cluster mode: the engines' container port."),
+    ] = 8000,
+    show_curl: Annotated[
+        bool, typer.Option("--show-curl", help="Print the curl command of each check.")
+    ] = False,
+    output: OutputOpt = OutputFormat.text,
+) -> None:
+    """Smoke-test a deployment through its router and prove PD with the engines' counters
+    (exit 1 if a check fails)."""
+    from pdctl.verify.checks import Settings, run
+
+    settings = Settings(
+        model=model,
+        connector=connector,
+        requests=requests,
+        max_tokens=max_tokens,
+        prompt_words=prompt_words,
+        timeout=timeout,
+        settle=settle,
+    )
+    with _targets(
+        url,
+        prefill_url or [],
+        decode_url or [],
+        release,
+        namespace,
+        router_port,
+        engine_port,
+    ) as found:
+        report = run(found, settings)
+    if output is OutputFormat.json:
+        _output.as_json(report.as_dict())
+    else:
+        _print_text(report, show_curl)
+    if not report.passed:
+        raise typer.Exit(1)

@@ -1,0 +1,349 @@
+"""The verdicts of `pdctl verify`: each check sends real requests to the router (and reads the
+engines' /metrics), and reports PASS, FAIL or SKIP with its evidence and the curl commands that
+repeat it.
+
+Checks, in the order they are reported:
+
+- router-health: the router answers GET /health with 200.
+- models: GET /v1/models through the router lists the model (--model, else the first listed).
+- engines-health: every engine (prefill, decode, both) answers GET /health with 200.
+- completion: a non-streaming POST /v1/completions through the router returns text and usage.
+- chat-stream: a streaming POST /v1/chat/completions with stream_options.include_usage,
+  timed on the client (repeated --requests times): TTFT, ITL, TPOT, end-to-end.
+- pd-prefill, pd-decode, pd-kv-transfer: the PD proof (pdctl/verify/proof.py).
+
+Latency definitions (client-side, see ../shared/reference/sizing-bench.md B1): TTFT is the time
+from sending the request to the first chunk carrying generated text; ITL the gaps between
+chunks carrying text, per token when the server's token count equals the chunk count, else per
+chunk (then `itl_basis` is "chunk" and TPOT is the per-token figure); TPOT is
+(last text chunk - first text chunk) / (completion_tokens - 1) with completion_tokens from the
+server's usage; e2e from sending to the end of the stream. Percentiles interpolate linearly
+between the two nearest values (as numpy's default).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pdctl.verify.client import Http, Stream, curl
+from pdctl.verify.proof import Connector, pd_proof, resolve_connector
+from pdctl.verify.report import (
+    ORDER,
+    ROLES,
+    Check,
+    Endpoint,
+    Report,
+    Settings,
+    Status,
+    Targets,
+    join,
+    skip,
+    stats,
+)
+
+__all__ = ["ROLES", "Endpoint", "Report", "Settings", "Targets", "run"]
+
+
+def _router_health(http: Http, router: Endpoint) -> Check:
+    if router.url is None:
+        return Check("router-health", Status.failed, f"{router.name}: {router.error}")
+    url = join(router.url, "/health")
+    reply = http.get(url)
+    evidence = {"url": url, "status": reply.status, "elapsed_ms": round(reply.elapsed_ms, 1)}
+    command = [curl(url)]
+    if reply.ok:
+        summary = f"GET /health -> 200 in {reply.elapsed_ms:.0f} ms"
+        return Check("router-health", Status.passed, summary, evidence, curl=command)
+    evidence["error"] = reply.problem()
+    return Check(
+        "router-health", Status.failed, f"GET {url}: {reply.problem()}", evidence, curl=command
+    )
+
+
+def _models(http: Http, router: str, wanted: str | None) -> tuple[Check, str | None]:
+    url = join(router, "/v1/models")
+    reply = http.get(url)
+    command = [curl(url)]
+    body = reply.json()
+    data = body.get("data") if isinstance(body, dict) else None
+    if not reply.ok or not isinstance(data, list):
+        why = reply.problem() if not reply.ok else "the answer has no `data` list"
+        return Check(
+            "models", Status.failed, f"GET {url}: {why}", {"url": url}, curl=command
+        ), wanted
+    listed = [str(m.get("id")) for m in data if isinstance(m, dict) and m.get("id")]
+    evidence: dict[str, Any] = {"url": url, "listed": listed, "wanted": wanted}
+    if wanted is not None:
+        if wanted in listed:
+            return Check("models", Status.passed, f"lists {wanted}", evidence, curl=command), wanted
+        summary = f"{wanted} is not listed (listed: {', '.join(listed) or 'none'})"
+        return Check("models", Status.failed, summary, evidence, curl=command), wanted
+    if not listed:
+        return Check("models", Status.failed, "lists no model", evidence, curl=command), None
+    summary = f"lists {listed[0]}"
+    if len(listed) > 1:
+        summary += f" and {len(listed) - 1} more; verifying {listed[0]} (--model to choose)"
+    return Check("models", Status.passed, summary, evidence, curl=command), listed[0]
+
+
+def _engine_model(http: Http, engines: tuple[Endpoint, ...]) -> str | None:
+    """The first model an engine lists (when the router cannot say; the later checks then
+    still show where requests fail)."""
+    for engine in engines:
+        if engine.url is None:
+            continue
+        body = http.get(join(engine.url, "/v1/models")).json()
+        data = body.get("data") if isinstance(body, dict) else None
+        for card in data if isinstance(data, list) else []:
+            if isinstance(card, dict) and card.get("id"):
+                return str(card["id"])
+    return None
+
+
+def _engines_health(http: Http, engines: tuple[Endpoint, ...]) -> Check:
+    if not engines:
+        why = "no engine URLs (give --prefill-url and --decode-url, or use cluster mode)"
+        return skip("engines-health", why)
+    results, down, commands = [], [], []
+    for engine in engines:
+        if engine.url is None:
+            results.append({"engine": engine.name, "role": engine.role, "error": engine.error})
+            down.append(f"{engine.role} {engine.name}: {engine.error}")
+            continue
+        url = join(engine.url, "/health")
+        commands.append(curl(url))
+        reply = http.get(url)
+        entry: dict[str, Any] = {"engine": engine.name, "role": engine.role, "url": url}
+        entry["status"] = reply.status
+        if not reply.ok:
+            entry["error"] = reply.problem()
+            down.append(f"{engine.role} {engine.name}: {reply.problem()}")
+        results.append(entry)
+    evidence = {"engines": results}
+    if down:
+        summary = f"{len(down)} of {len(engines)} engine(s) not healthy: " + "; ".join(down)
+        return Check("engines-health", Status.failed, summary, evidence, curl=commands)
+    roles = ", ".join(
+        f"{sum(e.role == r for e in engines)} {r}"
+        for r in ROLES
+        if any(e.role == r for e in engines)
+    )
+    return Check("engines-health", Status.passed, f"{roles}: all 200", evidence, curl=commands)
+
+
+def _completion(http: Http, router: str, model: str, settings: Settings) -> Check:
+    url = join(router, "/v1/completions")
+    body = {
+        "model": model,
+        "prompt": "The capital of France is",
+        "max_tokens": settings.max_tokens,
+        "temperature": 0,
+    }
+    command = [curl(url, body)]
+    reply = http.post(url, body)
+    evidence: dict[str, Any] = {
+        "url": url,
+        "status": reply.status,
+        "elapsed_ms": round(reply.elapsed_ms, 1),
+    }
+    answer = reply.json()
+    if not reply.ok or not isinstance(answer, dict):
+        evidence["error"] = reply.problem()
+        return Check(
+            "completion", Status.failed, f"POST {url}: {reply.problem()}", evidence, curl=command
+        )
+    choices = answer.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices else None
+    first = first if isinstance(first, dict) else {}
+    usage = answer.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    text = first.get("text")
+    evidence.update(
+        prompt_tokens=usage.get("prompt_tokens"),
+        completion_tokens=usage.get("completion_tokens"),
+        finish_reason=first.get("finish_reason"),
+        text=text[:200] if isinstance(text, str) else None,
+    )
+    if not isinstance(text, str) or not (text or usage.get("completion_tokens")):
+        return Check(
+            "completion", Status.failed, "the answer has no generated text", evidence, curl=command
+        )
+    summary = (
+        f"{usage.get('completion_tokens', '?')} tokens in {reply.elapsed_ms:.0f} ms: "
+        f"{text.strip()[:60]!r}"
+    )
+    return Check("completion", Status.passed, summary, evidence, curl=command)
+
+
+def _delta_text(choice: dict[str, Any]) -> str:
+    delta = choice.get("delta") or {}
+    parts = [delta.get(key) for key in ("content", "reasoning_content", "reasoning")]
+    return "".join(p for p in parts if isinstance(p, str))
+
+
+@dataclass
+class _Timed:
+    """One streaming request, measured."""
+
+    problem: str | None
+    ttft_ms: float | None = None
+    e2e_ms: float = 0.0
+    gaps_ms: list[float] = field(default_factory=list)  # between chunks that carry text
+    chunks: int = 0
+    completion_tokens: int | None = None
+    prompt_tokens: int | None = None
+    tpot_ms: float | None = None
+
+
+def _measure(stream: Stream) -> _Timed:
+    if stream.status != 200 or stream.error and not stream.events:
+        return _Timed(stream.problem())
+    times: list[float] = []
+    usage: dict[str, Any] | None = None
+    for event in stream.events:
+        choices = event.data.get("choices") or []
+        if any(isinstance(c, dict) and _delta_text(c) for c in choices):
+            times.append(event.at)
+        if isinstance(event.data.get("usage"), dict):
+            usage = event.data["usage"]
+    timed = _Timed(None, e2e_ms=stream.ended_at * 1000, chunks=len(times))
+    if times:
+        timed.ttft_ms = times[0] * 1000
+        timed.gaps_ms = [(b - a) * 1000 for a, b in zip(times, times[1:], strict=False)]
+    if usage:
+        timed.completion_tokens = usage.get("completion_tokens")
+        timed.prompt_tokens = usage.get("prompt_tokens")
+        n = timed.completion_tokens
+        if isinstance(n, int) and n > 1 and len(times) > 1:
+            timed.tpot_ms = (times[-1] - times[0]) * 1000 / (n - 1)
+    problems = []
+    if stream.error:
+        problems.append(stream.error)
+    if not times:
+        problems.append("no chunk carried generated text")
+    if usage is None:
+        problems.append("no usage in the stream (stream_options.include_usage was not honoured)")
+    elif not isinstance(timed.completion_tokens, int) or timed.completion_tokens < 1:
+        problems.append("usage reports no completion tokens")
+    if not stream.done:
+        problems.append("the stream did not end with data: [DONE]")
+    timed.problem = "; ".join(problems) or None
+    return timed
+
+
+def _chat_stream(
+    http: Http, router: str, model: str, settings: Settings
+) -> tuple[Check, dict[str, Any]]:
+    url = join(router, "/v1/chat/completions")
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": "Count from 1 to 200, separated by spaces."}],
+        "max_tokens": settings.max_tokens,
+        "temperature": 0,
+        "ignore_eos": True,  # vLLM: generate max_tokens, so every run has the same length
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    command = [curl(url, body, stream=True)]
+    runs = [_measure(http.stream(url, body)) for _ in range(settings.requests)]
+    good = [r for r in runs if r.problem is None]
+    per_token = all(r.completion_tokens == r.chunks for r in good)
+    latency: dict[str, Any] = {
+        "requests": len(runs),
+        "succeeded": len(good),
+        "ttft_ms": stats([r.ttft_ms for r in good if r.ttft_ms is not None]),
+        "itl_ms": stats([g for r in good for g in r.gaps_ms]),
+        "itl_basis": "token" if per_token else "chunk",
+        "tpot_ms": stats([r.tpot_ms for r in good if r.tpot_ms is not None]),
+        "e2e_ms": stats([r.e2e_ms for r in good]),
+        "completion_tokens": stats([float(r.completion_tokens or 0) for r in good]),
+        "max_tokens": settings.max_tokens,
+    }
+    evidence: dict[str, Any] = {
+        "url": url,
+        "requests": [
+            {
+                "ttft_ms": None if r.ttft_ms is None else round(r.ttft_ms, 2),
+                "e2e_ms": round(r.e2e_ms, 2),
+                "chunks": r.chunks,
+                "completion_tokens": r.completion_tokens,
+                "prompt_tokens": r.prompt_tokens,
+                "problem": r.problem,
+            }
+            for r in runs
+        ],
+        "latency": latency,
+    }
+    failed = [(i, r.problem) for i, r in enumerate(runs, 1) if r.problem]
+    if failed:
+        summary = f"{len(failed)} of {len(runs)} streaming request(s) failed: " + "; ".join(
+            f"#{i}: {p}" for i, p in failed[:3]
+        )
+        return Check("chat-stream", Status.failed, summary, evidence, curl=command), latency
+    ttft, itl = latency["ttft_ms"], latency["itl_ms"]
+    summary = f"{len(runs)} request(s), {good[0].completion_tokens} tokens each"
+    summary += f": TTFT p50 {ttft['p50']:.1f} ms"
+    if itl:
+        summary += f", ITL p50 {itl['p50']:.1f} ms (per {latency['itl_basis']})"
+    return Check("chat-stream", Status.passed, summary, evidence, curl=command), latency
+
+
+# ---- all of it --------------------------------------------------------------------------
+
+
+def run(targets: Targets, settings: Settings, http: Http | None = None) -> Report:
+    """Run every check against the targets. Network problems become failed checks; the PD
+    probe runs before the completion and streaming checks so its counters are not mixed with
+    theirs (vLLM may update counters just after a response ends)."""
+    own = http is None
+    client = http or Http(settings.timeout)
+    try:
+        return _run(client, targets, settings)
+    finally:
+        if own:
+            client.close()
+
+
+def _run(http: Http, targets: Targets, settings: Settings) -> Report:
+    if settings.connector is not None:
+        resolve_connector(settings.connector, [])  # refuses an unknown name before any request
+    checks: dict[str, Check] = {}
+    latency: dict[str, Any] | None = None
+    connector: Connector | None = None
+    checks["router-health"] = _router_health(http, targets.router)
+    checks["engines-health"] = _engines_health(http, targets.engines)
+    router = targets.router.url
+    model = settings.model
+    later = ("models", "completion", "chat-stream", "pd-prefill", "pd-decode", "pd-kv-transfer")
+    reachable = router is not None and checks["router-health"].evidence.get("status") is not None
+    if not reachable or router is None:
+        for check_id in later:
+            checks[check_id] = skip(check_id, "the router cannot be reached (router-health)")
+    else:
+        checks["models"], model = _models(http, router, settings.model)
+        if model is None:
+            model = _engine_model(http, targets.engines)
+            if model is not None:
+                checks["models"].evidence["engine_model"] = model
+                checks["models"].details.append(
+                    f"the later checks ask for {model}, the model an engine lists"
+                )
+        if model is None:
+            for check_id in later[1:]:
+                checks[check_id] = skip(check_id, "no model to ask for (models)")
+        else:
+            pd_checks, connector = pd_proof(http, router, targets, model, settings)
+            for check in pd_checks:
+                checks[check.id] = check
+            checks["completion"] = _completion(http, router, model, settings)
+            checks["chat-stream"], latency = _chat_stream(http, router, model, settings)
+    return Report(
+        router=targets.router,
+        model=model,
+        connector=connector.name if connector else settings.connector,
+        connector_source=connector.source if connector else None,
+        checks=[checks[i] for i in ORDER],
+        latency=latency,
+        targets=targets,
+    )

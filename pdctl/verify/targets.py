@@ -1,0 +1,99 @@
+"""What verify talks to: the router and each engine, from URLs given on the command line, or
+found in a release's pods and reached through port-forwards (cluster mode).
+
+Cluster mode uses two functions of the cluster layer (written beside this one):
+`pdctl.release.release_pods(release, namespace)` -> {"router": [pod, ...], "prefill": [...],
+"decode": [...], "both": [...]} (pods found with pdctl.naming's selectors), and the context
+manager `pdctl.cluster.port_forward(namespace, pod, port)` -> "http://127.0.0.1:<local port>".
+Both are imported only here, only in cluster mode (they import the kubernetes client).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from urllib.parse import urlsplit
+
+from pdctl.errors import EnvironmentProblem, PdctlError, UsageError
+from pdctl.naming import Release, selector_text
+from pdctl.verify.report import ROLES, Endpoint, Targets
+
+
+def _check_url(option: str, url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise UsageError(f"{option} {url!r}: expected a URL such as http://127.0.0.1:8000")
+    return url.rstrip("/")
+
+
+def from_urls(url: str, prefill_urls: Sequence[str], decode_urls: Sequence[str]) -> Targets:
+    """Targets given directly: the router, and the engines of each role (both or none)."""
+    if bool(prefill_urls) != bool(decode_urls):
+        given, missing = ("--prefill-url", "--decode-url")[:: 1 if prefill_urls else -1]
+        raise UsageError(
+            f"{given} without {missing}: the PD proof reads both pools",
+            hint="give both, or neither to skip the PD proof",
+        )
+    engines = [
+        Endpoint(u, role, _check_url(f"--{role}-url", u))
+        for role, urls in (("prefill", prefill_urls), ("decode", decode_urls))
+        for u in urls
+    ]
+    router = _check_url("--url", url)
+    return Targets(Endpoint(router, "router", router), tuple(engines))
+
+
+def _local_port(base_url: str) -> int | None:
+    return urlsplit(base_url).port
+
+
+@contextmanager
+def from_cluster(
+    release: str, namespace: str, router_port: int = 8000, engine_port: int = 8000
+) -> Iterator[Targets]:
+    """Targets of a release: its first router pod and every engine pod, each behind a
+    port-forward that lives as long as the context. A pod that cannot be forwarded to becomes
+    an endpoint without a URL (its checks fail with the reason); no cluster access is an
+    EnvironmentProblem (exit 3)."""
+    # By name: the cluster layer (pdctl.cluster, pdctl.release) imports the kubernetes client
+    # of the optional `deploy` extra; only cluster mode needs it.
+    try:
+        cluster = importlib.import_module("pdctl.cluster")
+        releases = importlib.import_module("pdctl.release")
+    except ImportError as error:
+        raise EnvironmentProblem(
+            f"cluster mode needs the Kubernetes client: {error}",
+            hint="pip install 'pdctl[deploy]', or give --url (and --prefill-url/--decode-url)",
+        ) from None
+    names = Release(release, namespace)
+    pods: Mapping[str, Sequence[str]] = releases.release_pods(release, namespace)
+    with ExitStack() as stack:
+
+        def forward(pod: str, role: str, port: int) -> Endpoint:
+            try:
+                url = stack.enter_context(cluster.port_forward(namespace, pod, port))
+            except EnvironmentProblem:
+                raise
+            except PdctlError as error:
+                return Endpoint(pod, role, None, error=f"port-forward failed: {error.message}")
+            local = _local_port(url)
+            command = f"kubectl -n {namespace} port-forward pod/{pod} {local}:{port}"
+            return Endpoint(pod, role, url.rstrip("/"), forward=command)
+
+        routers = list(pods.get("router") or ())
+        if routers:
+            router = forward(routers[0], "router", router_port)
+        else:
+            selector = selector_text(names.router_selector)
+            router = Endpoint(
+                f"{release} router",
+                "router",
+                None,
+                error=f"no router pod in namespace {namespace} ({selector}); is the release "
+                "installed? (pdctl status)",
+            )
+        engines = [
+            forward(pod, role, engine_port) for role in ROLES for pod in pods.get(role) or ()
+        ]
+        yield Targets(router, tuple(engines))

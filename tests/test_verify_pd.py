@@ -1,0 +1,540 @@
+"""pdctl verify against the REAL vllm-router 0.1.17 (PyPI) in PD mode, routing to engine test
+doubles (tests/doubles/vllm_engine.py: not vLLM) that speak vLLM's PD HTTP protocol and export
+vLLM's metric names. Everything binds to 127.0.0.1 on free ports.
+
+The router runs as the chart renders it for static URLs (--vllm-pd-disaggregation --prefill URL
+--decode URL --kv-connector nixl), only moved to loopback. "Prefill bypassed" is a router started
+without PD (--worker-urls <decode>), the misconfiguration that sends every request straight to
+decode.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pdctl.cli.app import app
+from pdctl.verify.checks import Settings, run
+from pdctl.verify.report import Report, Status
+from pdctl.verify.targets import from_urls
+from tests.doubles.vllm_engine import Behaviour, KvRegistry, VllmEngineDouble
+from tests.helpers import stop
+
+ROUTER = Path(sys.executable).parent / "vllm-router"
+runner = CliRunner()
+# Fast settings for the library runs: no waiting for counters that will not move.
+QUICK = Settings(max_tokens=8, prompt_words=200, settle=0.0, timeout=20.0)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Stack:
+    router: str
+    prefill: VllmEngineDouble
+    decode: VllmEngineDouble
+
+    def targets(self, engines: bool = True):  # -> pdctl.verify.report.Targets
+        if not engines:
+            return from_urls(self.router, [], [])
+        return from_urls(self.router, [self.prefill.url], [self.decode.url])
+
+    def urls(self) -> list[str]:
+        return ["--url", self.router, "--prefill-url", self.prefill.url] + [
+            "--decode-url",
+            self.decode.url,
+        ]
+
+    def reset(self) -> None:
+        for engine in (self.prefill, self.decode):
+            engine.behaviour = Behaviour()
+            engine.requests.clear()
+
+
+@contextmanager
+def _router(args: list[str], log: Path) -> Iterator[str]:
+    assert ROUTER.is_file(), "the vllm-router console script is missing: make setup"
+    port, metrics_port = _free_port(), _free_port()
+    command = [str(ROUTER), "--host", "127.0.0.1", "--port", str(port), *args]
+    command += ["--prometheus-host", "127.0.0.1", "--prometheus-port", str(metrics_port)]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env={**os.environ})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert proc.poll() is None, f"vllm-router exited: {log.read_text()[-2000:]}"
+            assert time.monotonic() < deadline, f"vllm-router not up: {log.read_text()[-2000:]}"
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=1):
+                    break
+            except OSError:
+                time.sleep(0.05)
+        yield url
+    finally:
+        stop(proc)
+
+
+def _pd_args(prefill: str, decode: str) -> list[str]:
+    """The chart's static-URL vllm-router arguments (helm/templates/_router.tpl)."""
+    return [
+        "--vllm-pd-disaggregation",
+        "--prefill", prefill,
+        "--decode", decode,
+        "--kv-connector", "nixl",
+        "--policy", "round_robin",
+    ]  # fmt: skip
+
+
+@contextmanager
+def _stack(tmp: Path, pd: bool = True) -> Iterator[Stack]:
+    registry = KvRegistry()
+    prefill = VllmEngineDouble("prefill", registry).up()
+    decode = VllmEngineDouble("decode", registry).up()
+    args = _pd_args(prefill.url, decode.url) if pd else ["--worker-urls", decode.url]
+    try:
+        with _router(args, tmp / "router.log") as url:
+            prefill.requests.clear()
+            decode.requests.clear()
+            yield Stack(url, prefill, decode)
+    finally:
+        prefill.down()
+        decode.down()
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    with _stack(tmp_path_factory.mktemp("pd")) as stack:
+        yield stack
+
+
+@pytest.fixture
+def stack(shared: Stack) -> Iterator[Stack]:
+    """The module's router and doubles, with the doubles' behaviour reset after each test."""
+    shared.reset()
+    yield shared
+    shared.reset()
+
+
+def _statuses(report: Report) -> dict[str, str]:
+    return {check.id: check.status.value for check in report.checks}
+
+
+def _check(report: Report, check_id: str):  # -> pdctl.verify.report.Check
+    return next(c for c in report.checks if c.id == check_id)
+
+
+# ---- the protocol the double speaks, as the real router drives it ---------------------------
+
+
+def test_router_drives_the_nixl_round_trip(stack: Stack) -> None:
+    """What vllm-router 0.1.17 sends to each worker (recorded by the doubles): prefill gets the
+    request with max_tokens=1, stream=false, no stream_options and kv_transfer_params
+    {do_remote_decode: true, the remote_* fields null}; decode gets the original request plus
+    the kv_transfer_params prefill answered with; both legs carry one X-Request-Id."""
+    body = {
+        "model": "double-model",
+        "messages": [{"role": "user", "content": "one two three"}],
+        "max_tokens": 4,
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+    }
+    request = urllib.request.Request(
+        f"{stack.router}/v1/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        text = response.read().decode()
+    assert text.rstrip().endswith("data: [DONE]") and '"choices": []' in text
+    (prefill,) = stack.prefill.generation_requests()
+    (decode,) = stack.decode.generation_requests()
+    assert prefill.path == decode.path == "/v1/chat/completions"
+    assert prefill.body["max_tokens"] == 1 and prefill.body["stream"] is False
+    assert "stream_options" not in prefill.body
+    assert prefill.body["kv_transfer_params"] == {
+        "do_remote_decode": True,
+        "do_remote_prefill": False,
+        "remote_engine_id": None,
+        "remote_block_ids": None,
+        "remote_host": None,
+        "remote_port": None,
+    }
+    params = decode.body["kv_transfer_params"]
+    assert params["do_remote_prefill"] is True
+    assert params["remote_engine_id"] == stack.prefill.engine_id
+    assert set(params) >= {"remote_block_ids", "remote_host", "remote_port", "remote_request_id"}
+    assert decode.body["max_tokens"] == 4 and decode.body["stream"] is True
+    # The router keeps include_usage but drops vLLM's continuous_usage_stats (its typed
+    # StreamOptions has one field), so verify cannot count tokens per chunk through it.
+    assert decode.body["stream_options"] == {"include_usage": True}
+    rid = prefill.headers["x-request-id"]
+    assert rid == decode.headers["x-request-id"] and rid.startswith("___prefill_addr_")
+
+
+# ---- verdicts -------------------------------------------------------------------------------
+
+
+def test_healthy_pair_passes(stack: Stack) -> None:
+    report = run(stack.targets(), QUICK)
+    assert _statuses(report) == dict.fromkeys(_statuses(report), "pass"), [
+        (c.id, c.summary) for c in report.checks
+    ]
+    assert report.passed and report.pd_proven
+    assert (report.model, report.connector, report.connector_source) == (
+        "double-model",
+        "NixlConnector",
+        "detected",
+    )
+    kv = _check(report, "pd-kv-transfer")
+    prompt = kv.evidence["probe"]["prompt_tokens"]
+    assert prompt == QUICK.prompt_words  # the double counts one token per word
+    assert kv.evidence["external"] == prompt and kv.evidence["local_compute"] == 0
+    assert kv.evidence["proof"] == "prompt_tokens_by_source"
+    assert kv.evidence["connector_transfer_moved"]["vllm:nixl_xfer_time_seconds"]
+
+
+def test_decode_recomputing_the_prompt_fails_kv_transfer(stack: Stack) -> None:
+    stack.decode.behaviour.recompute = True
+    report = run(stack.targets(), QUICK)
+    statuses = _statuses(report)
+    assert statuses["pd-kv-transfer"] == "fail"
+    assert {k: v for k, v in statuses.items() if k != "pd-kv-transfer"} == dict.fromkeys(
+        [k for k in statuses if k != "pd-kv-transfer"], "pass"
+    )
+    summary = _check(report, "pd-kv-transfer").summary
+    assert "decode computed 200 of the 200 prompt tokens itself" in summary
+    assert "recomputed" in summary and "did not move" in summary
+    assert not report.passed
+
+
+def test_lost_transfers_fail_with_the_connector_failure_counter(stack: Stack) -> None:
+    stack.decode.behaviour.lose_transfers = True
+    report = run(stack.targets(), QUICK)
+    kv = _check(report, "pd-kv-transfer")
+    assert kv.status is Status.failed
+    assert "vllm:nixl_num_failed_transfers on " in kv.summary
+
+
+def test_one_recomputed_token_is_allowed(stack: Stack) -> None:
+    """vLLM before 0.21: decode recomputes the last prompt token (local_compute 1)."""
+    stack.decode.behaviour.legacy_last_token = True
+    report = run(stack.targets(), QUICK)
+    kv = _check(report, "pd-kv-transfer")
+    assert kv.status is Status.passed, kv.summary
+    assert (kv.evidence["external"], kv.evidence["local_compute"]) == (199, 1)
+
+
+def test_without_prompt_sources_the_connector_counters_are_the_evidence(stack: Stack) -> None:
+    """vLLM before PR #33290 has no prompt_tokens_by_source: NIXL's counters still show the
+    transfer, and the evidence says that recomputation was not ruled out."""
+    stack.decode.behaviour.prompt_sources = False
+    stack.prefill.behaviour.prompt_sources = False
+    report = run(stack.targets(), QUICK)
+    kv = _check(report, "pd-kv-transfer")
+    assert kv.status is Status.passed, kv.summary
+    assert kv.evidence["proof"] == "connector metrics only"
+    assert any("recomputation is not ruled out" in line for line in kv.details)
+    # ... and with neither, there is no evidence at all.
+    stack.decode.behaviour.recompute = True
+    report = run(stack.targets(), QUICK)
+    kv = _check(report, "pd-kv-transfer")
+    assert kv.status is Status.failed and "no evidence of a KV transfer" in kv.summary
+
+
+def test_prefill_bypassed_fails_prefill_and_kv_transfer(tmp_path: Path) -> None:
+    with _stack(tmp_path, pd=False) as stack:
+        report = run(stack.targets(), QUICK)
+        assert not stack.prefill.generation_requests()
+    statuses = _statuses(report)
+    assert (statuses["pd-prefill"], statuses["pd-kv-transfer"]) == ("fail", "fail")
+    assert statuses["pd-decode"] == statuses["completion"] == statuses["chat-stream"] == "pass"
+    assert "did not send the request through prefill" in _check(report, "pd-prefill").summary
+    assert "computed 200 of the 200" in _check(report, "pd-kv-transfer").summary
+
+
+@pytest.mark.parametrize("role", ["prefill", "decode"])
+def test_an_engine_down_fails_naming_it(tmp_path: Path, role: str) -> None:
+    with _stack(tmp_path) as stack:
+        down = getattr(stack, role)
+        down.down()
+        report = run(stack.targets(), QUICK)
+    statuses = _statuses(report)
+    health = _check(report, "engines-health")
+    assert health.status is Status.failed
+    assert f"{role} {down.url}: cannot connect" in health.summary
+    assert statuses["completion"] == statuses["chat-stream"] == "fail"
+    for check_id in ("pd-prefill", "pd-decode", "pd-kv-transfer"):
+        assert statuses[check_id] == "fail"
+        assert (
+            f"{role} {down.url}: GET /metrics: cannot connect" in _check(report, check_id).summary
+        )
+    assert statuses["router-health"] == "pass"
+    # vllm-router 0.1.17 answers /v1/models from a prefill worker; verify then takes the model
+    # from an engine, so the later checks still show where requests fail.
+    assert statuses["models"] == ("fail" if role == "prefill" else "pass")
+
+
+def test_measured_latency_matches_the_injected_delays(stack: Stack) -> None:
+    """The double sleeps 30 ms between tokens and prefill 60 ms before answering; verify's
+    client-side ITL p50 and mean must be within 6 ms of 30 ms (sleep overshoot and the router's
+    forwarding), TTFT at least the prefill's 60 ms."""
+    stack.decode.behaviour.inter_token_delay = 0.030
+    stack.prefill.behaviour.first_token_delay = 0.060
+    settings = Settings(requests=3, max_tokens=10, prompt_words=64, settle=0.0)
+    report = run(stack.targets(), settings)
+    assert report.passed, [(c.id, c.summary) for c in report.checks]
+    latency = report.latency
+    assert latency is not None
+    assert latency["requests"] == latency["succeeded"] == 3
+    assert latency["itl_basis"] == "token"
+    assert latency["itl_ms"]["n"] == 3 * 9  # 10 tokens, one per chunk: 9 gaps per request
+    for key in ("itl_ms", "tpot_ms"):
+        for stat in ("p50", "mean"):
+            assert abs(latency[key][stat] - 30.0) <= 6.0, (key, latency[key])
+    assert 60.0 <= latency["ttft_ms"]["p50"] <= 60.0 + 40.0, latency["ttft_ms"]
+    assert latency["e2e_ms"]["min"] >= 60.0 + 9 * 30.0
+    assert latency["completion_tokens"]["mean"] == 10
+
+
+def test_no_engine_urls_skips_the_pd_proof(stack: Stack) -> None:
+    report = run(stack.targets(engines=False), QUICK)
+    statuses = _statuses(report)
+    assert statuses["engines-health"] == "skip"
+    assert [statuses[i] for i in ("pd-prefill", "pd-decode", "pd-kv-transfer")] == ["skip"] * 3
+    assert report.passed and not report.pd_proven
+
+
+# ---- the command ----------------------------------------------------------------------------
+
+
+def test_cli_json_shape_and_exit_0(stack: Stack) -> None:
+    result = runner.invoke(
+        app, ["verify", *stack.urls(), "-o", "json", "--requests", "2", "--max-tokens", "6"]
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert set(report) == {
+        "passed", "pd_proven", "router", "model", "connector", "connector_source", "engines",
+        "counts", "checks", "latency",
+    }  # fmt: skip
+    assert report["passed"] is True and report["pd_proven"] is True
+    assert report["counts"] == {"pass": 8, "fail": 0, "skip": 0}
+    assert [c["id"] for c in report["checks"]] == [
+        "router-health", "models", "engines-health", "completion", "chat-stream",
+        "pd-prefill", "pd-decode", "pd-kv-transfer",
+    ]  # fmt: skip
+    for check in report["checks"]:
+        assert set(check) == {"id", "title", "status", "summary", "evidence", "curl"}
+        assert check["curl"] and all(c.startswith(("curl ", "PROMPT=")) for c in check["curl"])
+    latency = report["latency"]
+    for key in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms"):
+        assert {"mean", "p50", "p90", "p99", "min", "max", "n"} <= set(latency[key])
+    assert latency["requests"] == 2
+    engines = {(e["role"], e["url"]) for e in report["engines"]}
+    assert engines == {("prefill", stack.prefill.url), ("decode", stack.decode.url)}
+
+
+def test_cli_failure_is_exit_1_and_names_the_check(stack: Stack) -> None:
+    stack.decode.behaviour.recompute = True
+    result = runner.invoke(app, ["verify", *stack.urls(), "--settle", "0"])
+    assert result.exit_code == 1, result.output
+    assert "FAIL  pd-kv-transfer" in result.stdout
+    assert "PASS  pd-prefill" in result.stdout
+    assert "verify FAILED" in result.stderr and "PD not proven" in result.stderr
+
+
+def test_show_curl_commands_repeat_the_checks_by_hand(stack: Stack) -> None:
+    """The printed commands run as they are in bash, against the same router and engines."""
+    result = runner.invoke(app, ["verify", *stack.urls(), "--show-curl", "--prompt-words", "64"])
+    assert result.exit_code == 0, result.output
+    commands = [
+        line.strip()[2:] for line in result.stdout.splitlines() if line.strip().startswith("$ ")
+    ]
+    assert any("/v1/chat/completions" in c and " -N " in c for c in commands)
+    script = "set -e -o pipefail\n" + "\n".join(commands)
+    done = subprocess.run(
+        ["bash", "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "data: [DONE]" in done.stdout  # the streaming check
+    assert 'vllm:prompt_tokens_by_source_total{engine="0",model_name="double-model",' in done.stdout
+    probe = stack.decode.generation_requests()[-1].body
+    assert probe["prompt"].startswith("verify ") and len(probe["prompt"].split()) >= 60
+
+
+def test_router_unreachable_is_a_failed_check_exit_1() -> None:
+    url = f"http://127.0.0.1:{_free_port()}"
+    result = runner.invoke(app, ["verify", "--url", url, "-o", "json"])
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    statuses = {c["id"]: c["status"] for c in report["checks"]}
+    assert statuses["router-health"] == "fail"
+    assert {s for k, s in statuses.items() if k != "router-health"} == {"skip"}
+    assert "cannot connect" in report["checks"][0]["summary"]
+
+
+def test_exit_codes_as_a_subprocess(stack: Stack) -> None:
+    pdctl = [sys.executable, "-m", "pdctl", "verify"]
+    ok = subprocess.run([*pdctl, *stack.urls(), "--max-tokens", "4"], capture_output=True)
+    assert ok.returncode == 0, ok.stderr
+    usage = subprocess.run(
+        [*pdctl, "--url", stack.router, "--prefill-url", stack.prefill.url], capture_output=True
+    )
+    assert usage.returncode == 2 and b"--prefill-url without --decode-url" in usage.stderr
+    assert b"Traceback" not in usage.stderr
+
+
+# ---- cluster mode, at its boundary ----------------------------------------------------------
+#
+# Cluster mode calls pdctl.release.release_pods(release, namespace) -> {"router": [pod...],
+# "prefill": [...], "decode": [...], "both": [...]} and the context manager
+# pdctl.cluster.port_forward(namespace, pod, port) -> "http://127.0.0.1:<port>". Both are
+# replaced here by test doubles that point at the local router and engine doubles; when the
+# modules do not exist yet, stand-in modules are registered in their place.
+
+ROUTER_POD = "pd-deployment-router-7d9c5"
+PREFILL_POD = "pd-llama-prefill-deployment-vllm-5f6b8"
+DECODE_POD = "pd-llama-decode-deployment-vllm-8a1c2"
+
+
+@dataclass
+class ClusterDouble:
+    pods: dict[str, list[str]]
+    urls: dict[str, str]
+    broken: dict[str, str]
+    calls: list[tuple[str, ...]]
+
+
+@pytest.fixture
+def cluster(monkeypatch: pytest.MonkeyPatch, stack: Stack) -> ClusterDouble:
+    import importlib
+    import types
+
+    from pdctl.errors import InputError
+
+    double = ClusterDouble(
+        pods={"router": [ROUTER_POD], "prefill": [PREFILL_POD], "decode": [DECODE_POD], "both": []},
+        urls={
+            ROUTER_POD: stack.router,
+            PREFILL_POD: stack.prefill.url,
+            DECODE_POD: stack.decode.url,
+        },
+        broken={},
+        calls=[],
+    )
+
+    def release_pods(release: str, namespace: str) -> dict[str, list[str]]:
+        double.calls.append(("release_pods", release, namespace))
+        return double.pods
+
+    @contextmanager
+    def port_forward(namespace: str, pod: str, port: int) -> Iterator[str]:
+        double.calls.append(("port_forward", namespace, pod, str(port)))
+        if pod in double.broken:
+            raise InputError(double.broken[pod])
+        yield double.urls[pod]
+        double.calls.append(("closed", pod))
+
+    for name, attribute, function in (
+        ("pdctl.release", "release_pods", release_pods),
+        ("pdctl.cluster", "port_forward", port_forward),
+    ):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:  # not written yet: a stand-in module
+            module = types.ModuleType(name)
+            monkeypatch.setitem(sys.modules, name, module)
+        monkeypatch.setattr(module, attribute, function, raising=False)
+    return double
+
+
+def test_cluster_mode_port_forwards_to_the_release_pods(cluster: ClusterDouble) -> None:
+    args = ["verify", "--release", "pd", "-n", "serving", "-o", "json", "--max-tokens", "4"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["passed"] and report["pd_proven"]
+    assert [(e["name"], e["role"]) for e in report["engines"]] == [
+        (PREFILL_POD, "prefill"),
+        (DECODE_POD, "decode"),
+    ]
+    assert cluster.calls[0] == ("release_pods", "pd", "serving")
+    forwards = [c[2:] for c in cluster.calls if c[0] == "port_forward"]
+    assert forwards == [(ROUTER_POD, "8000"), (PREFILL_POD, "8000"), (DECODE_POD, "8000")]
+    assert all(c[1] == "serving" for c in cluster.calls if c[0] == "port_forward")
+    assert sum(c[0] == "closed" for c in cluster.calls) == 3  # every forward ended
+
+
+def test_cluster_mode_show_curl_says_how_to_forward(cluster: ClusterDouble) -> None:
+    result = runner.invoke(
+        app, ["verify", "--show-curl", "--router-port", "9000", "--max-tokens", "4"]
+    )
+    assert result.exit_code == 0, result.output
+    port = cluster.urls[ROUTER_POD].rsplit(":", 1)[1]
+    assert f"kubectl -n default port-forward pod/{ROUTER_POD} {port}:9000 &" in result.stdout
+    assert ("port_forward", "default", ROUTER_POD, "9000") in cluster.calls
+
+
+def test_cluster_mode_a_pod_that_cannot_be_reached_fails_by_name(cluster: ClusterDouble) -> None:
+    dead = "pd-llama-decode-deployment-vllm-0dead"
+    cluster.pods["decode"].append(dead)
+    cluster.broken[dead] = "pod is Pending"
+    result = runner.invoke(app, ["verify", "-o", "json", "--settle", "0", "--max-tokens", "4"])
+    assert result.exit_code == 1, result.output
+    checks = {c["id"]: c for c in json.loads(result.stdout)["checks"]}
+    assert checks["engines-health"]["status"] == "fail"
+    assert (
+        f"decode {dead}: port-forward failed: pod is Pending" in checks["engines-health"]["summary"]
+    )
+    assert checks["pd-kv-transfer"]["status"] == "fail"
+
+
+def test_cluster_mode_without_a_router_pod(cluster: ClusterDouble) -> None:
+    cluster.pods["router"] = []
+    result = runner.invoke(app, ["verify", "--release", "gone", "-o", "json"])
+    assert result.exit_code == 1, result.output
+    first = json.loads(result.stdout)["checks"][0]
+    assert first["id"] == "router-health" and first["status"] == "fail"
+    assert "no router pod in namespace default" in first["summary"]
+    assert "app.kubernetes.io/instance=gone,app.kubernetes.io/component=router" in first["summary"]
+
+
+def test_cluster_mode_without_cluster_access_is_exit_3(
+    cluster: ClusterDouble, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pdctl.errors import EnvironmentProblem
+
+    def no_access(release: str, namespace: str) -> dict[str, list[str]]:
+        raise EnvironmentProblem("no Kubernetes configuration found")
+
+    monkeypatch.setattr(sys.modules["pdctl.release"], "release_pods", no_access)
+    result = runner.invoke(app, ["verify"])
+    assert result.exit_code == 3
+    assert "error: no Kubernetes configuration found" in result.stderr
+
+
+def test_cluster_mode_without_the_kubernetes_client_is_exit_3(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "pdctl.cluster", None)  # import fails as without the extra
+    result = runner.invoke(app, ["verify"])
+    assert result.exit_code == 3
+    assert "cluster mode needs the Kubernetes client" in result.stderr
+    assert "pdctl[deploy]" in result.stderr and "Traceback" not in result.output
