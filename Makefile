@@ -7,6 +7,8 @@ BIN := $(VENV)/bin
 HELM4 := .tools/helm-4.1.4/helm
 HELM3 := .tools/helm-3.17.2/helm
 DEMO_VALUES := tutorials/assets/values-16-disagg-prefill.yaml
+# `make demo` plans Llama-3.1-8B-Instruct on 2 x H100-80GB offline (from the catalog) into this file.
+DEMO_OUT := build/demo-values.yaml
 PY_DIRS := pdctl tests scripts $(wildcard benchmarks)
 # Where `make package` writes the release artifacts (the tests point it at a temporary folder).
 DIST ?= dist
@@ -31,8 +33,10 @@ $(HELM4) $(HELM3): scripts/install_helm.py
 	touch $(HELM4) $(HELM3)
 
 demo: setup
-	$(BIN)/pdctl validate $(DEMO_VALUES) --release pd
-	$(BIN)/pdctl template -f $(DEMO_VALUES) --release pd --summary
+	$(BIN)/pdctl init --model meta-llama/Llama-3.1-8B-Instruct --gpus 2 --gpu-type H100-80GB \
+		--offline --out $(DEMO_OUT) --force
+	$(BIN)/pdctl validate $(DEMO_OUT) --release pd
+	$(BIN)/pdctl template -f $(DEMO_OUT) --release pd --summary
 
 lint: setup
 	$(BIN)/ruff check $(PY_DIRS)

@@ -104,6 +104,8 @@ class Table:
     connectors: dict[str, Connector]  # by kvTransfer.connector value
     tutorial_lmcache: Connector  # the PD tutorial's lmcacheConfig form
     kv_transfer_fields: dict[str, dict[str, str]]
+    v0_engine: dict[str, str]  # the vLLM versions that still have the V0 engine, and why
+    router_images: dict[str, dict[str, str]]  # by routerSpec.type: repository, tag, why
     transfer_evidence: dict[str, Any]
     raw: dict[str, Any]  # the file as loaded (for the schema builder)
 
@@ -161,6 +163,8 @@ def parse(data: dict[str, Any]) -> Table:
             data["tutorialLMCache"]["kvConnector"], "lmcacheConfig", data["tutorialLMCache"]
         ),
         kv_transfer_fields=data["kvTransferFields"],
+        v0_engine=data["v0Engine"],
+        router_images=data["routerImages"],
         transfer_evidence=data["transferEvidence"],
         raw=data,
     )

@@ -2,16 +2,24 @@
 
 Lookup order: --helm, $PDCTL_HELM, the project's tools folder ($PDCTL_TOOLS_DIR, or .tools in a
 checkout, newest version first), then PATH. Supported: Helm 3.14+ and 4.x.
+
+Release commands (upgrade --install, rollback, uninstall, history, get) are spelled for the
+binary's major version: Helm 4 waits with `--wait=watcher` (kstatus: every pod of a Deployment
+updated and available) and rolls back with `--rollback-on-failure`; Helm 3 with
+`--atomic --wait` (its legacy ready check). Helm reads the cluster from $KUBECONFIG as kubectl
+does; a cluster it cannot reach is an EnvironmentProblem (exit 3).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, Any
 
 from pdctl.chart import REPO_ROOT
 from pdctl.errors import EnvironmentProblem, InputError
@@ -31,6 +39,11 @@ class Helm:
 
     def run(self, args: list[str]) -> subprocess.CompletedProcess[str]:
         return subprocess.run([str(self.path), *args], capture_output=True, text=True, check=False)
+
+    def start(self, args: list[str], stdout: IO[str], stderr: IO[str]) -> subprocess.Popen[str]:
+        """Run helm in the background, its output going to files (a pipe nobody reads while
+        helm waits could fill up and stop it)."""
+        return subprocess.Popen([str(self.path), *args], stdout=stdout, stderr=stderr, text=True)
 
 
 @dataclass(frozen=True)
@@ -117,3 +130,117 @@ def template(helm: Helm, request: TemplateRequest) -> str:
     if result.returncode != 0:
         raise InputError(f"helm template failed:\n{result.stderr.strip()}")
     return result.stdout
+
+
+# ---- releases --------------------------------------------------------------------------------
+
+_UNREACHABLE = re.compile(
+    r"kubernetes cluster unreachable|connection refused|no such host|i/o timeout|"
+    r"no configuration has been provided|couldn't get current server API group list",
+    re.IGNORECASE,
+)
+_NO_ACCESS = re.compile(r"\bis forbidden: User\b|\bUnauthorized\b")
+
+
+class ReleaseNotFound(InputError):
+    """helm knows no release of that name in that namespace."""
+
+
+def duration(seconds: int) -> str:
+    """A --timeout value both majors read."""
+    return f"{seconds}s"
+
+
+@dataclass(frozen=True)
+class UpgradeRequest:
+    """`helm upgrade --install` that waits for the release's resources and rolls back (or, on a
+    first install, uninstalls) when they are not ready within `timeout` seconds."""
+
+    release: str
+    chart: Path
+    namespace: str
+    values_files: tuple[Path, ...]
+    timeout: int
+    create_namespace: bool = False
+
+    def args(self, major: int) -> list[str]:
+        args = [
+            "upgrade",
+            "--install",
+            self.release,
+            str(self.chart),
+            "--namespace",
+            self.namespace,
+        ]
+        for path in self.values_files:
+            args += ["--values", str(path)]
+        if self.create_namespace:
+            args.append("--create-namespace")
+        args += ["--timeout", duration(self.timeout)]
+        if major >= 4:
+            return [*args, "--wait=watcher", "--rollback-on-failure"]
+        return [*args, "--atomic", "--wait"]
+
+
+def wait_flags(major: int) -> list[str]:
+    """Waiting for resources in rollback and uninstall, per major."""
+    return ["--wait=watcher"] if major >= 4 else ["--wait"]
+
+
+def rollback_args(
+    helm: Helm, release: str, namespace: str, revision: int, timeout: int
+) -> list[str]:
+    return [
+        "rollback", release, str(revision), "--namespace", namespace,
+        "--timeout", duration(timeout), *wait_flags(helm.major),
+    ]  # fmt: skip
+
+
+def uninstall_args(helm: Helm, release: str, namespace: str, timeout: int) -> list[str]:
+    return [
+        "uninstall", release, "--namespace", namespace,
+        "--timeout", duration(timeout), *wait_flags(helm.major),
+    ]  # fmt: skip
+
+
+def failure(result: subprocess.CompletedProcess[str], what: str) -> Exception:
+    """The error for a failed helm command: no cluster access is an EnvironmentProblem (3), an
+    unknown release ReleaseNotFound, anything else an InputError with helm's message."""
+    message = (result.stderr or result.stdout).strip().removeprefix("Error: ")
+    if "release: not found" in message:
+        return ReleaseNotFound(f"{what}: release not found")
+    if _UNREACHABLE.search(message) or _NO_ACCESS.search(message):
+        return EnvironmentProblem(
+            f"{what}: helm cannot reach the cluster: {message}",
+            hint="check KUBECONFIG / the current kubectl context and that the API server answers",
+        )
+    return InputError(f"{what} failed: {message}")
+
+
+def check(helm: Helm, args: list[str], what: str) -> str:
+    """Run helm; its stdout, or the error of failure()."""
+    result = helm.run(args)
+    if result.returncode != 0:
+        raise failure(result, what)
+    return result.stdout
+
+
+def history(helm: Helm, release: str, namespace: str) -> list[dict[str, Any]]:
+    """Revisions, oldest first: revision, updated, status, chart, app_version, description.
+    Empty when the release does not exist."""
+    try:
+        text = check(
+            helm, ["history", release, "--namespace", namespace, "--output", "json"], "helm history"
+        )
+    except ReleaseNotFound:
+        return []
+    entries = json.loads(text or "[]")
+    return sorted(entries, key=lambda entry: int(entry["revision"]))
+
+
+def manifest(helm: Helm, release: str, namespace: str, revision: int | None = None) -> str:
+    """The release's manifest (hooks excluded), as helm stored it."""
+    args = ["get", "manifest", release, "--namespace", namespace]
+    if revision is not None:
+        args += ["--revision", str(revision)]
+    return check(helm, args, "helm get manifest")

@@ -7,7 +7,9 @@ name by hand; tests/test_naming.py compares every name and selector here with a 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 NAME_LIMIT = 63  # Kubernetes names of Services (DNS-1035 labels) and label values
 
@@ -41,10 +43,18 @@ class Release:
     def pool_claim(self, pool: str) -> str:
         return f"{self.pool_prefix(pool)}-storage-claim"
 
-    def pool_objects(self, pool: str, with_claim: bool) -> list[str]:
-        """Names of the objects the chart renders for one pool."""
+    def pool_chat_templates(self, pool: str) -> str:
+        return f"{self.pool_prefix(pool)}-chat-templates"
+
+    def pool_objects(self, pool: str, spec: Mapping[str, Any]) -> list[str]:
+        """Names of the objects the chart renders for one pool (its modelSpec entry)."""
         names = [self.pool_deployment(pool), self.pool_service(pool)]
-        return [*names, self.pool_claim(pool)] if with_claim else names
+        storage = spec.get("pvcStorage")
+        if storage and isinstance(storage, str) and not spec.get("pvcExistingClaimName"):
+            names.append(self.pool_claim(pool))
+        if spec.get("chatTemplate") and spec.get("chatTemplateConfigMap"):
+            names.append(self.pool_chat_templates(pool))
+        return names
 
     def service_dns(self, service: str) -> str:
         return f"{service}.{self.namespace}.svc.cluster.local"
@@ -53,6 +63,11 @@ class Release:
     @property
     def secret(self) -> str:
         return f"{self.name}-secrets"
+
+    @property
+    def engine_configs(self) -> str:
+        """The ConfigMap of servingEngineSpec.configs."""
+        return f"{self.name}-configs"
 
     @property
     def router_deployment(self) -> str:

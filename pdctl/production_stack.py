@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,9 @@ class Key:
     example: Any = None
     renders: tuple[dict[str, Any], ...] = ()
     base: str | None = None  # the values file the tests start from
+    also: dict[str, Any] = field(default_factory=dict)  # keys the tests set with the example
+    # Router types that refuse the key (the production-stack router's own flags), with the reason.
+    refused_by: dict[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -46,6 +49,11 @@ def load(chart_dir: Path | None = None) -> dict[str, Key]:
             example=entry.get("example"),
             renders=tuple(entry.get("renders", ())),
             base=entry.get("base"),
+            also=dict(entry.get("also", {})),
+            refused_by={
+                router: " ".join(str(why).split())
+                for router, why in entry.get("refusedBy", {}).items()
+            },
         )
         for key, entry in data["keys"].items()
     }

@@ -33,8 +33,11 @@ def render() -> str:
     rows = []
     for path, entry in table["keys"].items():
         counts[entry["status"]] += 1
+        notes = [str(entry.get("note", ""))]
+        for router, why in entry.get("refusedBy", {}).items():
+            notes.append(f"With routerSpec.type {router}: refused (PD019), {why}")
         rows.append(
-            f"| `{path}` | {STATUS[entry['status']]} | {_cell(str(entry.get('note', '')))} |"
+            f"| `{path}` | {STATUS[entry['status']]} | {_cell('. '.join(n for n in notes if n))} |"
         )
     summary = ", ".join(f"{counts[status]} {STATUS[status]}" for status in STATUS)
     return "\n".join(
@@ -49,6 +52,8 @@ def render() -> str:
             "with the same effect (the tests set it and check what renders), taken with a",
             "deliberate difference, or refused by the chart and by `pdctl validate` (rule PD019)",
             "with the reason and what to use instead, and only when the feature is switched on.",
+            "Keys of the production-stack router's own flags are refused the same way with",
+            "`routerSpec.type: vllm-router`, where they have no equivalent.",
             "Keys production-stack has that this table does not list yet are refused as unknown",
             "keys by the schema.",
             "",

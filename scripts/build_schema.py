@@ -71,6 +71,9 @@ DRAFT07 = {
     "maxLength",
 }
 INTEGER_RANGES: dict[str, tuple[int, int] | None] = {"int32": (-(2**31), 2**31 - 1), "int64": None}
+# String formats left out (a string is all the API server takes there): the pod volume types
+# reach ObjectMeta's timestamps.
+STRING_FORMATS = {"date-time"}
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 # resource.ParseQuantity: <sign>?<number><suffix>, number "1", "1.5", "1." or ".5", suffix a
 # binary SI (Ki..Ei), a decimal SI (n, u, m, "", k, M..E) or a decimal exponent (e3, E-2).
@@ -108,6 +111,8 @@ def _draft07(node: dict[str, Any], where: str, top: bool = False) -> dict[str, A
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key.startswith("x-kubernetes-") or (key == "description" and not top):
+            continue
+        if key == "format" and value in STRING_FORMATS:
             continue
         if key == "format":
             if value not in INTEGER_RANGES:

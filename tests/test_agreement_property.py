@@ -60,6 +60,10 @@ CONTAINER_SECURITY = [
     {"seccompProfile": {"type": "RuntimeDefault"}},
 ]
 RESOURCES = [{"requests": {"cpu": "1", "memory": "1Gi"}}, {"requests": {"cpu": "lots"}}]
+API_KEYS = ["sk-1", {"secretName": "key", "secretKey": "k"}, {"secretName": "key"}, 5]
+PROBES = [{"periodSeconds": 3, "httpGet": {"path": "/health", "port": "router-port"}},
+          {"successThreshold": 2}, {"periodSeconds": 0}]  # fmt: skip
+STRATEGIES = [{"type": "Recreate"}, {"type": "Recreate", "rollingUpdate": {"maxSurge": 1}}]
 
 
 # A coherent release per connector: the image it needs, and the router that routes it.
@@ -180,6 +184,22 @@ MUTATIONS = st.one_of(
     st.tuples(st.just("router.resources"), st.sampled_from(RESOURCES)),
     st.tuples(st.just("router.containerSecurityContext"), st.sampled_from(CONTAINER_SECURITY)),
     st.tuples(st.just("router.env"), st.sampled_from(ENV)),
+    # production-stack's routerSpec keys (helm/files/production-stack.yaml), valid and not
+    st.tuples(st.just("router.serviceDiscovery"), st.sampled_from(["static", "k8s", "dns"])),
+    st.tuples(st.just("router.staticBackends"), st.sampled_from(["http://10.0.0.5:8000", "x"])),
+    st.tuples(st.just("router.staticModels"), st.sampled_from(["m", "m,m"])),
+    st.tuples(st.just("router.vllmApiKey"), st.sampled_from(API_KEYS)),
+    st.tuples(st.just("router.readinessProbe"), st.sampled_from(PROBES)),
+    st.tuples(st.just("router.startupProbe"), st.sampled_from(PROBES)),
+    st.tuples(st.just("router.prefixMinMatchLength"), st.sampled_from([64, -1])),
+    st.tuples(st.just("router.rootPath"), st.sampled_from(["/vllm", "vllm"])),
+    st.tuples(st.just("router.lmcacheControllerPort"), st.sampled_from([9100, "", 0])),
+    st.tuples(st.just("router.lmcacheConfig"), st.sampled_from([{"logLevel": "DEBUG"}])),
+    st.tuples(st.just("router.affinity"), st.sampled_from(AFFINITY)),
+    st.tuples(st.just("router.securityContext"), st.sampled_from(POD_SECURITY)),
+    st.tuples(st.just("router.strategy"), st.sampled_from(STRATEGIES)),
+    st.tuples(st.just("router.serviceAccountName"), st.sampled_from(["serving", "Bad_Name"])),
+    st.tuples(st.just("router.nodePort"), st.sampled_from([30080, 70000])),
 )  # fmt: skip
 
 

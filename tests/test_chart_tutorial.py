@@ -189,15 +189,19 @@ def test_no_host_level_settings_by_default(objects: list[manifests.Manifest]) ->
 
 
 def test_engine_rollout_never_surges_gpus(objects: list[manifests.Manifest]) -> None:
+    # One-replica pools: Recreate (tests/test_deploy_rollout.py has the other cases).
     for deployment in (PREFILL, DECODE):
         strategy = manifests.find(objects, "Deployment", deployment)["spec"]["strategy"]
-        assert strategy["rollingUpdate"]["maxSurge"] == 0
+        assert strategy == {"type": "Recreate"}
 
 
 def test_helm_test_hook_checks_router(objects: list[manifests.Manifest]) -> None:
     pod = manifests.find(objects, "Pod", "pd-test-router")
     assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
-    assert "http://pd-router-service:80/health" in pod["spec"]["containers"][0]["command"]
+    smoke = pod["spec"]["containers"][0]
+    assert env_of(smoke)["ROUTER_URL"] == "http://pd-router-service:80"
+    assert "$ROUTER_URL/health" in smoke["command"][-1]
+    assert "$ROUTER_URL/v1/completions" in smoke["command"][-1]
 
 
 def test_both_helm_versions_render_identically(helm3: Helm, helm4: Helm) -> None:

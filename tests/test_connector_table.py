@@ -57,11 +57,14 @@ def chart_env(
     container: manifests.Manifest, values: dict[str, Any], spec: dict[str, Any]
 ) -> set[str]:
     """Env names of an engine container that its connector rendered: all but what every engine
-    gets (HF_*, POD_IP, UCX_*, VLLM_USE_V1 from vllmConfig.v1) and the user's own."""
-    user = [*values.get("servingEngineSpec", {}).get("env", []), *spec.get("env", [])]
+    gets (HF_*, POD_IP, UCX_*, VLLM_API_KEY, VLLM_USE_V1 from vllmConfig.v1) and the user's own."""
+    engine = values.get("servingEngineSpec", {})
+    user = [*engine.get("env", []), *spec.get("env", [])]
     common = {"HF_HOME", "POD_IP", "HF_TOKEN", "UCX_TLS", "UCX_NET_DEVICES"}
     if "v1" in spec.get("vllmConfig", {}):
         common.add("VLLM_USE_V1")
+    if "vllmApiKey" in engine:
+        common.add("VLLM_API_KEY")
     return {e["name"] for e in container["env"]} - common - {e["name"] for e in user}
 
 

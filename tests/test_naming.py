@@ -53,9 +53,10 @@ def test_pool_objects_names_and_selectors(helm4: Helm, path: Path, tmp_path: Pat
         role = labels[naming.ROLE]
         assert RELEASE.role_selector(role).items() <= labels.items()
         assert RELEASE.engine_selector.items() <= labels.items()
-        wanted = set(RELEASE.pool_objects(pool, with_claim="pvcStorage" in spec))
+        wanted = set(RELEASE.pool_objects(pool, spec))
         rendered = {deployment["metadata"]["name"], service["metadata"]["name"]}
         rendered |= names(objects, "PersistentVolumeClaim") & {RELEASE.pool_claim(pool)}
+        rendered |= names(objects, "ConfigMap") & {RELEASE.pool_chat_templates(pool)}
         assert rendered == wanted
 
 
@@ -74,7 +75,7 @@ def test_release_objects(helm4: Helm, path: Path, tmp_path: Path) -> None:
     assert binding["roleRef"]["name"] == RELEASE.router_role
     assert names(objects, "Pod") == {RELEASE.router_test}
     # Every pool Deployment and Service is one naming knows; nothing else is named by hand.
-    engine_names = {n for spec in pools(path) for n in RELEASE.pool_objects(spec["name"], True)}
+    engine_names = {n for spec in pools(path) for n in RELEASE.pool_objects(spec["name"], spec)}
     assert names(objects, "Deployment") - engine_names == {RELEASE.router_deployment}
     assert names(objects, "Service") - engine_names == {RELEASE.router_service}
 

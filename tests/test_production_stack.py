@@ -71,11 +71,36 @@ def test_refused_keys_pass_when_off(helm4: Helm, tmp_path: Path, key: production
     assert helm_template_result(helm4, write_values(tmp_path, values)).returncode == 0
 
 
+# ---- keys of the production-stack router's own flags, refused with another router type
+REFUSED_BY = [
+    (key, router) for key in KEYS.values() for router in sorted(key.refused_by) if key.example
+]
+
+
+@pytest.mark.parametrize("key, router", REFUSED_BY, ids=lambda k: getattr(k, "path", k))
+def test_router_type_refuses_production_stack_router_keys(
+    helm4: Helm, tmp_path: Path, key: production_stack.Key, router: str
+) -> None:
+    assert router == NIXL["routerSpec"]["type"], "the NIXL base runs this router"
+    values = with_key(NIXL, key.path, key.example)
+    errors = validate(tmp_path, values)
+    message = (
+        f"production-stack's {key.name} is not supported with routerSpec.type {router}: "
+        f"{key.refused_by[router]}"
+    )
+    assert errors == [f"PD019 {key.path}: {message}"]
+    chart = helm_template_result(helm4, write_values(tmp_path, values))
+    assert chart.returncode != 0 and f"[PD019] {key.path}: {message}" in chart.stderr
+
+
 def test_every_key_has_a_status_and_refusals_say_why() -> None:
     for key in KEYS.values():
         assert key.status in {"same", "differs", "refused"}, key.path
         if key.status != "same":
             assert len(key.note) > 20, key.path
+        for router, why in key.refused_by.items():
+            assert key.status != "refused" and router == "vllm-router", key.path
+            assert len(why) > 20, key.path
 
 
 # ---- keys taken: each entry's example is set on the first pool (or shared), and what it renders
@@ -106,6 +131,8 @@ def _targets(objects: list[manifests.Manifest], pool: str) -> dict[str, dict[str
         "router-pod": router_pod,
         "router-container": router_pod["spec"]["containers"][0] if router_pod else None,
         "router-service": named("Service", RELEASE.router_service),
+        "router-serviceaccount": named("ServiceAccount", RELEASE.router_service_account),
+        "router-role": named("Role", RELEASE.router_role),
     }
 
 
@@ -147,6 +174,8 @@ def test_taken_keys_render_their_effect(
 ) -> None:
     assert key.renders, f"{key.path}: a taken key says what it renders"
     values = with_key(BASES[key.base], key.path, key.example)
+    for path, value in key.also.items():
+        values = with_key(values, path, value)
     assert validate(tmp_path, values) == []
     objects = render_file(helm4, write_values(tmp_path, values))
     pool = values["servingEngineSpec"]["modelSpec"][0]["name"]
@@ -163,3 +192,20 @@ def test_docs_page_is_generated_from_the_table() -> None:
         check=False,
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_a_disabled_pool_is_left_out(helm4: Helm, tmp_path: Path) -> None:
+    """modelSpec[].enabled: false: no object, no check (even a broken pool), as if not listed."""
+    values = copy.deepcopy(NIXL)
+    spare = {**values["servingEngineSpec"]["modelSpec"][1], "name": "qwen-decode", "enabled": False}
+    spare["requestGPU"] = 3  # would be PD010 (and PD006, a duplicate name) if it were rendered
+    values["servingEngineSpec"]["modelSpec"].append(spare)
+    assert validate(tmp_path, values) == []
+    objects = render_file(helm4, write_values(tmp_path, values))
+    engines = [o for o in objects if o["kind"] == "Deployment" and "vllm" in o["metadata"]["name"]]
+    assert [
+        o["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] for o in engines
+    ] == [
+        {"nvidia.com/gpu": "1"},
+        {"nvidia.com/gpu": "1"},
+    ]

@@ -6,19 +6,18 @@ two in step. Called once, from checks.yaml. Connector facts come from files/conn
 */}}
 {{- define "pd-stack.checks" -}}
 {{- include "pd-stack.checks.productionStack" . -}}
-{{- $pools := list -}}
-{{- if ne .Values.servingEngineSpec.enableEngine false -}}
-{{- $pools = .Values.servingEngineSpec.modelSpec | default list -}}
-{{- if not $pools -}}
-{{- fail "[PD016] servingEngineSpec.modelSpec is empty but servingEngineSpec.enableEngine is true: add at least one engine pool, or set servingEngineSpec.enableEngine: false to render only the router" -}}
-{{- end -}}
+{{- $pools := include "pd-stack.pools" . | fromJsonArray -}}
+{{- if and (ne .Values.servingEngineSpec.enableEngine false) (not $pools) -}}
+{{- fail "[PD016] servingEngineSpec.modelSpec has no enabled engine pool but servingEngineSpec.enableEngine is true: add at least one engine pool, or set servingEngineSpec.enableEngine: false to render only the router" -}}
 {{- end -}}
 {{- $seen := dict -}}
-{{- range $i, $spec := $pools -}}
+{{- range $i, $spec := .Values.servingEngineSpec.modelSpec | default list -}}
+{{- if ne $spec.enabled false -}}
 {{- if hasKey $seen $spec.name -}}
 {{- fail (printf "[PD006] servingEngineSpec.modelSpec[%d].name %q is used twice (also modelSpec[%s]); pool names must be unique: they name the pool's Deployment and Service" $i $spec.name (get $seen $spec.name)) -}}
 {{- end -}}
 {{- $_ := set $seen $spec.name (toString $i) -}}
+{{- end -}}
 {{- end -}}
 {{- range $spec := $pools -}}
 {{- include "pd-stack.checks.pool" (dict "root" $ "spec" $spec) -}}
@@ -38,9 +37,16 @@ two in step. Called once, from checks.yaml. Connector facts come from files/conn
 {{- if and (or (hasKey $spec "requestGPU") (gt $gpus 1)) (ne (int ($spec.requestGPU | default 0)) $gpus) -}}
 {{- fail (printf "[PD010] %s.requestGPU is %d but the pool's parallelism needs %d GPUs per pod (vllmConfig.tensorParallelSize x pipelineParallelSize x dataParallelSize); make them agree" $path (int ($spec.requestGPU | default 0)) $gpus) -}}
 {{- end -}}
-{{- range $labels, $where := dict "modelSpec" ($spec.labels | default dict) "servingEngineSpec" (.root.Values.servingEngineSpec.labels | default dict) -}}
+{{- range $key, $where := dict "labels" ($spec.labels | default dict) "podLabels" ($spec.podLabels | default dict) "servingEngineSpec.labels" (.root.Values.servingEngineSpec.labels | default dict) -}}
 {{- if and (hasKey $where "model") (ne (toString (get $where "model")) $spec.name) -}}
-{{- fail (printf "[PD015] %s.labels.model is %q but must equal the pool name %q: the router finds a pool's role by the pod label model" (ternary $path "servingEngineSpec" (eq $labels "modelSpec")) (toString (get $where "model")) $spec.name) -}}
+{{- fail (printf "[PD015] %s.model is %q but must equal the pool name %q: the router finds a pool's role by the pod label model" (ternary $key (printf "%s.%s" $path $key) (hasPrefix "servingEngineSpec" $key)) (toString (get $where "model")) $spec.name) -}}
+{{- end -}}
+{{- end -}}
+{{- with include "pd-stack.v0Key" . -}}
+{{- include "pd-stack.connectorTable" $.root -}}
+{{- $v0 := $.root.pdStackConnectors.v0Engine -}}
+{{- if include "pd-stack.vllmViolates" (dict "ctx" $ "c" $v0.vllmVersions) -}}
+{{- fail (printf "[PD012] %s.vllmConfig.%s asks for the V0 engine, which vLLM %s does not have (%s); remove vllmConfig.%s: vLLM runs its V1 engine" $path . (include "pd-stack.vllmVersion" $) (trim $v0.why) .) -}}
 {{- end -}}
 {{- end -}}
 {{- $lm := $spec.lmcacheConfig | default dict -}}
@@ -92,8 +98,10 @@ two in step. Called once, from checks.yaml. Connector facts come from files/conn
 {{- if and (eq $conn.engine "v0") (eq $v1 "1") -}}
 {{- fail (printf "[PD012] %s.vllmConfig.v1 is 1 but %s runs only on the V0 engine (VLLM_USE_V1=0); remove vllmConfig.v1" $path $conn.name) -}}
 {{- end -}}
-{{- if and (eq $conn.engine "v1") (eq $v1 "0") -}}
-{{- fail (printf "[PD012] %s.vllmConfig.v1 is 0 but %s needs the vLLM V1 engine; drop vllmConfig.v1 or set it to 1" $path $conn.name) -}}
+{{- with include "pd-stack.v0Key" . -}}
+{{- if eq $conn.engine "v1" -}}
+{{- fail (printf "[PD012] %s.vllmConfig.%s asks for the V0 engine but %s needs the vLLM V1 engine; drop vllmConfig.%s" $path . $conn.name .) -}}
+{{- end -}}
 {{- end -}}
 {{- if include "pd-stack.fieldUnsupported" (dict "ctx" . "field" "loadFailurePolicy") -}}
 {{- $field := .root.pdStackConnectors.kvTransferFields.loadFailurePolicy -}}
@@ -231,6 +239,7 @@ the Service <release>-<pool>-engine-service[.<namespace>[.svc[.cluster.local]]] 
 {{- if eq $type "vllm-router" -}}
 {{- include "pd-stack.checks.vllmRouter" $root -}}
 {{- else -}}
+{{- include "pd-stack.checks.staticBackends" $root -}}
 {{- include "pd-stack.checks.routerLabels" . -}}
 {{- end -}}
 {{- end -}}
@@ -247,10 +256,39 @@ the Service <release>-<pool>-engine-service[.<namespace>[.svc[.cluster.local]]] 
 {{- if and $vr.kvConnector $needed (ne $vr.kvConnector (first $needed)) -}}
 {{- fail (printf "[PD017] routerSpec.vllmRouter.kvConnector is %s but the engine pools' connector needs %s; set it to %s or leave it unset" $vr.kvConnector (first $needed) (first $needed)) -}}
 {{- end -}}
-{{- if eq ($vr.serviceDiscovery | default "k8s") "static" -}}
+{{- $shared := .Values.routerSpec.serviceDiscovery | default "" -}}
+{{- if and $shared $vr.serviceDiscovery (ne $shared $vr.serviceDiscovery) -}}
+{{- fail (printf "[PD017] routerSpec.serviceDiscovery is %s but routerSpec.vllmRouter.serviceDiscovery is %s: both say how vllm-router finds the engines; set one of them" $shared $vr.serviceDiscovery) -}}
+{{- end -}}
+{{- if eq (include "pd-stack.routerDiscovery" .) "static" -}}
 {{- $workers := include "pd-stack.vllmRouterStaticWorkers" . | fromJson -}}
 {{- if or (not $workers.prefill) (not $workers.decode) -}}
-{{- fail "[PD017] routerSpec.vllmRouter.serviceDiscovery static needs at least one prefill and one decode URL: set routerSpec.vllmRouter.prefillUrls/decodeUrls or add pools with role prefill and decode" -}}
+{{- fail (printf "[PD017] %s static needs at least one prefill and one decode URL: set routerSpec.vllmRouter.prefillUrls/decodeUrls or add pools with role prefill and decode" (ternary "routerSpec.serviceDiscovery" "routerSpec.vllmRouter.serviceDiscovery" (ne $shared ""))) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The production-stack router's static backends (routerSpec.serviceDiscovery static; the root):
+staticBackends and staticModels go together, one model per backend (the router asserts it at
+start, src/vllm_router/service_discovery.py StaticServiceDiscovery); with your own backends,
+disaggregated_prefill tells prefill from decode only by --static-model-labels.
+*/}}
+{{- define "pd-stack.checks.staticBackends" -}}
+{{- $router := .Values.routerSpec -}}
+{{- if eq (include "pd-stack.routerDiscovery" .) "static" -}}
+{{- if and (or $router.staticBackends $router.staticModels) (not (and $router.staticBackends $router.staticModels)) -}}
+{{- fail (printf "[PD017] routerSpec.%s is set without routerSpec.%s: with serviceDiscovery static give both (one model per backend URL), or neither for one backend per pool Service" (ternary "staticBackends" "staticModels" (not (empty $router.staticBackends))) (ternary "staticModels" "staticBackends" (not (empty $router.staticBackends)))) -}}
+{{- end -}}
+{{- if $router.staticBackends -}}
+{{- $urls := len (splitList "," $router.staticBackends) -}}
+{{- $models := len (splitList "," $router.staticModels) -}}
+{{- if ne $urls $models -}}
+{{- fail (printf "[PD017] routerSpec.staticBackends lists %d URL(s) but routerSpec.staticModels %d model(s): the production-stack router needs one model per backend" $urls $models) -}}
+{{- end -}}
+{{- if and (eq (toString $router.routingLogic) "disaggregated_prefill") (not (include "pd-stack.extraArgsHave" (dict "root" . "flag" "--static-model-labels"))) -}}
+{{- fail "[PD008] routerSpec.extraArgs: routingLogic disaggregated_prefill with routerSpec.staticBackends needs \"--static-model-labels\", \"<pool name of each backend, comma separated>\": the router finds the prefill and decode backends by these labels" -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
@@ -302,9 +340,9 @@ disaggregated_prefill both flags are present (dict root pools).
 {{- end -}}
 
 {{/*
-production-stack keys pd-stack refuses (files/production-stack.yaml, status refused), each when
-used: a mapping with `enabled` when that is true (or the subkey `usedWhen` names when set), any
-other mapping or list when not empty, a scalar when set.
+production-stack keys pd-stack refuses (files/production-stack.yaml, status refused, or refusedBy
+the routerSpec.type in use), each when used: a mapping with `enabled` when that is true (or the
+subkey `usedWhen` names when set), any other mapping or list when not empty, a scalar when set.
 */}}
 {{- define "pd-stack.checks.productionStack" -}}
 {{- $table := .Files.Get "files/production-stack.yaml" | fromYaml -}}
@@ -312,6 +350,14 @@ other mapping or list when not empty, a scalar when set.
 {{- if eq $entry.status "refused" -}}
 {{- range include "pd-stack.usedKeys" (dict "node" $.Values "parts" (splitList "." $path) "at" "" "usedWhen" ($entry.usedWhen | default "")) | fromJsonArray -}}
 {{- fail (printf "[PD019] %s: production-stack's %s is not supported by pd-stack: %s" . (last (splitList "." $path)) (trim (replace "\n" " " $entry.note))) -}}
+{{- end -}}
+{{- end -}}
+{{- /* Keys of the production-stack router's own flags: refused with another router type. */ -}}
+{{- $type := $.Values.routerSpec.type | default "production-stack" -}}
+{{- with get ($entry.refusedBy | default dict) $type -}}
+{{- $why := . -}}
+{{- range include "pd-stack.usedKeys" (dict "node" $.Values "parts" (splitList "." $path) "at" "" "usedWhen" ($entry.usedWhen | default "")) | fromJsonArray -}}
+{{- fail (printf "[PD019] %s: production-stack's %s is not supported with routerSpec.type %s: %s" . (last (splitList "." $path)) $type (trim (replace "\n" " " $why))) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

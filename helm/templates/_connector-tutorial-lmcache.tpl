@@ -34,5 +34,47 @@ nixl_receiver_port + TP rank and the sender connects to nixl_receiver_host.
 {{- $env = append $env (dict "name" "LMCACHE_NIXL_BUFFER_DEVICE" "value" ($lm.nixlBufferDevice | default "cuda")) -}}
 {{- $env = append $env (dict "name" "LMCACHE_NIXL_ENABLE_GC" "value" (ternary "True" "False" (default false $lm.nixlEnableGc))) -}}
 {{- end -}}
+{{- $env = concat $env (include "pd-stack.connector.tutorial-lmcache.cacheEnv" . | fromYamlArray) -}}
+{{- toYaml $env -}}
+{{- end -}}
+
+{{/*
+production-stack's other lmcacheConfig keys, as env of the same names and values it renders
+(its deployment-vllm-multi.yaml): CPU and disk offloading, LMCache's controller for KV-aware
+routing (its URLs point at the router Service), P2P sharing. A positive cpuOffloadingBufferSize
+turns local CPU offloading on, after (and so instead of) the NIXL path's LMCACHE_LOCAL_CPU=False.
+*/}}
+{{- define "pd-stack.connector.tutorial-lmcache.cacheEnv" -}}
+{{- $lm := .kt -}}
+{{- $env := list -}}
+{{- if and (hasKey $lm "cpuOffloadingBufferSize") (gt (float64 $lm.cpuOffloadingBufferSize) 0.0) -}}
+{{- $env = append $env (dict "name" "LMCACHE_LOCAL_CPU" "value" "True") -}}
+{{- $env = append $env (dict "name" "LMCACHE_MAX_LOCAL_CPU_SIZE" "value" (toString $lm.cpuOffloadingBufferSize)) -}}
+{{- end -}}
+{{- if hasKey $lm "diskOffloadingBufferSize" -}}
+{{- $env = append $env (dict "name" "LMCACHE_MAX_LOCAL_DISK_SIZE" "value" (toString $lm.diskOffloadingBufferSize)) -}}
+{{- end -}}
+{{- if hasKey $lm "cudaVisibleDevices" -}}
+{{- $env = append $env (dict "name" "CUDA_VISIBLE_DEVICES" "value" (toString $lm.cudaVisibleDevices)) -}}
+{{- end -}}
+{{- if hasKey $lm "enableController" -}}
+{{- $env = append $env (dict "name" "LMCACHE_ENABLE_CONTROLLER" "value" (ternary "True" "False" $lm.enableController)) -}}
+{{- end -}}
+{{- if hasKey $lm "instanceId" -}}
+{{- $env = append $env (dict "name" "LMCACHE_LMCACHE_INSTANCE_ID" "value" $lm.instanceId) -}}
+{{- else if $lm.enableController -}}
+{{- $env = append $env (dict "name" "LMCACHE_LMCACHE_INSTANCE_ID" "valueFrom" (dict "fieldRef" (dict "fieldPath" "metadata.name"))) -}}
+{{- end -}}
+{{- $router := include "pd-stack.routerServiceName" .root -}}
+{{- range $key, $name := dict "controllerPort" "LMCACHE_CONTROLLER_PULL_URL" "controllerReplyPort" "LMCACHE_CONTROLLER_REPLY_URL" -}}
+{{- if hasKey $lm $key -}}
+{{- $env = append $env (dict "name" $name "value" (printf "%s:%v" $router (get $lm $key))) -}}
+{{- end -}}
+{{- end -}}
+{{- range $key, $name := dict "workerPorts" "LMCACHE_LMCACHE_WORKER_PORTS" "p2pHost" "LMCACHE_P2P_HOST" "p2pInitPorts" "LMCACHE_P2P_INIT_PORTS" "workerHeartbeatTime" "LMCACHE_LMCACHE_WORKER_HEARTBEAT_TIME" -}}
+{{- if hasKey $lm $key -}}
+{{- $env = append $env (dict "name" $name "value" (toString (get $lm $key))) -}}
+{{- end -}}
+{{- end -}}
 {{- toYaml $env -}}
 {{- end -}}

@@ -24,8 +24,21 @@ Pool helpers take a dict: (dict "root" $ "spec" <modelSpec entry>).
 {{- printf "%s-storage-claim" (include "pd-stack.poolFullname" .) -}}
 {{- end -}}
 
+{{- define "pd-stack.poolChatTemplateName" -}}
+{{- printf "%s-chat-templates" (include "pd-stack.poolFullname" .) -}}
+{{- end -}}
+
 {{- define "pd-stack.secretName" -}}
 {{- printf "%s-secrets" .Release.Name -}}
+{{- end -}}
+
+{{/* Key of the router's API key (routerSpec.vllmApiKey given as a string) in <release>-secrets. */}}
+{{- define "pd-stack.routerApiKeySecretKey" -}}
+routerVllmApiKey
+{{- end -}}
+
+{{- define "pd-stack.engineConfigsName" -}}
+{{- printf "%s-configs" .Release.Name -}}
 {{- end -}}
 
 {{- define "pd-stack.routerDeploymentName" -}}
@@ -36,8 +49,10 @@ Pool helpers take a dict: (dict "root" $ "spec" <modelSpec entry>).
 {{- printf "%s-router-service" .Release.Name -}}
 {{- end -}}
 
+{{/* The router pods' ServiceAccount: routerSpec.serviceAccountName (an existing one), else the
+chart's own, <release>-router-service-account. */}}
 {{- define "pd-stack.routerServiceAccountName" -}}
-{{- printf "%s-router-service-account" .Release.Name -}}
+{{- .Values.routerSpec.serviceAccountName | default (printf "%s-router-service-account" .Release.Name) -}}
 {{- end -}}
 
 {{- define "pd-stack.routerRoleName" -}}
@@ -104,10 +119,17 @@ app.kubernetes.io/component: router
 
 {{/* ---- Pools --------------------------------------------------------------------------------- */}}
 
-{{/* The engine pools the chart renders: servingEngineSpec.modelSpec, or none when engines are off. */}}
+{{/* The engine pools the chart renders, as JSON: servingEngineSpec.modelSpec without the pools
+that say enabled: false, or none when engines are off. */}}
 {{- define "pd-stack.pools" -}}
 {{- $engine := .Values.servingEngineSpec -}}
-{{- toJson (ternary ($engine.modelSpec | default list) list (ne $engine.enableEngine false)) -}}
+{{- $pools := list -}}
+{{- if ne $engine.enableEngine false -}}
+{{- range $engine.modelSpec | default list -}}
+{{- if ne .enabled false -}}{{- $pools = append $pools . -}}{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $pools -}}
 {{- end -}}
 
 {{/*
@@ -173,6 +195,14 @@ example lmcache/vllm-openai, whose tags name LMCache builds) say nothing about v
 {{- end -}}
 
 {{/* A vllmConfig integer of the pool (.key), default 1: tensor/pipeline/data parallel size. */}}
+{{/* The vllmConfig key that asks for vLLM's V0 engine (VLLM_USE_V1=0): "v0" (v0: 1), "v1" (v1: 0), or "". */}}
+{{- define "pd-stack.v0Key" -}}
+{{- $vllm := .spec.vllmConfig | default dict -}}
+{{- if eq (toString ($vllm.v0 | default "")) "1" -}}v0
+{{- else if and (hasKey $vllm "v1") (eq (toString $vllm.v1) "0") -}}v1
+{{- end -}}
+{{- end -}}
+
 {{- define "pd-stack.parallelSize" -}}
 {{- int (dig .key 1 (.ctx.spec.vllmConfig | default dict)) -}}
 {{- end -}}
@@ -215,6 +245,16 @@ example lmcache/vllm-openai, whose tags name LMCache builds) say nothing about v
 {{- if hasKey $vllm "blockSize" -}}{{- $args = concat $args (list "--block-size" (toString $vllm.blockSize)) -}}{{- end -}}
 {{- if $vllm.enforceEager -}}{{- $args = append $args "--enforce-eager" -}}{{- end -}}
 {{- if $vllm.disableHybridKvCacheManager -}}{{- $args = append $args "--disable-hybrid-kv-cache-manager" -}}{{- end -}}
+{{- /* production-stack's model keys; vLLM 0.33 EngineArgs and the OpenAI server's FrontendArgs
+       (vllm/entrypoints/common/cli_args.py) name the flags. */ -}}
+{{- if $spec.enableLoRA -}}{{- $args = append $args "--enable-lora" -}}{{- end -}}
+{{- if hasKey $vllm "maxLoras" -}}{{- $args = concat $args (list "--max-loras" (toString $vllm.maxLoras)) -}}{{- end -}}
+{{- if $spec.enableTool -}}{{- $args = append $args "--enable-auto-tool-choice" -}}{{- end -}}
+{{- with $spec.toolCallParser -}}{{- $args = concat $args (list "--tool-call-parser" .) -}}{{- end -}}
+{{- with $vllm.runner -}}{{- $args = concat $args (list "--runner" .) -}}{{- end -}}
+{{- with $vllm.convert -}}{{- $args = concat $args (list "--convert" .) -}}{{- end -}}
+{{- with $spec.modelRevision -}}{{- $args = concat $args (list "--revision" .) -}}{{- end -}}
+{{- with $spec.chatTemplate -}}{{- $args = concat $args (list "--chat-template" (printf "/templates/%s" .)) -}}{{- end -}}
 {{- $kv := include "pd-stack.kvTransferConfig" . -}}
 {{- if $kv -}}{{- $args = concat $args (list "--kv-transfer-config" $kv) -}}{{- end -}}
 {{- $args = concat $args ($vllm.extraArgs | default list) -}}
@@ -239,8 +279,19 @@ duplicate env names) and users can override UCX_* and LMCACHE_*.
 {{- end -}}
 {{- $env = append $env (dict "name" "HF_TOKEN" "valueFrom" (dict "secretKeyRef" $ref)) -}}
 {{- end -}}
+{{- with .root.Values.servingEngineSpec.vllmApiKey -}}
+{{- $ref := dict "name" (include "pd-stack.secretName" $.root) "key" "vllmApiKey" -}}
+{{- if kindIs "map" . -}}{{- $ref = dict "name" .secretName "key" .secretKey -}}{{- end -}}
+{{- $env = append $env (dict "name" "VLLM_API_KEY" "valueFrom" (dict "secretKeyRef" $ref)) -}}
+{{- end -}}
 {{- if hasKey $vllm "v1" -}}
 {{- $env = append $env (dict "name" "VLLM_USE_V1" "value" (toString $vllm.v1)) -}}
+{{- end -}}
+{{- if eq (toString ($vllm.v0 | default "")) "1" -}}
+{{- $env = append $env (dict "name" "VLLM_USE_V1" "value" "0") -}}
+{{- end -}}
+{{- with $vllm.prometheusMultiprocDir -}}
+{{- $env = append $env (dict "name" "PROMETHEUS_MULTIPROC_DIR" "value" .) -}}
 {{- end -}}
 {{- $env = concat $env (include "pd-stack.kvTransferEnv" . | fromYamlArray) -}}
 {{- $net := $spec.network | default dict -}}
@@ -281,6 +332,11 @@ duplicate env names) and users can override UCX_* and LMCACHE_*.
 {{- $_ := set $requests $gpuType (toString $gpus) -}}
 {{- $_ := set $limits $gpuType (toString $gpus) -}}
 {{- end -}}
+{{- /* HAMi GPU sharing (production-stack's request/limitGPUMem, ...MemPercentage, ...Cores). */ -}}
+{{- range $key, $resource := dict "GPUMem" "nvidia.com/gpumem" "GPUMemPercentage" "nvidia.com/gpumem-percentage" "GPUCores" "nvidia.com/gpucores" -}}
+{{- if hasKey $spec (printf "request%s" $key) -}}{{- $_ := set $requests $resource (toString (get $spec (printf "request%s" $key))) -}}{{- end -}}
+{{- if hasKey $spec (printf "limit%s" $key) -}}{{- $_ := set $limits $resource (toString (get $spec (printf "limit%s" $key))) -}}{{- end -}}
+{{- end -}}
 {{- $net := $spec.network | default dict -}}
 {{- with $net.rdmaResource -}}
 {{- /* RDMA NICs from a device plugin (e.g. rdma/ib or rdma/hca_shared_devices_a). */ -}}
@@ -299,4 +355,48 @@ httpGet:
   path: /health
   port: {{ .port }}
 {{ toYaml .timings }}
+{{- end -}}
+
+{{/* Tolerations of one pool's pods, as a YAML list: servingEngineSpec.tolerations, then the
+pool's own (tolerationsPolicy append), or only the pool's when it has any (override). */}}
+{{- define "pd-stack.poolTolerations" -}}
+{{- $shared := .root.Values.servingEngineSpec.tolerations | default list -}}
+{{- $own := .spec.tolerations | default list -}}
+{{- if and $own (eq (.spec.tolerationsPolicy | default "append") "override") -}}
+{{- toYaml $own -}}
+{{- else -}}
+{{- toYaml (concat $shared $own) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* envFrom of one engine container, as a YAML list: servingEngineSpec.configs' ConfigMap and
+the pool's envFromSecret. */}}
+{{- define "pd-stack.engineEnvFrom" -}}
+{{- $from := list -}}
+{{- if .root.Values.servingEngineSpec.configs -}}
+{{- $from = append $from (dict "configMapRef" (dict "name" (include "pd-stack.engineConfigsName" .root))) -}}
+{{- end -}}
+{{- with .spec.envFromSecret -}}
+{{- $from = append $from (dict "secretRef" (dict "name" .name)) -}}
+{{- end -}}
+{{- toYaml $from -}}
+{{- end -}}
+
+{{/* The pool's initContainer (modelSpec.initContainer, production-stack's form) as a one-item
+YAML list: env RELEASE_NAME then its own, envFromSecret, and the pool's /data volume when
+mountPvcStorage is true. */}}
+{{- define "pd-stack.engineInitContainer" -}}
+{{- $init := .spec.initContainer -}}
+{{- $container := dict "name" $init.name "image" $init.image -}}
+{{- with $init.command -}}{{- $_ := set $container "command" . -}}{{- end -}}
+{{- with $init.args -}}{{- $_ := set $container "args" . -}}{{- end -}}
+{{- $_ := set $container "env" (concat (list (dict "name" "RELEASE_NAME" "value" .root.Release.Name)) ($init.env | default list)) -}}
+{{- with .spec.envFromSecret -}}{{- $_ := set $container "envFrom" (list (dict "secretRef" (dict "name" .name))) -}}{{- end -}}
+{{- with $init.resources -}}{{- $_ := set $container "resources" . -}}{{- end -}}
+{{- $mounts := list -}}
+{{- if and $init.mountPvcStorage .spec.pvcStorage -}}{{- $mounts = append $mounts (dict "name" "hf-cache" "mountPath" "/data") -}}{{- end -}}
+{{- $mounts = concat $mounts ($init.extraVolumeMounts | default list) -}}
+{{- with $mounts -}}{{- $_ := set $container "volumeMounts" . -}}{{- end -}}
+{{- with .root.Values.servingEngineSpec.containerSecurityContext -}}{{- $_ := set $container "securityContext" . -}}{{- end -}}
+{{- toYaml (list $container) -}}
 {{- end -}}

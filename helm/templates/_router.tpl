@@ -14,11 +14,18 @@ checked in _checks.tpl.
 {{- if or (include "pd-stack.isVllmRouter" .) (eq (.Values.routerSpec.routingLogic | toString) "disaggregated_prefill") -}}true{{- end -}}
 {{- end -}}
 
+{{/* How the router finds the engines, k8s or static: routerSpec.serviceDiscovery (production-stack's
+key, for both routers), else for vllm-router routerSpec.vllmRouter.serviceDiscovery, else k8s. The
+checks refuse the two keys disagreeing. */}}
+{{- define "pd-stack.routerDiscovery" -}}
+{{- $vr := .Values.routerSpec.vllmRouter | default dict -}}
+{{- $own := ternary ($vr.serviceDiscovery | default "") "" (eq (include "pd-stack.isVllmRouter" .) "true") -}}
+{{- .Values.routerSpec.serviceDiscovery | default $own | default "k8s" -}}
+{{- end -}}
+
 {{/* "true" when the router watches pods through the Kubernetes API (and so needs RBAC). */}}
 {{- define "pd-stack.routerUsesKubeAPI" -}}
-{{- if not (include "pd-stack.isVllmRouter" .) -}}true
-{{- else if eq (dig "serviceDiscovery" "k8s" (.Values.routerSpec.vllmRouter | default dict)) "k8s" -}}true
-{{- end -}}
+{{- if eq (include "pd-stack.routerDiscovery" .) "k8s" -}}true{{- end -}}
 {{- end -}}
 
 {{/* The vllm-router facts (files/connectors.yaml routers.vllm-router) of every pool's connector that
@@ -48,25 +55,165 @@ vllm-router routes, as a JSON list with the pool's context fields "pool" and "ro
 {{- end -}}
 
 {{/*
-Arguments of the production-stack router (src/vllm_router/parsers/parser.py): Kubernetes
-discovery of this release's engine pods, then routing and stats settings, then extraArgs.
+The production-stack router's static backends (serviceDiscovery static), as JSON {backends, models,
+labels}: routerSpec.staticBackends/staticModels as given (labels empty: the user's
+--static-model-labels in extraArgs name them), else one backend per pool Service with the pool's
+model and the pool name as its label, so disaggregated_prefill tells prefill from decode
+(--prefill/--decode-model-labels name pools).
+*/}}
+{{- define "pd-stack.productionStackStaticBackends" -}}
+{{- $router := .Values.routerSpec -}}
+{{- $out := dict "backends" ($router.staticBackends | default "") "models" ($router.staticModels | default "") "labels" "" -}}
+{{- if not $router.staticBackends -}}
+{{- $backends := list -}}{{- $models := list -}}{{- $labels := list -}}
+{{- range $spec := include "pd-stack.pools" . | fromJsonArray -}}
+{{- $ctx := dict "root" $ "spec" $spec -}}
+{{- $backends = append $backends (printf "http://%s:%d" (include "pd-stack.poolServiceName" $ctx) (int $.Values.servingEngineSpec.servicePort)) -}}
+{{- $models = append $models $spec.modelURL -}}
+{{- $labels = append $labels $spec.name -}}
+{{- end -}}
+{{- $out = dict "backends" (join "," $backends) "models" (join "," $models) "labels" (join "," $labels) -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end -}}
+
+{{/* "true" when routerSpec.extraArgs has the flag .flag (alone, or as --flag=value). */}}
+{{- define "pd-stack.extraArgsHave" -}}
+{{- $flag := .flag -}}
+{{- range .root.Values.routerSpec.extraArgs | default list -}}
+{{- if or (eq (toString .) $flag) (hasPrefix (printf "%s=" $flag) (toString .)) -}}true{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The LMCache controller sockets the production-stack router binds on 0.0.0.0 for routingLogic
+kvaware (src/vllm_router/routers/routing_logic.py KvawareRouter: pull on --lmcache-controller-port,
+default 9000; reply and heartbeat only when their flags are set), as a JSON list of {name, port}:
+the router's container ports and Service ports, which engines reach through the router Service. */}}
+{{- define "pd-stack.routerLMCachePorts" -}}
+{{- $router := .Values.routerSpec -}}
+{{- $ports := list -}}
+{{- if not (include "pd-stack.isVllmRouter" .) -}}
+{{- if or $router.lmcacheControllerPort (eq (toString $router.routingLogic) "kvaware") -}}
+{{- $ports = append $ports (dict "name" "lmcache-port" "port" (int ($router.lmcacheControllerPort | default 9000))) -}}
+{{- end -}}
+{{- with $router.lmcacheControllerReplyPort -}}{{- $ports = append $ports (dict "name" "lmcache-reply" "port" (int .)) -}}{{- end -}}
+{{- with $router.lmcacheControllerHeartbeatPort -}}{{- $ports = append $ports (dict "name" "lmcache-beat" "port" (int .)) -}}{{- end -}}
+{{- end -}}
+{{- toJson $ports -}}
+{{- end -}}
+
+{{/*
+Arguments of the production-stack router (src/vllm_router/parsers/parser.py): discovery of this
+release's engines (Kubernetes, or static backends), then routing and stats settings, then extraArgs.
+Flags that the tutorial's router image (lmcache/lmstack-router:pd-05-26, May 2025) predates appear
+only when their key is set: --k8s-service-discovery-type (production-stack PR #586, 2025-07-30),
+--root-path (#844, 2026-02-23), --lmcache-controller-reply-port and -heartbeat-port (#908,
+2026-04-09), --prefix-min-match-length (#959, 2026-06-22).
 */}}
 {{- define "pd-stack.productionStackRouterArgs" -}}
 {{- $router := .Values.routerSpec -}}
 {{- $args := list "--host" "0.0.0.0" "--port" (toString $router.containerPort) -}}
+{{- if eq (include "pd-stack.routerDiscovery" .) "static" -}}
+{{- $static := include "pd-stack.productionStackStaticBackends" . | fromJson -}}
+{{- $args = concat $args (list "--service-discovery" "static" "--static-backends" $static.backends "--static-models" $static.models) -}}
+{{- if and $static.labels (not (include "pd-stack.extraArgsHave" (dict "root" . "flag" "--static-model-labels"))) -}}
+{{- $args = concat $args (list "--static-model-labels" $static.labels) -}}
+{{- end -}}
+{{- else -}}
 {{- $args = concat $args (list "--service-discovery" "k8s" "--k8s-namespace" .Release.Namespace) -}}
 {{- $args = concat $args (list "--k8s-label-selector" (include "pd-stack.selectorArgs" (dict "selector" (include "pd-stack.engineSelector" .)))) -}}
 {{- $args = concat $args (list "--k8s-port" (toString .Values.servingEngineSpec.containerPort)) -}}
 {{- with $router.k8sServiceDiscoveryType -}}
 {{- $args = concat $args (list "--k8s-service-discovery-type" .) -}}
 {{- end -}}
+{{- end -}}
 {{- $args = concat $args (list "--routing-logic" $router.routingLogic) -}}
+{{- with $router.prefixMinMatchLength -}}
+{{- $args = concat $args (list "--prefix-min-match-length" (toString .)) -}}
+{{- end -}}
 {{- with $router.sessionKey -}}
 {{- $args = concat $args (list "--session-key" .) -}}
 {{- end -}}
+{{- with $router.rootPath -}}
+{{- $args = concat $args (list "--root-path" .) -}}
+{{- end -}}
 {{- $args = concat $args (list "--engine-stats-interval" (toString $router.engineScrapeInterval)) -}}
 {{- $args = concat $args (list "--request-stats-window" (toString $router.requestStatsWindow)) -}}
+{{- with $router.lmcacheControllerPort -}}
+{{- $args = concat $args (list "--lmcache-controller-port" (toString .)) -}}
+{{- end -}}
+{{- with $router.lmcacheControllerReplyPort -}}
+{{- $args = concat $args (list "--lmcache-controller-reply-port" (toString .)) -}}
+{{- end -}}
+{{- with $router.lmcacheControllerHeartbeatPort -}}
+{{- $args = concat $args (list "--lmcache-controller-heartbeat-port" (toString .)) -}}
+{{- end -}}
 {{- toYaml (concat $args ($router.extraArgs | default list)) -}}
+{{- end -}}
+
+{{/*
+The router's env (a YAML list): the API key it sends to the engines, LMCACHE_LOG_LEVEL, then
+routerSpec.env; a later entry replaces an earlier one of the same name. The key goes to both
+VLLM_API_KEY (the production-stack router's discovery requests, src/vllm_router/service_discovery.py)
+and OPENAI_API_KEY (the Authorization of its disaggregated_prefill hops,
+services/request_service/request.py, and of vllm-router's PD requests,
+src/routers/http/vllm_pd_router.rs), always through a secretKeyRef.
+*/}}
+{{- define "pd-stack.routerEnv" -}}
+{{- $router := .Values.routerSpec -}}
+{{- $env := list -}}
+{{- $ref := include "pd-stack.routerApiKeyRef" . | fromJson -}}
+{{- if $ref.name -}}
+{{- range list "VLLM_API_KEY" "OPENAI_API_KEY" -}}
+{{- $env = append $env (dict "name" . "valueFrom" (dict "secretKeyRef" $ref)) -}}
+{{- end -}}
+{{- end -}}
+{{- with dig "logLevel" "" ($router.lmcacheConfig | default dict) -}}
+{{- $env = append $env (dict "name" "LMCACHE_LOG_LEVEL" "value" .) -}}
+{{- end -}}
+{{- $env = concat $env ($router.env | default list) -}}
+{{- $merged := list -}}
+{{- range $i, $entry := $env -}}
+{{- $later := false -}}
+{{- range (slice $env (add1 $i)) -}}{{- if eq .name $entry.name -}}{{- $later = true -}}{{- end -}}{{- end -}}
+{{- if not $later -}}{{- $merged = append $merged $entry -}}{{- end -}}
+{{- end -}}
+{{- toYaml $merged -}}
+{{- end -}}
+
+{{/* The Secret key the router's API key is read from, as JSON {name, key}, or {}: routerSpec.vllmApiKey
+(a string is stored in <release>-secrets by secret.yaml), else servingEngineSpec.vllmApiKey (its
+string under key vllmApiKey), as production-stack's deployment-router.yaml falls back. */}}
+{{- define "pd-stack.routerApiKeyRef" -}}
+{{- $own := .Values.routerSpec.vllmApiKey -}}
+{{- $engines := .Values.servingEngineSpec.vllmApiKey -}}
+{{- $ref := dict -}}
+{{- if and $own (kindIs "string" $own) -}}
+{{- $ref = dict "name" (include "pd-stack.secretName" .) "key" (include "pd-stack.routerApiKeySecretKey" .) -}}
+{{- else if and (kindIs "map" $own) (dig "secretName" "" ($own | default dict)) -}}
+{{- $ref = dict "name" $own.secretName "key" $own.secretKey -}}
+{{- else if and $engines (ne .Values.servingEngineSpec.enableEngine false) -}}
+{{- if kindIs "string" $engines -}}
+{{- $ref = dict "name" (include "pd-stack.secretName" .) "key" "vllmApiKey" -}}
+{{- else if kindIs "map" $engines -}}
+{{- $ref = dict "name" $engines.secretName "key" $engines.secretKey -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $ref -}}
+{{- end -}}
+
+{{/* One probe of the router container (dict "root" $ "kind" readiness|liveness|startup): the
+chart's timings and path, with routerSpec.<kind>Probe's over them; always on the router's port.
+vllm-router serves /readiness (healthy prefill and decode workers) and /liveness; the
+production-stack router answers /health. */}}
+{{- define "pd-stack.routerProbe" -}}
+{{- $vllm := eq (include "pd-stack.isVllmRouter" .root) "true" -}}
+{{- $user := get .root.Values.routerSpec (printf "%sProbe" .kind) | default dict -}}
+{{- $defaults := dict "readiness" (dict "periodSeconds" 10) "liveness" (dict "initialDelaySeconds" 30 "periodSeconds" 20) "startup" dict -}}
+{{- $path := ternary (ternary "/readiness" "/liveness" (eq .kind "readiness")) "/health" $vllm -}}
+{{- $probe := merge (omit $user "httpGet") (get $defaults .kind) -}}
+{{- $_ := set $probe "httpGet" (dict "path" (dig "httpGet" "path" $path $user) "port" "http") -}}
+{{- toYaml $probe -}}
 {{- end -}}
 
 {{/* vllm-router's static workers: routerSpec.vllmRouter.prefillUrls/decodeUrls, else one entry per
@@ -77,8 +224,7 @@ JSON {"prefill": [{url, bootstrapPort}], "decode": [url]}. */}}
 {{- $prefill := $vr.prefillUrls | default list -}}
 {{- $decode := $vr.decodeUrls | default list -}}
 {{- $port := int .Values.servingEngineSpec.servicePort -}}
-{{- range $spec := .Values.servingEngineSpec.modelSpec | default list -}}
-{{- if $.Values.servingEngineSpec.enableEngine -}}
+{{- range $spec := include "pd-stack.pools" . | fromJsonArray -}}
 {{- $ctx := dict "root" $ "spec" $spec -}}
 {{- $url := printf "http://%s:%d" (include "pd-stack.poolServiceName" $ctx) $port -}}
 {{- $role := include "pd-stack.poolRole" $ctx -}}
@@ -90,7 +236,6 @@ JSON {"prefill": [{url, bootstrapPort}], "decode": [url]}. */}}
 {{- $prefill = append $prefill $entry -}}
 {{- else if and (eq $role "decode") (not $vr.decodeUrls) -}}
 {{- $decode = append $decode $url -}}
-{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- toJson (dict "prefill" $prefill "decode" $decode) -}}
@@ -107,7 +252,7 @@ label or static --prefill URL [BOOTSTRAP_PORT] / --decode URL lists (default: th
 {{- $vr := $router.vllmRouter | default dict -}}
 {{- $engine := .Values.servingEngineSpec -}}
 {{- $args := list "--host" "0.0.0.0" "--port" (toString $router.containerPort) "--vllm-pd-disaggregation" -}}
-{{- if eq ($vr.serviceDiscovery | default "k8s") "k8s" -}}
+{{- if eq (include "pd-stack.routerDiscovery" .) "k8s" -}}
 {{- $args = concat $args (list "--service-discovery" "--service-discovery-namespace" .Release.Namespace "--service-discovery-port" (toString $engine.containerPort)) -}}
 {{- range $role := list "prefill" "decode" -}}
 {{- $selector := printf "%s\npd-stack.io/role: %s" (include "pd-stack.engineSelector" $) $role -}}

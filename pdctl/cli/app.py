@@ -5,7 +5,12 @@ from __future__ import annotations
 import typer
 
 from pdctl.cli import _errors
+from pdctl.cli.deploy import deploy
+from pdctl.cli.init import init
+from pdctl.cli.plan import plan
+from pdctl.cli.status import status
 from pdctl.cli.template import template
+from pdctl.cli.uninstall import uninstall
 from pdctl.cli.validate import validate
 from pdctl.cli.verify import verify
 from pdctl.cli.version import version
@@ -46,7 +51,12 @@ def root(
 app.command()(validate)
 app.command()(template)
 app.command()(version)
+app.command()(plan)
+app.command()(init)
 app.command()(verify)
+app.command()(deploy)
+app.command()(status)
+app.command()(uninstall)
 
 
 def main() -> None:

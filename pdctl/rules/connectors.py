@@ -23,11 +23,21 @@ def _outside(version: Version, versions: str) -> bool:
 @rule("PD012", "the KV connector (and its settings) exist in the image's vLLM version and engine")
 def connector_available(deployment: Deployment) -> Iterator[Issue]:
     policy = deployment.table.kv_transfer_fields["loadFailurePolicy"]
+    v0 = deployment.table.v0_engine
     for pool in deployment.pools:
+        v0_key = _v0_key(pool)
+        version, version_path = pool.version
+        v0_gone = bool(v0_key and version and _outside(version, v0["vllmVersions"]))
+        if v0_key and version and v0_gone:
+            yield Issue(
+                pool.at("vllmConfig", v0_key),
+                f"vllmConfig.{v0_key} asks for the V0 engine, which vLLM "
+                f"{format_version(version)} does not have ({v0['why']})",
+                f"remove vllmConfig.{v0_key}: vLLM runs its V1 engine",
+            )
         connector = pool.connector
         if not connector:
             continue
-        version, version_path = pool.version
         if version and connector.vllm_versions and _outside(version, connector.vllm_versions):
             yield Issue(
                 version_path,
@@ -44,11 +54,12 @@ def connector_available(deployment: Deployment) -> Iterator[Issue]:
                     "remove kvTransfer.loadFailurePolicy, or use a newer image",
                 )
         v1 = str(pool.vllm.get("v1", ""))
-        if connector.engine == "v1" and v1 == "0":
+        if connector.engine == "v1" and v0_key and not v0_gone:
             yield Issue(
-                pool.at("vllmConfig", "v1"),
-                f"{connector.name} needs the vLLM V1 engine but vllmConfig.v1 is 0",
-                "drop vllmConfig.v1 or set it to 1",
+                pool.at("vllmConfig", v0_key),
+                f"vllmConfig.{v0_key} asks for the V0 engine but {connector.name} needs the vLLM "
+                "V1 engine",
+                f"drop vllmConfig.{v0_key}",
             )
         if connector.engine == "v0" and v1 == "1":
             yield Issue(
@@ -56,6 +67,13 @@ def connector_available(deployment: Deployment) -> Iterator[Issue]:
                 f"{connector.name} works only with the V0 engine but vllmConfig.v1 is 1",
                 "remove vllmConfig.v1 (vLLM <= 0.10.0 runs V0 for it), or use NixlConnector",
             )
+
+
+def _v0_key(pool: Pool) -> str | None:
+    """The vllmConfig key that asks for vLLM's V0 engine (VLLM_USE_V1=0), if any."""
+    if str(pool.vllm.get("v0", "")) == "1":
+        return "v0"
+    return "v1" if str(pool.vllm.get("v1", "")) == "0" else None
 
 
 def _requirements(pool: Pool) -> Iterator[Issue]:

@@ -39,6 +39,18 @@ def as_int(value: Any, default: int) -> int:
     return default
 
 
+def as_number(value: Any) -> float | None:
+    """A number, or a string of one (production-stack files quote some: "0.9"); else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return float(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
 def parse_version(text: Any) -> Version | None:
     match = _VERSION_TAG.match(str(text)) if text is not None else None
     return (int(match[1]), int(match[2]), int(match[3])) if match else None
@@ -190,7 +202,7 @@ class Deployment:
         pools = [
             Pool(index, spec, table)
             for index, spec in enumerate(specs if isinstance(specs, list) else [])
-            if isinstance(spec, dict)
+            if isinstance(spec, dict) and spec.get("enabled") is not False
         ]
         return cls(values=values, release=release, table=table, pools=pools, chart_dir=chart_dir)
 
@@ -209,6 +221,18 @@ class Deployment:
     @property
     def router_type(self) -> str:
         return str(self.router.get("type") or "production-stack")
+
+    @property
+    def router_discovery(self) -> str:
+        """k8s or static (pd-stack.routerDiscovery): routerSpec.serviceDiscovery, else for
+        vllm-router routerSpec.vllmRouter.serviceDiscovery, else k8s."""
+        own = as_dict(self.router.get("vllmRouter")).get("serviceDiscovery")
+        shared = self.router.get("serviceDiscovery")
+        if shared:
+            return str(shared)
+        if self.router_type == "vllm-router" and own:
+            return str(own)
+        return "k8s"
 
     @property
     def pd_routing(self) -> tuple[bool, KeyPath]:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from pdctl.findings import Severity
 from pdctl.naming import NAME_LIMIT
-from pdctl.rules.model import POOLS_PATH, Deployment, Pool, as_dict
+from pdctl.rules.model import POOLS_PATH, Deployment, Pool, as_dict, as_number
 from pdctl.rules.registry import Issue, rule
 from pdctl.values.paths import KeyPath
 
@@ -19,8 +19,8 @@ def pools_exist(deployment: Deployment) -> Iterator[Issue]:
     if deployment.engines_enabled and not deployment.pools:
         yield Issue(
             POOLS_PATH,
-            "servingEngineSpec.modelSpec has no engine pool but servingEngineSpec.enableEngine "
-            "is true",
+            "servingEngineSpec.modelSpec has no enabled engine pool but "
+            "servingEngineSpec.enableEngine is true",
             "add a pool, or set servingEngineSpec.enableEngine: false to render only the router",
         )
 
@@ -43,7 +43,7 @@ def name_lengths(deployment: Deployment) -> Iterator[Issue]:
     """Validate only: Kubernetes refuses the object at install with its own message (not a silent
     failure), and helm template has no length limit, so the chart does not repeat this check."""
     for pool in deployment.pools:
-        for name in deployment.release.pool_objects(pool.name, bool(pool.spec.get("pvcStorage"))):
+        for name in deployment.release.pool_objects(pool.name, pool.spec):
             if len(name) > NAME_LIMIT:
                 yield Issue(
                     pool.at("name"),
@@ -85,8 +85,8 @@ def _gpu_hint(gpus: int, needed: int, other_ranks: int) -> str:
 )
 def memory_utilization(deployment: Deployment) -> Iterator[Issue]:
     for pool in deployment.pools:
-        value = pool.vllm.get("gpuMemoryUtilization")
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value <= 1:
+        value = as_number(pool.vllm.get("gpuMemoryUtilization"))
+        if value is None or not 0 < value <= 1:
             continue  # the schema refuses it
         path = pool.at("vllmConfig", "gpuMemoryUtilization")
         if value > 0.95:
@@ -109,6 +109,7 @@ def model_label(deployment: Deployment) -> Iterator[Issue]:
     for pool in deployment.pools:
         for labels, path in (
             (pool.spec.get("labels"), pool.at("labels", "model")),
+            (pool.spec.get("podLabels"), pool.at("podLabels", "model")),
             (common, ("servingEngineSpec", "labels", "model")),
         ):
             if isinstance(labels, dict) and "model" in labels and str(labels["model"]) != pool.name:
@@ -116,7 +117,7 @@ def model_label(deployment: Deployment) -> Iterator[Issue]:
                     path,
                     f"label model is {labels['model']!r} but pool is named {pool.name!r}; the "
                     "chart refuses this",
-                    f"set labels.model: {pool.name} or drop it",
+                    f"set the label model: {pool.name}, or drop it",
                 )
 
 

@@ -14,6 +14,11 @@ from pdctl.rules.registry import Issue, rule
 LABEL_FLAGS = {"--prefill-model-labels": "prefill", "--decode-model-labels": "decode"}
 
 
+def has_flag(args: list[object], flag: str) -> bool:
+    """Whether a flag is among the arguments, alone or as --flag=value (pd-stack.extraArgsHave)."""
+    return any(str(arg) == flag or str(arg).startswith(f"{flag}=") for arg in args)
+
+
 def label_args(args: list[object]) -> Iterator[tuple[int, str, str, list[str]]]:
     """(index in extraArgs, flag, role, labels) for each --prefill/--decode-model-labels."""
     for index, arg in enumerate(args):
@@ -55,6 +60,20 @@ def router_labels(deployment: Deployment) -> Iterator[Issue]:
                     f"list {role} pools here, or, if the label is right, make {label!r} a "
                     f"{role} pool",
                 )
+    if (
+        deployment.router.get("routingLogic") == "disaggregated_prefill"
+        and deployment.router_discovery == "static"
+        and deployment.router.get("staticBackends")
+        and deployment.router.get("staticModels")
+        and not has_flag(args, "--static-model-labels")
+    ):
+        yield Issue(
+            ("routerSpec", "extraArgs"),
+            "routingLogic disaggregated_prefill with routerSpec.staticBackends needs "
+            "--static-model-labels: the router finds the prefill and decode backends by these "
+            "labels",
+            "add '--static-model-labels', '<pool name of each backend, comma separated>'",
+        )
     if deployment.router.get("routingLogic") == "disaggregated_prefill" and deployment.pools:
         for role in ("prefill", "decode"):
             if role not in seen_roles:
@@ -88,11 +107,15 @@ def pd_routing_has_both_roles(deployment: Deployment) -> Iterator[Issue]:
         )
 
 
-@rule("PD017", "the router speaks the pools' KV connector")
+@rule("PD017", "the router speaks the pools' KV connector and its discovery finds them")
 def router_speaks_connector(deployment: Deployment) -> Iterator[Issue]:
-    if not deployment.router_enabled or not deployment.pd_routing[0]:
+    if not deployment.router_enabled:
         return
     kind = deployment.router_type
+    if kind == "production-stack":
+        yield from _static_backends(deployment)
+    if not deployment.pd_routing[0]:
+        return
     for pool in deployment.pools:
         connector = pool.connector
         if connector and kind not in connector.routers:
@@ -129,7 +152,15 @@ def _vllm_router(deployment: Deployment) -> Iterator[Issue]:
             f"kvConnector is {chosen} but the engine pools' connector needs {needed[0]}",
             f"set it to {needed[0]} or leave it unset",
         )
-    if (settings.get("serviceDiscovery") or "k8s") == "static":
+    shared, own = deployment.router.get("serviceDiscovery"), settings.get("serviceDiscovery")
+    if shared and own and shared != own:
+        yield Issue(
+            ("routerSpec", "serviceDiscovery"),
+            f"routerSpec.serviceDiscovery is {shared} but routerSpec.vllmRouter.serviceDiscovery "
+            f"is {own}: both say how vllm-router finds the engines",
+            "set one of them",
+        )
+    if deployment.router_discovery == "static":
         for role, key in (("prefill", "prefillUrls"), ("decode", "decodeUrls")):
             if not settings.get(key) and not deployment.by_role(role):
                 yield Issue(
@@ -137,6 +168,33 @@ def _vllm_router(deployment: Deployment) -> Iterator[Issue]:
                     f"serviceDiscovery static has no {role} worker: no {key} and no {role} pool",
                     f"set routerSpec.vllmRouter.{key}, or add a pool with role {role}",
                 )
+
+
+def _static_backends(deployment: Deployment) -> Iterator[Issue]:
+    """The production-stack router's static backends: staticBackends and staticModels together,
+    one model per backend (its StaticServiceDiscovery asserts it at start)."""
+    if deployment.router_discovery != "static":
+        return
+    backends = deployment.router.get("staticBackends")
+    models = deployment.router.get("staticModels")
+    if bool(backends) != bool(models):
+        given, missing = ("staticBackends", "staticModels")
+        if not backends:
+            given, missing = missing, given
+        yield Issue(
+            ("routerSpec", given),
+            f"routerSpec.{given} is set without routerSpec.{missing}",
+            "with serviceDiscovery static give both (one model per backend URL), or neither for "
+            "one backend per pool Service",
+        )
+    elif backends and isinstance(backends, str) and isinstance(models, str):
+        urls, names = len(backends.split(",")), len(models.split(","))
+        if urls != names:
+            yield Issue(
+                ("routerSpec", "staticModels"),
+                f"routerSpec.staticBackends lists {urls} URL(s) but staticModels {names} "
+                "model(s): the production-stack router needs one model per backend",
+            )
 
 
 @rule("PD104", "the production-stack PD router keeps one endpoint per role", Severity.warning)

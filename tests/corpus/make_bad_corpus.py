@@ -173,6 +173,36 @@ case(
     edited(NIXL, put(1, "keda", {"enabled": True, "maxReplicaCount": 4})),
     chart=f"[PD019] {P}[1].keda: production-stack's keda is not supported by pd-stack",
 )
+# production-stack's routerSpec keys: static discovery, and the production-stack router's own
+# flags with vllm-router.
+TUTORIAL_STATIC = "values-16-disagg-prefill.yaml"
+case(
+    "pd017-static-backends-without-models",
+    "PD017 routerSpec.staticBackends",
+    edited(TUTORIAL_STATIC, router("serviceDiscovery", "static"),
+           router("staticBackends", "http://10.0.0.5:8000,http://10.0.0.6:8000")),
+    chart="[PD017] routerSpec.staticBackends is set without routerSpec.staticModels",
+)  # fmt: skip
+case(
+    "pd008-static-backends-without-labels",
+    "PD008 routerSpec.extraArgs",
+    edited(TUTORIAL_STATIC, router("serviceDiscovery", "static"),
+           router("staticBackends", "http://10.0.0.5:8000,http://10.0.0.6:8000"),
+           router("staticModels", "meta-llama/Llama-3.1-8B-Instruct,meta-llama/Llama-3.1-8B-Instruct")),
+    chart='[PD008] routerSpec.extraArgs: routingLogic disaggregated_prefill with routerSpec.staticBackends needs "--static-model-labels"',
+)  # fmt: skip
+case(
+    "pd017-discovery-keys-disagree",
+    "PD017 routerSpec.serviceDiscovery",
+    edited(NIXL, router("serviceDiscovery", "static")),
+    chart="[PD017] routerSpec.serviceDiscovery is static but routerSpec.vllmRouter.serviceDiscovery is k8s",
+)
+case(
+    "pd019-vllm-router-root-path",
+    "PD019 routerSpec.rootPath",
+    edited(NIXL, router("rootPath", "/vllm")),
+    chart="[PD019] routerSpec.rootPath: production-stack's rootPath is not supported with routerSpec.type vllm-router",
+)
 case(
     "schema-unknown-key",
     f"SCHEMA {P}[0].replicCount",
@@ -492,7 +522,13 @@ case(
     "pd012-v0-engine",
     f"PD012 {P}[1].vllmConfig.v1",
     nth_replace(BASE, "        v1: 1\n", "        v1: 0\n", 2),
-    chart=f"[PD012] {P}[1].vllmConfig.v1 is 0 but LMCacheConnectorV1 needs the vLLM V1 engine",
+    chart=f"[PD012] {P}[1].vllmConfig.v1 asks for the V0 engine but LMCacheConnectorV1 needs",
+)
+case(
+    "pd012-v0-engine-removed",
+    f"PD012 {P}[1].vllmConfig.v0",
+    edited(NIXL, put(1, "vllmConfig.v0", "1")),
+    chart=f"[PD012] {P}[1].vllmConfig.v0 asks for the V0 engine, which vLLM 0.33.0 does not have",
 )
 case(
     "pd012-pynccl-too-new",
@@ -580,10 +616,22 @@ case(
     chart=f'[PD015] {P}[1].labels.model is "decode"',
 )
 case(
+    "pd015-pod-label",
+    f"PD015 {P}[0].podLabels.model",
+    edited(NIXL, put(0, "podLabels", {"model": "qwen"})),
+    chart=f'[PD015] {P}[0].podLabels.model is "qwen"',
+)
+case(
+    "pd016-every-pool-disabled",
+    f"PD016 {P}",
+    edited(NIXL, put(0, "enabled", False), put(1, "enabled", False)),
+    chart="[PD016] servingEngineSpec.modelSpec has no enabled engine pool",
+)
+case(
     "pd016-no-pools",
     f"PD016 {P}",
     edited(NIXL, lambda v: v["servingEngineSpec"].pop("modelSpec")),
-    chart="[PD016] servingEngineSpec.modelSpec is empty",
+    chart="[PD016] servingEngineSpec.modelSpec has no enabled engine pool",
 )
 case(
     "pd017-vllm-router-lmcache",

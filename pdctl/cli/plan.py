@@ -1,0 +1,291 @@
+"""pdctl plan: size a PD deployment from a model and a GPU count, and print why.
+
+The options shared with `pdctl init` are defined here (PlanArgs); the library is pdctl.plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from pdctl.cli import _output
+from pdctl.cli._errors import handle_errors
+from pdctl.cli._options import OutputOpt
+from pdctl.cli._output import OutputFormat
+
+if TYPE_CHECKING:
+    from pdctl.plan.emit import Wiring
+    from pdctl.plan.sizing import Plan
+
+
+class KvCacheDtype(str, Enum):
+    auto = "auto"
+    fp8 = "fp8"
+
+
+ModelOpt = Annotated[
+    str,
+    typer.Option(
+        "--model",
+        "-m",
+        help="Hugging Face model id or a catalog alias (e.g. meta-llama/Llama-3.1-8B-Instruct, "
+        "llama-3.1-8b).",
+        show_default=False,
+    ),
+]
+GpusOpt = Annotated[
+    int, typer.Option("--gpus", min=1, help="GPUs available in total.", show_default=False)
+]
+GpuTypeOpt = Annotated[
+    str,
+    typer.Option(
+        "--gpu-type",
+        help="GPU from the catalog: A10G, L4, L40S, A100-40GB, A100-80GB, H100-80GB, "
+        "H100-80GB-PCIE, H200, B200, MI300X (case-insensitive; aliases such as h100 work).",
+    ),
+]
+GpusPerNodeOpt = Annotated[
+    int,
+    typer.Option(
+        "--gpus-per-node", min=1, help="GPUs in one node: the most one engine (pod) can use."
+    ),
+]
+InputLenOpt = Annotated[int, typer.Option("--input-len", min=1, help="Prompt tokens per request.")]
+OutputLenOpt = Annotated[
+    int, typer.Option("--output-len", min=1, help="Generated tokens per request.")
+]
+ConcurrencyOpt = Annotated[
+    int, typer.Option("--concurrency", min=1, help="Requests in flight across the deployment.")
+]
+RateOpt = Annotated[
+    float | None,
+    typer.Option("--rate", min=0.0, help="Requests per second to sustain (optional target)."),
+]
+TtftOpt = Annotated[
+    float | None, typer.Option("--ttft", min=0.0, help="Time-to-first-token target, ms.")
+]
+ItlOpt = Annotated[
+    float | None, typer.Option("--itl", min=0.0, help="Inter-token latency target, ms.")
+]
+MaxModelLenOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-model-len",
+        min=1,
+        help="vLLM --max-model-len (default: the model's context, cut to what the KV pool holds).",
+    ),
+]
+KvDtypeOpt = Annotated[
+    KvCacheDtype, typer.Option("--kv-cache-dtype", help="KV cache dtype (fp8 halves it).")
+]
+UtilizationOpt = Annotated[
+    float,
+    typer.Option(
+        "--gpu-memory-utilization",
+        min=0.05,
+        max=1.0,
+        help="vLLM --gpu-memory-utilization: the share of GPU memory vLLM may use.",
+    ),
+]
+ModelConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--model-config",
+        help="A Hugging Face config.json (or a folder with one) to size from instead of the "
+        "catalog.",
+    ),
+]
+OfflineOpt = Annotated[
+    bool,
+    typer.Option(
+        "--offline", help="Never read config.json from the Hugging Face hub (catalog only)."
+    ),
+]
+ConnectorOpt = Annotated[
+    str, typer.Option("--connector", help="KV connector (helm/files/connectors.yaml).")
+]
+NetworkOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--network-gbps",
+        min=0.001,
+        help="KV transfer bandwidth per GPU in GB/s (default: the GPU catalog's RDMA NIC figure).",
+    ),
+]
+
+
+@dataclass(frozen=True)
+class PlanArgs:
+    model: str
+    gpus: int
+    gpu_type: str
+    gpus_per_node: int
+    input_len: int
+    output_len: int
+    concurrency: int
+    rate: float | None
+    ttft: float | None
+    itl: float | None
+    max_model_len: int | None
+    kv_cache_dtype: KvCacheDtype
+    utilization: float
+    model_config: Path | None
+    offline: bool
+    connector: str
+    network_gbps: float | None
+
+    def build(self, router: str = "vllm-router") -> tuple[Plan, Wiring]:
+        from pdctl.plan import Workload, make_plan, resolve_model
+        from pdctl.plan.emit import wiring
+
+        wired = wiring(self.connector, router)
+        arch = resolve_model(self.model, self.model_config, self.offline)
+        workload = Workload(
+            input_len=self.input_len,
+            output_len=self.output_len,
+            concurrency=self.concurrency,
+            rate=self.rate,
+            ttft_ms=self.ttft,
+            itl_ms=self.itl,
+        )
+        plan = make_plan(
+            arch,
+            self.gpu_type,
+            self.gpus,
+            workload,
+            gpus_per_node=self.gpus_per_node,
+            utilization=self.utilization,
+            kv_cache_dtype=self.kv_cache_dtype.value,
+            max_model_len=self.max_model_len,
+            hetero_tp=wired.hetero_tp,
+            one_pair=wired.one_pair,
+            network_gbps=self.network_gbps,
+        )
+        return plan, wired
+
+
+def print_plan(plan: Plan) -> None:
+    """The plan for people: a table per role, the estimates, the verdict (rich, on stdout)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    data = plan.as_dict()
+    console = Console()
+    model, gpu, request = data["model"], data["gpu"], data["request"]
+    active = f", {model['active_params_billion']}B active" if model["moe"] else ""
+    console.print(
+        f"{model['name']}: {model['params_billion']}B parameters{active}, "
+        f"{model['weight_dtype'].upper()}, {model['weights_gib']} GiB of weights "
+        f"(from {model['source']})",
+        markup=False,
+    )
+    console.print(
+        f"KV cache: {data['kv_bytes_per_token']:,} bytes per token in all layers (BF16), "
+        f"{data['kv_bytes_per_token_fp8']:,} in FP8; {model['attention'].upper()} attention"
+        + (f", sliding window {model['sliding_window']}" if model["sliding_window"] else "")
+    )
+    table = Table(
+        title=f"PD layout on {request['gpus']} x {gpu['name']}: {data['gpus_used']} GPUs used, "
+        f"max-model-len {data['max_model_len']}"
+    )
+    table.add_column("")
+    table.add_column("prefill", justify="right")
+    table.add_column("decode", justify="right")
+    roles = [data["roles"]["prefill"], data["roles"]["decode"]]
+    workload_len = request["input_len"] + request["output_len"]
+    rows: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
+        ("TP x replicas = GPUs", lambda r: f"{r['tp']} x {r['replicas']} = {r['gpus']}"),
+        ("weights per GPU", lambda r: f"{r['weights_gib_per_gpu']} GiB"),
+        ("KV pool per GPU", lambda r: f"{r['kv_pool_gib_per_gpu']} GiB"),
+        ("KV tokens per engine", lambda r: f"{r['kv_tokens_per_gpu']:,}"),
+        (
+            f"requests of {data['max_model_len']} tokens",
+            lambda r: str(r["max_seqs_at_max_model_len"]),
+        ),
+        (f"requests of {workload_len} tokens", lambda r: str(r["max_seqs_at_workload"])),
+        ("pod CPU / memory", lambda r: f"{r['pod']['cpu']} / {r['pod']['memory_gib']}Gi"),
+        ("cache volume / shm", lambda r: f"{r['pod']['cache_gib']}Gi / {r['pod']['shm_gib']}Gi"),
+    ]
+    for label, cell in rows:
+        table.add_row(label, *(cell(r) for r in roles))
+    console.print(table)
+    e = data["estimates"]
+    console.print(
+        f"Estimates (roofline, not measured; docs/sizing.md), prompts {request['input_len']} and "
+        f"answers {request['output_len']} tokens:"
+    )
+    console.print(
+        f"  prefill: {e['prefill_ms']} ms per prompt, {e['prefill_tokens_per_s']:,.0f} tokens/s "
+        f"per engine"
+    )
+    console.print(
+        f"  decode: {e['decode_step_ms']} ms per step at {request['concurrency']} sequences on one "
+        f"engine; in this layout {e['decode_batch_per_engine']} per engine, ITL {e['itl_ms']} ms"
+    )
+    console.print(
+        f"  KV transfer: {e['kv_transfer_ms']} ms per request "
+        f"({e['kv_transfer_mb_per_gpu']} MB per decode GPU at {e['kv_transfer_link_gbps']} GB/s)"
+    )
+    console.print(
+        f"  TTFT about {e['ttft_ms']} ms; about {e['requests_per_s']} requests/s, "
+        f"{e['output_tokens_per_s']:,.0f} output tokens/s ({e['bottleneck']}-bound)"
+    )
+    verdict = {"likely": "is likely to help", "may": "may help", "unlikely": "is unlikely to help"}
+    console.print(f"PD {verdict[plan.verdict]}:")
+    for reason in plan.reasons:
+        console.print(f"  - {reason}", markup=False)
+    for warning in plan.warnings:
+        console.print(f"warning: {warning}", markup=False, style="yellow")
+
+
+@handle_errors
+def plan(
+    model: ModelOpt,
+    gpus: GpusOpt,
+    gpu_type: GpuTypeOpt = "H100-80GB",
+    gpus_per_node: GpusPerNodeOpt = 8,
+    input_len: InputLenOpt = 4096,
+    output_len: OutputLenOpt = 512,
+    concurrency: ConcurrencyOpt = 64,
+    rate: RateOpt = None,
+    ttft: TtftOpt = None,
+    itl: ItlOpt = None,
+    max_model_len: MaxModelLenOpt = None,
+    kv_cache_dtype: KvDtypeOpt = KvCacheDtype.auto,
+    gpu_memory_utilization: UtilizationOpt = 0.9,
+    model_config: ModelConfigOpt = None,
+    offline: OfflineOpt = False,
+    connector: ConnectorOpt = "NixlConnector",
+    network_gbps: NetworkOpt = None,
+    output: OutputOpt = OutputFormat.text,
+) -> None:
+    """Size a PD deployment: TP and replicas per role, memory, KV capacity and estimates."""
+    args = PlanArgs(
+        model,
+        gpus,
+        gpu_type,
+        gpus_per_node,
+        input_len,
+        output_len,
+        concurrency,
+        rate,
+        ttft,
+        itl,
+        max_model_len,
+        kv_cache_dtype,
+        gpu_memory_utilization,
+        model_config,
+        offline,
+        connector,
+        network_gbps,
+    )
+    result, _ = args.build()
+    if output is OutputFormat.json:
+        _output.as_json(result.as_dict())
+    else:
+        print_plan(result)

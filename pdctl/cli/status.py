@@ -1,0 +1,72 @@
+"""pdctl status: the release as helm recorded it and as the cluster runs it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from pdctl.cli import _output
+from pdctl.cli._errors import handle_errors
+from pdctl.cli._options import HelmOpt, NamespaceOpt, OutputOpt, ReleaseOpt
+from pdctl.cli._output import OutputFormat
+
+if TYPE_CHECKING:
+    from pdctl.release import StatusReport
+
+
+@handle_errors
+def status(
+    release: ReleaseOpt = "pd",
+    namespace: NamespaceOpt = "default",
+    events: Annotated[
+        int, typer.Option("--events", min=0, help="How many recent warning events to show.")
+    ] = 10,
+    output: OutputOpt = OutputFormat.text,
+    helm: HelmOpt = None,
+) -> None:
+    """Show the release: revision and state, pools and roles, pods Ready, router, warnings.
+
+    Exit 0 when the release is deployed and every pod is Ready, 1 otherwise."""
+    from pdctl import release as releases
+
+    report = releases.status(release, namespace, helm_path=helm, events=events)
+    if output is OutputFormat.json:
+        _output.as_json(report.as_dict())
+    else:
+        _print(report)
+    if not report.ready:
+        raise typer.Exit(1)
+
+
+def _print(report: StatusReport) -> None:
+    from rich.console import Console
+
+    from pdctl.cli._release_view import pod_table
+
+    console = Console(highlight=False, soft_wrap=True)
+    if not console.is_terminal:  # logs and pipes: wide enough that the table does not fold
+        console = Console(highlight=False, soft_wrap=True, width=160)
+    console.print(
+        f"release {report.release} (namespace {report.namespace}): revision {report.revision}, "
+        f"{report.status}; chart {report.chart}, app {report.app_version}; updated "
+        f"{report.updated}\n  {report.description}"
+    )
+    console.print(pod_table(report.groups))
+    service = report.router_service
+    if service is not None:
+        external = f", external {', '.join(service.external)}" if service.external else ""
+        console.print(
+            f"router: Service {service.name} ({service.type}, cluster IP {service.cluster_ip}"
+            f"{external}), endpoint {report.endpoint}"
+        )
+    if report.events:
+        console.print(f"recent warning events ({len(report.events)}):")
+        for event in report.events:
+            console.print(
+                f"  {event.last_seen or ''} {event.kind} {event.name}: {event.reason}: "
+                f"{event.message}" + (f" (x{event.count})" if event.count > 1 else "")
+            )
+    else:
+        console.print("no warning events for the release")
+    console.print("ready: " + ("yes, every pod is Ready" if report.ready else "no"))

@@ -1,0 +1,69 @@
+"""Planning a PD deployment: catalogs, model configs, sizing arithmetic and values emission.
+
+`catalog` (GPUs and models), `model_config` (config.json to ModelArch, the hub), `sizing` (pure
+arithmetic: memory, KV, roofline, layout search, pods), `emit` (the values file, checked by the
+values pipeline). `resolve_model` and `make_plan` tie them together for the CLI.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from pdctl.errors import InputError
+from pdctl.plan import catalog
+from pdctl.plan.model_config import ModelArch, fetch_config, load_config_file
+from pdctl.plan.sizing import Plan, Request, Workload, plan
+
+__all__ = ["Workload", "make_plan", "resolve_model"]
+
+
+def resolve_model(name: str, config: Path | None = None, offline: bool = False) -> ModelArch:
+    """The model's architecture: --model-config, else the catalog, else (unless offline) the
+    config.json on the Hugging Face hub."""
+    known = catalog.find_model(name)
+    if config is not None:
+        arch = load_config_file(config, known.arch.name if known else name)
+        return replace(arch, gated=known.arch.gated) if known else arch
+    if known:
+        return known.arch
+    if offline:
+        close = catalog.model_suggestions(name)
+        raise InputError(
+            f"{name} is not in the planner's model catalog, and --offline forbids reading its "
+            "config.json from the Hugging Face hub",
+            hint=("did you mean " + " or ".join(close) + "? " if close else "")
+            + "pass --model-config PATH (a config.json), or drop --offline",
+        )
+    return fetch_config(name)
+
+
+def make_plan(
+    arch: ModelArch,
+    gpu_type: str,
+    gpus: int,
+    workload: Workload,
+    *,
+    gpus_per_node: int = 8,
+    utilization: float = 0.9,
+    kv_cache_dtype: str = "auto",
+    max_model_len: int | None = None,
+    hetero_tp: bool = True,
+    one_pair: bool = False,
+    network_gbps: float | None = None,
+) -> Plan:
+    """Plan `arch` on `gpus` GPUs of the catalog's `gpu_type` (DoesNotFit when it cannot)."""
+    request = Request(
+        arch=arch,
+        gpu=catalog.gpu(gpu_type),
+        gpus=gpus,
+        workload=workload,
+        gpus_per_node=gpus_per_node,
+        utilization=utilization,
+        kv_cache_dtype=kv_cache_dtype,
+        max_model_len=max_model_len,
+        hetero_tp=hetero_tp,
+        one_pair=one_pair,
+        network_gbps=network_gbps,
+    )
+    return plan(request, list(catalog.gpus().values()))

@@ -1,0 +1,198 @@
+"""The planner's catalogs of GPUs and models (pdctl/plan/catalog/*.yaml), as typed records.
+
+Names are looked up ignoring case, '-', '_', '.', ' ' and '/' differences only through the
+aliases each entry lists, so `h100`, `H100-80GB` and `h100-sxm` are one GPU, and
+`llama-3.1-8b` is meta-llama/Llama-3.1-8B-Instruct. Unknown names get the close matches.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pdctl.errors import InputError, UsageError
+from pdctl.plan.model_config import Mla, ModelArch, Moe, SlidingWindow
+
+CATALOG_DIR = Path(__file__).resolve().parent / "catalog"
+GPUS_FILE = CATALOG_DIR / "gpus.yaml"
+MODELS_FILE = CATALOG_DIR / "models.yaml"
+
+
+@dataclass(frozen=True)
+class Gpu:
+    name: str
+    aliases: tuple[str, ...]
+    vendor: str
+    memory_gib: float
+    nominal_gb: float
+    hbm_tbps: float
+    bf16_tflops: float
+    fp8_tflops: float | None
+    link: str
+    link_gbps: float
+    network_gbps: float
+    resource: str
+    gpus_per_node: int
+    product_label: str | None
+    sources: dict[str, str]
+    unverified: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CatalogModel:
+    arch: ModelArch
+    aliases: tuple[str, ...]
+    params_billion: float
+    active_params_billion: float | None
+    sources: dict[str, str]
+    unverified: tuple[str, ...]
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[-_. /]+", "", name.lower())
+
+
+def _read(path: Path) -> dict[str, Any]:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not a mapping")
+    return data
+
+
+def _gpu(name: str, data: dict[str, Any]) -> Gpu:
+    return Gpu(
+        name=name,
+        aliases=tuple(data.get("aliases", ())),
+        vendor=data["vendor"],
+        memory_gib=float(data["memoryGiB"]),
+        nominal_gb=float(data["nominalGB"]),
+        hbm_tbps=float(data["hbmTBps"]),
+        bf16_tflops=float(data["bf16TFLOPS"]),
+        fp8_tflops=float(data["fp8TFLOPS"]) if data.get("fp8TFLOPS") else None,
+        link=data["link"],
+        link_gbps=float(data["linkGBps"]),
+        network_gbps=float(data["networkGBps"]),
+        resource=data["resource"],
+        gpus_per_node=int(data["gpusPerNode"]),
+        product_label=data.get("productLabel"),
+        sources=dict(data["sources"]),
+        unverified=tuple(data.get("unverified", ())),
+    )
+
+
+def _model(name: str, data: dict[str, Any]) -> CatalogModel:
+    mla = data.get("mla")
+    moe = data.get("moe")
+    window = data.get("slidingWindow")
+    arch = ModelArch(
+        name=name,
+        model_type=data["modelType"],
+        architecture=data["architecture"],
+        layers=data["layers"],
+        hidden_size=data["hiddenSize"],
+        intermediate_size=data["intermediateSize"],
+        heads=data["heads"],
+        kv_heads=data["kvHeads"],
+        head_dim=data["headDim"],
+        vocab_size=data["vocabSize"],
+        max_positions=data["maxPositions"],
+        tied_embeddings=bool(data["tiedEmbeddings"]),
+        weight_dtype=data["weightDtype"],
+        mla=Mla(
+            mla["kvLoraRank"],
+            mla["qkRopeHeadDim"],
+            mla["qkNopeHeadDim"],
+            mla["vHeadDim"],
+            mla.get("qLoraRank"),
+        )
+        if mla
+        else None,
+        moe=Moe(
+            moe["experts"],
+            moe["activeExperts"],
+            moe["expertIntermediateSize"],
+            moe.get("sharedExperts", 0),
+            moe.get("sharedIntermediateSize", 0),
+            moe.get("denseLayers", 0),
+        )
+        if moe
+        else None,
+        sliding_window=SlidingWindow(window["window"], window["layers"]) if window else None,
+        extra_layers=data.get("extraLayers", 0),
+        gated=bool(data["gated"]),
+        source="the pdctl catalog",
+    )
+    params = data["params"]
+    return CatalogModel(
+        arch=arch,
+        aliases=tuple(data.get("aliases", ())),
+        params_billion=float(params["total"]),
+        active_params_billion=float(params["active"]) if "active" in params else None,
+        sources=dict(data["sources"]),
+        unverified=tuple(data.get("unverified", ())),
+    )
+
+
+@functools.cache
+def gpus() -> dict[str, Gpu]:
+    return {name: _gpu(name, entry) for name, entry in _read(GPUS_FILE)["gpus"].items()}
+
+
+@functools.cache
+def models() -> dict[str, CatalogModel]:
+    return {name: _model(name, entry) for name, entry in _read(MODELS_FILE)["models"].items()}
+
+
+def _index(entries: dict[str, Any]) -> dict[str, str]:
+    index: dict[str, str] = {}
+    for name, entry in entries.items():
+        for alias in (name, *entry.aliases):
+            index[_key(alias)] = name
+    return index
+
+
+def gpu(name: str) -> Gpu:
+    """The catalog GPU called `name` (or one of its aliases); UsageError with close matches."""
+    table = gpus()
+    found = _index(table).get(_key(name))
+    if found:
+        return table[found]
+    close = difflib.get_close_matches(name.upper(), list(table), n=3, cutoff=0.4)
+    raise UsageError(
+        f"--gpu-type {name!r} is not in the GPU catalog",
+        hint=("did you mean " + " or ".join(close) + "? " if close else "")
+        + "known: "
+        + ", ".join(table),
+    )
+
+
+def find_model(name: str) -> CatalogModel | None:
+    """The catalog entry for a repository id or alias, or None."""
+    table = models()
+    found = _index(table).get(_key(name))
+    return table[found] if found else None
+
+
+def model_suggestions(name: str) -> list[str]:
+    table = models()
+    candidates = {alias: repo for repo, m in table.items() for alias in (repo, *m.aliases)}
+    close = difflib.get_close_matches(name, list(candidates), n=3, cutoff=0.5)
+    return sorted({candidates[c] for c in close})
+
+
+def require_model(name: str) -> CatalogModel:
+    found = find_model(name)
+    if found:
+        return found
+    close = model_suggestions(name)
+    raise InputError(
+        f"{name} is not in the planner's model catalog",
+        hint=("did you mean " + " or ".join(close) + "? " if close else "")
+        + "pass --model-config PATH (a config.json), or allow the hub (drop --offline)",
+    )

@@ -1,0 +1,357 @@
+"""A plan as a values file: rendered from a Jinja2 template, then checked by the values pipeline.
+
+The values go through `pdctl.pipeline` (schema and PD rules) before anything is written: a
+generated file that fails them is a bug in pdctl and is refused. Connector facts (which router
+routes the connector, its --kv-connector value, the vLLM versions that have it) come from the
+chart's connector table, object names from `pdctl.naming`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pdctl import __version__, connectors, naming
+from pdctl.chart import bundled_chart_dir
+from pdctl.errors import InputError, UsageError
+from pdctl.findings import Finding
+from pdctl.plan import sizing
+
+TEMPLATE = Path(__file__).resolve().parent / "templates" / "values.yaml.j2"
+
+# The engine image: vLLM's official image, pinned. The chart's version checks read vX.Y.Z tags.
+ENGINE_REPOSITORY = "vllm/vllm-openai"
+ENGINE_VLLM_VERSION = "0.33.0"
+ENGINE_TAG = f"v{ENGINE_VLLM_VERSION}"
+ROUTER = "vllm-router"
+ROUTERS = ("vllm-router", "production-stack")
+DEFAULT_CONNECTOR = "NixlConnector"
+POOL_NAME_LIMIT = 40  # schemas/values.schema.yaml poolName
+
+
+class GeneratedValuesInvalid(InputError):
+    """The values pdctl generated fail the pipeline's checks: a bug in pdctl."""
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """How the pools transfer KV and who routes them, from the connector table."""
+
+    connector: connectors.Connector
+    router: str
+    kv_connector: str | None
+
+    @property
+    def hetero_tp(self) -> bool:
+        return self.connector.hetero_tp
+
+    @property
+    def one_pair(self) -> bool:
+        return self.connector.pairing == "1P1D"
+
+
+def wiring(connector: str = DEFAULT_CONNECTOR, router: str = ROUTER) -> Wiring:
+    """The connector's table entry, refused when the engine image's vLLM lacks it or the router
+    cannot route it (with the table's reasons)."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    table = connectors.load()
+    if connector not in table.connectors:
+        raise UsageError(
+            f"--connector {connector!r} is not a connector of the chart",
+            hint="one of " + ", ".join(table.connectors),
+        )
+    entry = table.connectors[connector]
+    if entry.vllm_versions and Version(ENGINE_VLLM_VERSION) not in SpecifierSet(
+        entry.vllm_versions
+    ):
+        raise InputError(
+            f"{connector} is not in vLLM {ENGINE_VLLM_VERSION}, the engine image pdctl init "
+            f"writes: it exists in vLLM {entry.vllm_versions} ({entry.versions_why})",
+            hint=f"use {DEFAULT_CONNECTOR}",
+        )
+    if router not in ROUTERS:
+        raise UsageError(f"--router {router!r}: one of {', '.join(ROUTERS)}")
+    if router not in entry.routers:
+        reason = entry.not_routed_by.get(router, "the connector table names no such router")
+        raise InputError(
+            f"{connector} cannot be routed by {router}: {reason}",
+            hint=f"use --router {ROUTER}" if ROUTER in entry.routers else None,
+        )
+    if router != ROUTER:
+        raise InputError(f"pdctl init writes {ROUTER} values only; {router} is not generated yet")
+    return Wiring(entry, router, entry.routers[router].get("kvConnector"))
+
+
+@dataclass(frozen=True)
+class InitOptions:
+    wiring: Wiring
+    release: str = "pd"
+    namespace: str = "default"
+    node_selector: dict[str, str] = field(default_factory=dict)
+    secret_name: str = "hf-token"
+    secret_key: str = "token"
+    command: str = "pdctl init"
+
+
+def _slug(model: str) -> str:
+    tail = model.rstrip("/").split("/")[-1].lower()
+    slug = re.sub(r"[^a-z0-9]+", "-", tail).strip("-")
+    return slug if slug[:1].isalpha() else f"m-{slug}".rstrip("-")
+
+
+def pool_names(model: str, release: str) -> dict[str, str]:
+    """Pool names <model>-prefill and <model>-decode, cut so that every object name the chart
+    derives from them (pdctl.naming) fits Kubernetes' 63 characters."""
+    rel = naming.Release(release)
+    longest = max(
+        len(rel.pool_deployment("")),
+        len(rel.pool_service("")),
+        len(rel.pool_claim("")),
+    )
+    room = min(POOL_NAME_LIMIT, naming.NAME_LIMIT - longest) - len("-prefill")
+    slug = _slug(model)[: max(room, 0)].rstrip("-")
+    if not slug:
+        return {"prefill": "prefill", "decode": "decode"}
+    return {role: f"{slug}-{role}" for role in ("prefill", "decode")}
+
+
+def default_filename(model: str) -> str:
+    return f"{_slug(model)}-values.yaml"
+
+
+def schema_reference(out: Path | None) -> str:
+    """Where the yaml-language-server modeline points: the bundled chart's JSON schema, relative
+    to the written file (absolute for stdout)."""
+    schema = (bundled_chart_dir() / "values.schema.json").resolve()
+    if out is None:
+        return schema.as_posix()
+    relative = os.path.relpath(schema, out.resolve().parent)
+    return Path(relative).as_posix()
+
+
+def _gib(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def _pool_context(plan: sizing.Plan, role: sizing.RolePlan, name: str) -> dict[str, Any]:
+    engine = role.engine
+    m = engine.memory
+    pod = sizing.pod(plan.request.arch, engine.tp)
+    pool_bytes = engine.pool_bytes
+    if role.role == "prefill":
+        why = (
+            "Prefill is compute-bound: throughput per GPU hardly depends on TP, so the planner "
+            "takes the smallest TP that holds the model and a full-length request."
+        )
+    else:
+        why = (
+            f"Decode reads the weights and the KV cache every step: TP{engine.tp} leaves "
+            f"{_gib(m.kv_pool)} GiB of KV per GPU for concurrent sequences."
+        )
+    return {
+        "role": role.role,
+        "name": name,
+        "tp": engine.tp,
+        "replicas": role.replicas,
+        "why": why,
+        "cpu": pod.cpu,
+        "memory": f"{pod.memory_gib}Gi",
+        "cache": f"{pod.cache_gib}Gi",
+        "shm": f"{pod.shm_gib}Gi",
+        "requested": _gib(m.requested),
+        "weights": _gib(m.weights),
+        "activation": f"{m.activation:.2f}",
+        "non_torch": f"{m.non_torch:.2f}",
+        "kv_pool": _gib(m.kv_pool),
+        "kv_tokens": engine.layout.tokens(pool_bytes),
+        "seqs": engine.layout.sequences(pool_bytes, plan.request.workload.total_len),
+    }
+
+
+def _max_model_len_why(plan: sizing.Plan) -> str:
+    arch = plan.request.arch
+    if plan.request.max_model_len:
+        return "--max-model-len as asked (prefill and decode must agree)."
+    if plan.max_model_len == arch.max_positions:
+        return (
+            f"The model's context (max_position_embeddings {arch.max_positions}); prefill and "
+            "decode must agree."
+        )
+    return (
+        f"The longest request the smaller KV pool holds (the model allows {arch.max_positions}); "
+        "prefill and decode must agree."
+    )
+
+
+def context(plan: sizing.Plan, options: InitOptions, out: Path | None) -> dict[str, Any]:
+    """Everything the template needs, as strings and numbers."""
+    req, arch, e = plan.request, plan.request.arch, plan.estimates
+    p = sizing.params(arch)
+    names = pool_names(arch.name, options.release)
+    pools = [
+        _pool_context(plan, plan.prefill, names["prefill"]),
+        _pool_context(plan, plan.decode, names["decode"]),
+    ]
+    w = options.wiring
+    return {
+        "schema": schema_reference(out),
+        "version": __version__,
+        "command": options.command,
+        "model": arch.name,
+        "gpu": req.gpu.name,
+        "gpus": req.gpus,
+        "gpus_used": plan.gpus_used,
+        "prefill": {"replicas": plan.prefill.replicas, "tp": plan.prefill.engine.tp},
+        "decode": {"replicas": plan.decode.replicas, "tp": plan.decode.engine.tp},
+        "params": f"{p.total / 1e9:.2f}",
+        "active": f" ({p.active / 1e9:.2f}B active per token)" if arch.moe else "",
+        "weight_dtype": arch.weight_dtype.upper(),
+        "weights_gib": _gib(sizing.weight_bytes(arch) / sizing.GiB),
+        "checkpoint_gib": _gib(sizing.checkpoint_bytes(arch) / sizing.GiB),
+        "kv_bytes_per_token": sizing.kv_bytes_per_token(arch, req.kv_cache_dtype),
+        "kv_dtype": "FP8" if req.kv_cache_dtype == "fp8" else "BF16",
+        "kv_fp8": req.kv_cache_dtype == "fp8",
+        "input_len": req.workload.input_len,
+        "output_len": req.workload.output_len,
+        "total_len": req.workload.total_len,
+        "prefill_ms": f"{e.prefill_ms:.0f}",
+        "prefill_tps": f"{e.prefill_tokens_per_s:.0f}",
+        "itl_ms": f"{e.itl_ms:.1f}",
+        "decode_batch": e.decode_batch,
+        "transfer_ms": f"{e.kv_transfer_ms:.1f}",
+        "transfer_link": (
+            f"{req.network_gbps or req.gpu.network_gbps:g} GB/s per GPU (RDMA; without the "
+            "network keys UCX falls back to TCP, often much slower)"
+        ),
+        "ttft_ms": f"{e.ttft_ms:.0f}",
+        "rps": f"{e.requests_per_s:.2f}",
+        "bottleneck": e.bottleneck,
+        "verdict": {"likely": "Likely", "may": "It may", "unlikely": "Unlikely"}[plan.verdict],
+        "reasons": plan.reasons,
+        "warnings": plan.warnings,
+        "out": out.name if out else "values.yaml",
+        "pools": pools,
+        "vllm_version": ENGINE_VLLM_VERSION,
+        "engine_repository": ENGINE_REPOSITORY,
+        "engine_tag": ENGINE_TAG,
+        "cpu_per_worker": sizing.CPU_PER_WORKER,
+        "host_per_worker": sizing.HOST_GIB_PER_WORKER,
+        "shm_per_worker": sizing.SHM_GIB_PER_WORKER,
+        "gpu_resource": req.gpu.resource,
+        "gpu_memory": f"{req.gpu.memory_gib:g}",
+        "utilization": req.utilization,
+        "node_selector": options.node_selector,
+        "product_label": req.gpu.product_label,
+        "gated": arch.gated,
+        "secret_name": options.secret_name,
+        "secret_key": options.secret_key,
+        "namespace": options.namespace,
+        "max_model_len": plan.max_model_len,
+        "max_model_len_why": _max_model_len_why(plan),
+        "connector": w.connector.name,
+        "connector_summary": w.connector.summary,
+        "kv_connector": w.kv_connector,
+        "role_label": naming.ROLE,
+        "router_image": connectors.load().router_images[ROUTER],
+    }
+
+
+def render(plan: sizing.Plan, options: InitOptions, out: Path | None = None) -> str:
+    """The values file's text (the Jinja2 template)."""
+    import jinja2
+
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATE.parent)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    environment.filters["q"] = json.dumps  # a JSON string is a YAML double-quoted scalar
+    environment.filters["plural"] = _plural
+    text = environment.get_template(TEMPLATE.name).render(**context(plan, options, out))
+    return "\n".join(_wrap(line) for line in text.rstrip("\n").split("\n")) + "\n"
+
+
+WIDTH = 100
+_COMMANDS = ("pdctl ", "kubectl ", "yaml-language-server")
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _wrap(line: str) -> str:
+    """Comment lines past WIDTH wrapped at the same indentation (commands stay whole)."""
+    stripped = line.lstrip()
+    body = stripped[1:].lstrip()
+    if len(line) <= WIDTH or not stripped.startswith("#") or body.startswith(_COMMANDS):
+        return line
+    indent = line[: len(line) - len(stripped)]
+    bullet = "- " if body.startswith("- ") else ""
+    lead = stripped[: len(stripped) - len(body)]  # "# " or "#   "
+    import textwrap
+
+    return "\n".join(
+        textwrap.wrap(
+            body,
+            width=WIDTH,
+            initial_indent=indent + lead,
+            subsequent_indent=indent + lead + " " * len(bullet),
+            break_on_hyphens=False,
+        )
+    )
+
+
+def check(text: str, options: InitOptions, name: str = "<generated>") -> list[Finding]:
+    """The pipeline's checks (schema and PD rules) on generated values: the warnings, or
+    GeneratedValuesInvalid listing the errors."""
+    from pdctl import pipeline
+    from pdctl.values.loader import loads
+
+    document = loads(text)
+    values = pipeline.Values(data=document.data, sources=[(name, document)])
+    findings = pipeline.check(values, options.release, namespace=options.namespace)
+    refused = pipeline.errors(findings)
+    if refused:
+        raise GeneratedValuesInvalid(
+            "internal error: the values pdctl init generated fail validation (a bug in pdctl; "
+            "nothing was written)",
+            hint="please report it with the command line",
+            details=[finding.text() for finding in refused],
+        )
+    return [f for f in findings if f not in refused]
+
+
+@dataclass
+class Written:
+    text: str
+    warnings: list[Finding]
+    path: Path | None  # None: stdout
+
+
+def write(
+    plan: sizing.Plan, options: InitOptions, out: Path | None, force: bool = False
+) -> Written:
+    """Render, check, then write `out` (None: return the text for stdout). Refuses to overwrite
+    an existing file without `force`."""
+    if out is not None and out.exists() and not force:
+        raise InputError(
+            f"{out} exists", hint="pass --force to overwrite it, or --out another file"
+        )
+    text = render(plan, options, out)
+    warnings = check(text, options, str(out) if out else "<stdout>")
+    if out is not None:
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text, encoding="utf-8")
+        except OSError as error:
+            raise InputError(f"{out}: cannot write: {error.strerror or error}") from None
+    return Written(text, warnings, out)

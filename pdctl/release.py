@@ -1,0 +1,660 @@
+"""Releases on a cluster: deploy (helm upgrade --install, watched and checked), status,
+uninstall, and the pods of a release by PD role.
+
+deploy: the values go through the pipeline (refused values stop here), the chart is rendered
+client-side with exactly those values (that render is the dry run, and the per-object diff
+against the release's current manifest on an upgrade), then helm installs them with its own wait
+and rollback (spelled per major, pdctl.helm.UpgradeRequest). While helm waits, pdctl watches the
+release's pods through the kubernetes client and reports them (phase, readiness, restarts, why a
+pod is stuck: unschedulable for lack of GPUs, image pull errors, crash loops with their last log
+lines). Success is pdctl's own verdict: every engine pool and the router rolled out, each pod of
+the current template Ready; when helm says deployed and pdctl does not agree by the timeout,
+pdctl rolls back itself (or removes a first install), as helm's rollback-on-failure would.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import re
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import yaml
+
+from pdctl import manifests, naming
+from pdctl.errors import EnvironmentProblem, InputError, PdctlError, UsageError
+
+if TYPE_CHECKING:
+    from pdctl.cluster import Cluster, Event, Pod, Service
+    from pdctl.helm import Helm
+
+ROLES = ("prefill", "decode", "both")
+ROUTER = "router"
+KEEP_POLICY = "helm.sh/resource-policy"
+EVENTS_PER_POD = 3
+_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+
+
+def parse_timeout(text: str) -> int:
+    """Seconds from a helm-style duration (20m, 1h30m, 90s) or a plain number of seconds."""
+    text = text.strip()
+    if text.isdigit():
+        seconds = int(text)
+    else:
+        match = _DURATION.match(text)
+        if not text or not match:
+            raise UsageError(f"--timeout {text!r}: use a duration such as 90s, 20m or 1h30m")
+        hours, minutes, secs = (int(part or 0) for part in match.groups())
+        seconds = hours * 3600 + minutes * 60 + secs
+    if seconds < 1:
+        raise UsageError("--timeout must be at least 1s")
+    return seconds
+
+
+# ---- what a release consists of ---------------------------------------------------------------
+
+
+@dataclass
+class Group:
+    """An engine pool, or the router: its Deployment and the pods of it observed."""
+
+    name: str  # the pool's name, or "router"
+    role: str  # prefill, decode, both, or router
+    deployment: str
+    replicas: int
+    ready: int = 0
+    rolled_out: bool = False
+    pods: list[Pod] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "role": self.role,
+            "deployment": self.deployment,
+            "replicas": self.replicas,
+            "ready": self.ready,
+            "rolled_out": self.rolled_out,
+            "pods": [pod.as_dict() for pod in self.pods],
+        }
+
+
+def is_hook(obj: manifests.Manifest) -> bool:
+    return "helm.sh/hook" in (obj.get("metadata", {}).get("annotations") or {})
+
+
+def groups_of(objects: Sequence[manifests.Manifest], names: naming.Release) -> list[Group]:
+    """The engine pools and the router among rendered (or stored) objects, pools first."""
+    summary = manifests.summarize(list(objects))
+    groups = [
+        Group(pool.name, pool.role, names.pool_deployment(pool.name), pool.replicas)
+        for pool in summary.pools
+    ]
+    if summary.router:
+        router = manifests.find(list(objects), "Deployment", summary.router["name"])
+        groups.append(
+            Group(ROUTER, ROUTER, summary.router["name"], int(router["spec"].get("replicas", 1)))
+        )
+    return groups
+
+
+def _selector(names: naming.Release, group: Group) -> dict[str, str]:
+    return names.router_selector if group.role == ROUTER else names.pool_selector(group.name)
+
+
+def release_pods(release: str, namespace: str) -> dict[str, list[str]]:
+    """Pod names of a release: "router", and the engine pods of each PD role ("prefill",
+    "decode", "both"), selected as the chart labels them (pdctl.naming). Terminating pods are left
+    out; Ready pods come first, then by name."""
+    from pdctl.cluster import connect
+
+    kube = connect()
+    names = naming.Release(release, namespace)
+    selectors = {ROUTER: names.router_selector}
+    selectors.update({role: names.role_selector(role) for role in ROLES})
+    found = {}
+    for key, selector in selectors.items():
+        pods = [pod for pod in kube.pods(namespace, selector) if not pod.terminating]
+        found[key] = [pod.name for pod in sorted(pods, key=lambda p: (not p.ready, p.name))]
+    return found
+
+
+class Watch:
+    """Observes a release's groups; remembers every pod it saw (its last state) as evidence."""
+
+    def __init__(
+        self, kube: Cluster, names: naming.Release, groups: list[Group], log_lines: int = 20
+    ):
+        self.kube, self.names, self.groups, self.log_lines = kube, names, groups, log_lines
+        self.seen: dict[str, tuple[Group, Pod]] = {}
+        self._logs: dict[tuple[str, int], list[str]] = {}
+
+    def observe(self) -> list[Group]:
+        namespace = self.names.namespace
+        warnings: dict[str, list[str]] = {}
+        for event in self.kube.events(namespace):  # oldest first
+            if event.kind == "Pod":
+                texts = warnings.setdefault(event.name, [])
+                text = f"{event.reason}: {event.message}"
+                if text in texts:
+                    texts.remove(text)
+                texts.append(text)
+        observed = []
+        for group in self.groups:
+            pods = self.kube.pods(namespace, _selector(self.names, group))
+            for pod in pods:
+                self._explain(pod, warnings.get(pod.name, []))
+                self.seen[pod.name] = (group, pod)
+            deployment = self.kube.deployment(namespace, group.deployment)
+            observed.append(
+                replace(
+                    group,
+                    pods=pods,
+                    ready=sum(pod.ready and not pod.terminating for pod in pods),
+                    rolled_out=bool(deployment and deployment.rolled_out),
+                )
+            )
+        return observed
+
+    def _explain(self, pod: Pod, warnings: list[str]) -> None:
+        """A pod that is not Ready gets its recent distinct warnings and, if its container
+        restarted, the last lines of its log (fetched once per restart)."""
+        if pod.ready:
+            return
+        pod.events = warnings[-EVENTS_PER_POD:]
+        if pod.reason == "CrashLoopBackOff" or pod.restarts:
+            key = (pod.name, pod.restarts)
+            if key not in self._logs:
+                self._logs[key] = self.kube.logs(self.names.namespace, pod.name, self.log_lines)
+            pod.logs = self._logs[key]
+
+    def stuck(self) -> list[tuple[Group, Pod]]:
+        """Pods whose last observed state was not Ready (deleted ones too: a rollback removes
+        the pods that failed), the evidence of a failed deploy."""
+        return [(g, p) for g, p in self.seen.values() if not p.ready and not p.terminating]
+
+
+# ---- deploy -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DeployOptions:
+    values_files: tuple[str, ...]
+    set_values: tuple[str, ...] = ()
+    release: str = "pd"
+    namespace: str = "default"
+    chart: Path | None = None
+    create_namespace: bool = False
+    timeout: int = 1200  # seconds; the startup probe allows 20 minutes for a model download
+    dry_run: bool = False
+    skip_validation: bool = False
+    helm_path: str | None = None
+    poll_interval: float = 1.0
+    log_lines: int = 20
+
+
+@dataclass
+class Change:
+    """One object of an upgrade: added, changed or removed, with a unified diff if changed."""
+
+    kind: str
+    name: str
+    change: str
+    diff: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class DeployResult:
+    release: str
+    namespace: str
+    action: str  # install, upgrade, or dry-run
+    status: str  # deployed, failed, rolled-back, uninstalled (a failed install removed), rendered
+    ok: bool
+    helm_version: str
+    command: list[str]
+    revision: int | None = None  # the release's revision now
+    previous_revision: int | None = None  # the one deployed before this deploy
+    message: str = ""
+    elapsed: float = 0.0
+    changes: list[Change] = field(default_factory=list)
+    groups: list[Group] = field(default_factory=list)
+    stuck: list[tuple[Group, Pod]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    manifest: str | None = None  # dry run: what would be installed
+    summary: dict[str, Any] | None = None  # dry run: pools, router, services
+
+    @property
+    def outcome(self) -> str:
+        """What the release is now, in a sentence."""
+        if self.status == "rolled-back":
+            return (
+                f"the release was rolled back to revision {self.previous_revision} "
+                f"(now revision {self.revision})"
+            )
+        if self.status == "uninstalled":
+            return "the failed first install was removed"
+        if self.status == "deployed":
+            return f"revision {self.revision} is deployed and every pod is Ready"
+        if self.status == "rendered":
+            return "nothing was installed (dry run)"
+        return "the release is left as helm left it (pdctl status shows it)"
+
+    def as_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "release": self.release,
+            "namespace": self.namespace,
+            "action": self.action,
+            "status": self.status,
+            "ok": self.ok,
+            "revision": self.revision,
+            "previous_revision": self.previous_revision,
+            "message": self.message,
+            "outcome": self.outcome,
+            "elapsed_seconds": round(self.elapsed, 1),
+            "helm": {"version": self.helm_version, "command": self.command},
+            "changes": [change.as_dict() for change in self.changes],
+            "pools": [g.as_dict() for g in self.groups if g.role != ROUTER],
+            "router": next((g.as_dict() for g in self.groups if g.role == ROUTER), None),
+            "stuck_pods": [{"pool": g.name, "role": g.role, **p.as_dict()} for g, p in self.stuck],
+            "warnings": self.warnings,
+        }
+        if self.action == "dry-run":
+            data["summary"] = self.summary
+            data["manifest"] = self.manifest
+        return data
+
+
+class Reporter(Protocol):
+    """What deploy tells its caller while it works (the CLI draws it)."""
+
+    def changes(self, action: str, changes: list[Change]) -> None: ...
+
+    def progress(self, groups: list[Group], elapsed: float) -> None: ...
+
+
+class _Silent:
+    def changes(self, action: str, changes: list[Change]) -> None:
+        pass
+
+    def progress(self, groups: list[Group], elapsed: float) -> None:
+        pass
+
+
+def _redacted(obj: manifests.Manifest) -> manifests.Manifest:
+    """A Secret with each value replaced by a short hash: a diff shows what changed, not what
+    it is."""
+    if obj.get("kind") != "Secret":
+        return obj
+    copy = {**obj}
+    for key in ("data", "stringData"):
+        if isinstance(obj.get(key), dict):
+            copy[key] = {
+                name: "<redacted sha256:"
+                + hashlib.sha256(str(value).encode()).hexdigest()[:12]
+                + ">"
+                for name, value in obj[key].items()
+            }
+    return copy
+
+
+def diff_objects(
+    current: Sequence[manifests.Manifest], target: Sequence[manifests.Manifest]
+) -> list[Change]:
+    """Per object (kind and name): added, removed, or changed with a unified YAML diff. Hooks are
+    left out (helm keeps them out of a release's manifest); Secret values are redacted."""
+
+    def index(objects: Sequence[manifests.Manifest]) -> dict[tuple[str, str], manifests.Manifest]:
+        return {
+            (obj["kind"], obj["metadata"]["name"]): _redacted(obj)
+            for obj in objects
+            if not is_hook(obj)
+        }
+
+    before, after = index(current), index(target)
+    changes = []
+    for key in sorted(before.keys() | after.keys()):
+        kind, name = key
+        if key not in before:
+            changes.append(Change(kind, name, "added"))
+        elif key not in after:
+            changes.append(Change(kind, name, "removed"))
+        elif before[key] != after[key]:
+            old = yaml.safe_dump(before[key], sort_keys=True).splitlines()
+            new = yaml.safe_dump(after[key], sort_keys=True).splitlines()
+            diff = difflib.unified_diff(old, new, "deployed", "to apply", n=2, lineterm="")
+            changes.append(Change(kind, name, "changed", "\n".join(diff)))
+    return changes
+
+
+def _deployed_revision(entries: list[dict[str, Any]]) -> int | None:
+    deployed = [int(e["revision"]) for e in entries if e.get("status") == "deployed"]
+    return deployed[-1] if deployed else None
+
+
+def deploy(options: DeployOptions, reporter: Reporter | None = None) -> DeployResult:
+    """Install or upgrade a release and wait until every pod of it is Ready (see the module
+    docstring). Refused values raise InputError before helm runs; no helm or no cluster raise
+    EnvironmentProblem; a deployment that fails returns a result with ok False and the evidence."""
+    from pdctl import helm as helm_mod
+    from pdctl import pipeline
+    from pdctl.chart import bundled_chart_dir
+
+    reporter = reporter or _Silent()
+    prepared = pipeline.prepare(
+        list(options.values_files),
+        list(options.set_values),
+        release=options.release,
+        namespace=options.namespace,
+        chart=options.chart,
+        skip_validation=options.skip_validation,
+    )
+    helm = helm_mod.find_helm(options.helm_path)
+    chart = options.chart or bundled_chart_dir()
+    rendered = pipeline.render(
+        prepared.values,
+        release=options.release,
+        namespace=options.namespace,
+        chart=chart,
+        helm_path=options.helm_path,
+    )
+
+    names = naming.Release(options.release, options.namespace)
+
+    def request(values_file: Path) -> helm_mod.UpgradeRequest:
+        return helm_mod.UpgradeRequest(
+            release=options.release,
+            chart=chart,
+            namespace=options.namespace,
+            values_files=(values_file,),
+            timeout=options.timeout,
+            create_namespace=options.create_namespace,
+        )
+
+    result = DeployResult(
+        release=options.release,
+        namespace=options.namespace,
+        action="dry-run",
+        status="rendered",
+        ok=True,
+        helm_version=helm.version,
+        command=[str(helm.path), *request(Path("<values.json>")).args(helm.major)],
+        warnings=[finding.text() for finding in prepared.warnings],
+        groups=groups_of(rendered.objects, names),
+    )
+    if options.dry_run:
+        result.manifest, result.summary = rendered.text, rendered.summary.as_dict()
+        return result
+
+    from pdctl.cluster import connect
+
+    kube = connect()
+    before = helm_mod.history(helm, options.release, options.namespace)
+    result.previous_revision = _deployed_revision(before)
+    current: list[manifests.Manifest] = []
+    if result.previous_revision is not None:
+        current = manifests.parse(helm_mod.manifest(helm, options.release, options.namespace))
+    result.action = "upgrade" if result.previous_revision is not None else "install"
+    result.changes = diff_objects(current, rendered.objects)
+    reporter.changes(result.action, result.changes)
+
+    watch = Watch(kube, names, result.groups, options.log_lines)
+    started = time.monotonic()
+
+    def look() -> list[Group]:
+        try:
+            groups = watch.observe()
+        except PdctlError:  # a hiccup of the API while helm works: keep the last view
+            return result.groups
+        reporter.progress(groups, time.monotonic() - started)
+        return groups
+
+    with (
+        pipeline.merged_file(prepared.values) as values_file,
+        tempfile.TemporaryFile("w+") as out,
+        tempfile.TemporaryFile("w+") as err,
+    ):
+        args = request(values_file).args(helm.major)
+        process = helm.start(args, out, err)
+        try:
+            while process.poll() is None:
+                result.groups = look()
+                try:
+                    process.wait(timeout=options.poll_interval)
+                except subprocess.TimeoutExpired:
+                    continue
+        finally:
+            if process.poll() is None:
+                process.terminate()
+                process.wait()
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    after = helm_mod.history(helm, options.release, options.namespace)
+
+    if process.returncode != 0:
+        completed = subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
+        error = helm_mod.failure(completed, "helm upgrade --install")
+        if isinstance(error, EnvironmentProblem) and not watch.seen:
+            raise error
+        result.ok = False
+        result.message = str(error)
+        result.status, result.revision = _after_failure(after)
+    else:
+        result.revision = _deployed_revision(after)
+        deadline = started + options.timeout
+        while True:
+            result.groups = look()
+            if all(group.rolled_out for group in result.groups):
+                break
+            if time.monotonic() >= deadline:
+                result.ok = False
+                result.message = (
+                    f"helm reported the release deployed, but not every pod is Ready after "
+                    f"{options.timeout}s"
+                )
+                try:
+                    result.status, result.revision = _undo(helm, options, result.previous_revision)
+                except PdctlError as error:
+                    result.status, result.message = "failed", f"{result.message}; {error}"
+                break
+            time.sleep(options.poll_interval)
+        if result.ok:
+            result.status = "deployed"
+    result.elapsed = time.monotonic() - started
+    if not result.ok:
+        result.stuck = watch.stuck()
+        result.groups = look()
+    return result
+
+
+def _after_failure(entries: list[dict[str, Any]]) -> tuple[str, int | None]:
+    """What helm left after a failed upgrade --install: the status and the revision now."""
+    if not entries:
+        return "uninstalled", None
+    last = entries[-1]
+    if last.get("status") == "deployed" and str(last.get("description", "")).startswith("Rollback"):
+        return "rolled-back", int(last["revision"])
+    return "failed", int(last["revision"])
+
+
+def _undo(helm: Helm, options: DeployOptions, previous: int | None) -> tuple[str, int | None]:
+    """Roll back to the revision deployed before (or remove a first install)."""
+    from pdctl import helm as helm_mod
+
+    if previous is None:
+        helm_mod.check(
+            helm,
+            helm_mod.uninstall_args(helm, options.release, options.namespace, options.timeout),
+            "helm uninstall",
+        )
+        return "uninstalled", None
+    helm_mod.check(
+        helm,
+        helm_mod.rollback_args(helm, options.release, options.namespace, previous, options.timeout),
+        "helm rollback",
+    )
+    return "rolled-back", _deployed_revision(
+        helm_mod.history(helm, options.release, options.namespace)
+    )
+
+
+# ---- status -----------------------------------------------------------------------------------
+
+
+@dataclass
+class StatusReport:
+    release: str
+    namespace: str
+    revision: int
+    status: str  # helm's: deployed, failed, pending-upgrade, ...
+    chart: str
+    app_version: str
+    updated: str
+    description: str
+    groups: list[Group]
+    router_service: Service | None
+    events: list[Event]
+
+    @property
+    def ready(self) -> bool:
+        return self.status == "deployed" and all(g.rolled_out for g in self.groups)
+
+    @property
+    def endpoint(self) -> str | None:
+        service = self.router_service
+        if service is None or not service.ports:
+            return None
+        host = service.external[0] if service.external else service.name
+        if not service.external:
+            host = naming.Release(self.release, self.namespace).service_dns(service.name)
+        return f"http://{host}:{service.ports[0]}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "release": self.release,
+            "namespace": self.namespace,
+            "revision": self.revision,
+            "status": self.status,
+            "ready": self.ready,
+            "chart": self.chart,
+            "app_version": self.app_version,
+            "updated": self.updated,
+            "description": self.description,
+            "pools": [g.as_dict() for g in self.groups if g.role != ROUTER],
+            "router": next((g.as_dict() for g in self.groups if g.role == ROUTER), None),
+            "router_service": self.router_service.as_dict() if self.router_service else None,
+            "endpoint": self.endpoint,
+            "events": [event.as_dict() for event in self.events],
+        }
+
+
+def status(
+    release: str, namespace: str, helm_path: str | None = None, events: int = 10
+) -> StatusReport:
+    """The release as helm recorded it and as the cluster runs it."""
+    from pdctl import helm as helm_mod
+    from pdctl.cluster import connect
+
+    kube = connect()
+    helm = helm_mod.find_helm(helm_path)
+    entries = helm_mod.history(helm, release, namespace)
+    if not entries:
+        raise helm_mod.ReleaseNotFound(
+            f"release {release!r} not found in namespace {namespace!r}",
+            hint="helm list -A shows the releases; pass --release and -n",
+        )
+    last = entries[-1]
+    names = naming.Release(release, namespace)
+    objects = manifests.parse(helm_mod.manifest(helm, release, namespace))
+    groups = Watch(kube, names, groups_of(objects, names)).observe()
+    service = None
+    if any(group.role == ROUTER for group in groups):
+        service = kube.service(namespace, names.router_service)
+    mine = f"{release}-"
+    warnings = [event for event in kube.events(namespace) if event.name.startswith(mine)]
+    return StatusReport(
+        release=release,
+        namespace=namespace,
+        revision=int(last["revision"]),
+        status=str(last.get("status", "")),
+        chart=str(last.get("chart", "")),
+        app_version=str(last.get("app_version", "")),
+        updated=str(last.get("updated", "")),
+        description=str(last.get("description", "")),
+        groups=groups,
+        router_service=service,
+        events=warnings[-events:] if events else [],
+    )
+
+
+# ---- uninstall --------------------------------------------------------------------------------
+
+
+@dataclass
+class UninstallResult:
+    release: str
+    namespace: str
+    revision: int
+    kept_claims: list[str]
+    deleted_claims: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def uninstall(
+    release: str,
+    namespace: str,
+    delete_data: bool = False,
+    helm_path: str | None = None,
+    timeout: int = 300,
+) -> UninstallResult:
+    """helm uninstall, keeping the release's PersistentVolumeClaims (the model cache) unless
+    delete_data. helm keeps a claim only when the chart marks it helm.sh/resource-policy: keep;
+    a claim helm would delete is refused without delete_data (InputError), before anything is
+    removed."""
+    from pdctl import helm as helm_mod
+    from pdctl.cluster import connect
+
+    kube = connect()
+    helm = helm_mod.find_helm(helm_path)
+    entries = helm_mod.history(helm, release, namespace)
+    if not entries:
+        raise helm_mod.ReleaseNotFound(
+            f"release {release!r} not found in namespace {namespace!r}",
+            hint="helm list -A shows the releases; pass --release and -n",
+        )
+    claims = {
+        obj["metadata"]["name"]: (obj["metadata"].get("annotations") or {}).get(KEEP_POLICY)
+        == "keep"
+        for obj in manifests.parse(helm_mod.manifest(helm, release, namespace))
+        if obj.get("kind") == "PersistentVolumeClaim"
+    }
+    doomed = sorted(name for name, keep in claims.items() if not keep)
+    if doomed and not delete_data:
+        raise InputError(
+            f"helm uninstall would delete the release's PersistentVolumeClaims "
+            f"{', '.join(doomed)} and the data in them: the chart of this release does not mark "
+            f"them {KEEP_POLICY}: keep",
+            hint="pass --delete-data to remove them with the release; to keep them, give the "
+            f"pools pvcAnnotations {{{KEEP_POLICY}: keep}}, deploy, then uninstall",
+        )
+    helm_mod.check(
+        helm, helm_mod.uninstall_args(helm, release, namespace, timeout), "helm uninstall"
+    )
+    kept = sorted(name for name, keep in claims.items() if keep)
+    deleted = doomed
+    if delete_data:
+        deleted = sorted(doomed + [name for name in kept if kube.delete_claim(namespace, name)])
+        kept = []
+    else:
+        kept = [name for name in kept if kube.claim_exists(namespace, name)]
+    return UninstallResult(release, namespace, int(entries[-1]["revision"]), kept, deleted)

@@ -1,0 +1,174 @@
+"""The pieces of pdctl deploy/status/uninstall that need no cluster: helm's command lines per
+major, helm's errors, timeouts, the per-object diff, the groups of a render, the evidence text."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pdctl import helm as helm_mod
+from pdctl import manifests, naming
+from pdctl.cli._release_view import change_lines, evidence, why
+from pdctl.cluster import Pod
+from pdctl.errors import EnvironmentProblem, InputError, UsageError
+from pdctl.helm import Helm, ReleaseNotFound, UpgradeRequest
+from pdctl.release import Change, Group, diff_objects, groups_of, parse_timeout
+from tests.helpers import TUTORIAL_VALUES, Render
+
+REQUEST = UpgradeRequest(
+    release="pd",
+    chart=Path("/chart"),
+    namespace="serving",
+    values_files=(Path("/tmp/values.json"),),
+    timeout=600,
+    create_namespace=True,
+)
+
+
+def test_upgrade_command_per_helm_major() -> None:
+    common = [
+        "upgrade", "--install", "pd", "/chart", "--namespace", "serving",
+        "--values", "/tmp/values.json", "--create-namespace", "--timeout", "600s",
+    ]  # fmt: skip
+    assert REQUEST.args(4) == [*common, "--wait=watcher", "--rollback-on-failure"]
+    assert REQUEST.args(3) == [*common, "--atomic", "--wait"]
+
+
+def test_rollback_and_uninstall_commands(helm3: Helm, helm4: Helm) -> None:
+    assert helm_mod.rollback_args(helm4, "pd", "ns", 2, 60)[-1] == "--wait=watcher"
+    assert helm_mod.rollback_args(helm3, "pd", "ns", 2, 60) == [
+        "rollback", "pd", "2", "--namespace", "ns", "--timeout", "60s", "--wait",
+    ]  # fmt: skip
+    assert helm_mod.uninstall_args(helm3, "pd", "ns", 60)[:2] == ["uninstall", "pd"]
+
+
+@pytest.mark.parametrize(
+    ("stderr", "error"),
+    [
+        ("Error: release: not found", ReleaseNotFound),
+        (
+            'Error: Kubernetes cluster unreachable: Get "http://localhost:8080/version": dial '
+            "tcp 127.0.0.1:8080: connect: connection refused",
+            EnvironmentProblem,
+        ),
+        (
+            'Error: kubernetes cluster unreachable: Get "https://x/version": i/o timeout',
+            EnvironmentProblem,
+        ),
+        (
+            'Error: secrets is forbidden: User "dev" cannot list resource "secrets" in API '
+            'group ""',
+            EnvironmentProblem,
+        ),
+        (
+            'Error: UPGRADE FAILED: Deployment.apps "x" is invalid: spec.strategy.rollingUpdate: '
+            "Forbidden: may not be specified when strategy `type` is 'Recreate'",
+            InputError,
+        ),
+    ],
+)
+def test_helm_failures_are_classified(stderr: str, error: type[Exception]) -> None:
+    found = helm_mod.failure(subprocess.CompletedProcess([], 1, "", stderr), "helm x")
+    assert type(found) is error
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("90s", 90), ("20m", 1200), ("1h30m", 5400), ("1m30s", 90), ("45", 45)]
+)
+def test_timeouts(text: str, seconds: int) -> None:
+    assert parse_timeout(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "soon", "0", "0s", "5d", "1.5m"])
+def test_bad_timeouts_are_usage_errors(text: str) -> None:
+    with pytest.raises(UsageError):
+        parse_timeout(text)
+
+
+def test_diff_per_object_with_secrets_redacted(rendered: Render, helm4: Helm) -> None:
+    before = rendered(helm4, TUTORIAL_VALUES)
+    after = rendered(helm4, TUTORIAL_VALUES)
+    deployment = manifests.find(after, "Deployment", "pd-llama-decode-deployment-vllm")
+    deployment["spec"]["template"]["spec"]["containers"][0]["image"] = "vllm/vllm-openai:v0.11.0"
+    secret = manifests.find(after, "Secret", "pd-secrets")
+    secret["data"] = dict.fromkeys(secret["data"], "c2VjcmV0LXRva2Vu")
+    after = [o for o in after if o["metadata"]["name"] != "pd-llama-prefill-engine-service"]
+    changes = {(c.kind, c.name): c for c in diff_objects(before, after)}
+    assert {key: c.change for key, c in changes.items()} == {
+        ("Deployment", "pd-llama-decode-deployment-vllm"): "changed",
+        ("Secret", "pd-secrets"): "changed",
+        ("Service", "pd-llama-prefill-engine-service"): "removed",
+    }
+    assert (
+        "+        image: vllm/vllm-openai:v0.11.0"
+        in changes[("Deployment", "pd-llama-decode-deployment-vllm")].diff
+    )
+    secret_diff = changes[("Secret", "pd-secrets")].diff
+    assert "c2VjcmV0LXRva2Vu" not in secret_diff and "<redacted sha256:" in secret_diff
+    # Hooks are not part of a release's manifest: never a change.
+    assert all(c.kind != "Pod" for c in diff_objects([], before))
+
+
+def test_groups_of_a_render(rendered: Render, helm4: Helm) -> None:
+    groups = groups_of(rendered(helm4, TUTORIAL_VALUES), naming.Release("pd"))
+    assert [(g.name, g.role, g.deployment, g.replicas) for g in groups] == [
+        ("llama-prefill", "prefill", "pd-llama-prefill-deployment-vllm", 1),
+        ("llama-decode", "decode", "pd-llama-decode-deployment-vllm", 1),
+        ("router", "router", "pd-deployment-router", 1),
+    ]
+
+
+def test_evidence_text() -> None:
+    group = Group("llama-decode", "decode", "pd-llama-decode-deployment-vllm", 1)
+    pending = Pod(
+        "pd-a", {}, "Pending", False, 0, "Unschedulable",
+        "0/4 nodes are available: 4 Insufficient nvidia.com/gpu.",
+        events=["FailedScheduling: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu."],
+    )  # fmt: skip
+    crash = Pod(
+        "pd-b", {}, "Running", False, 5, "CrashLoopBackOff", "last exit code 1 (Error)",
+        logs=["ValueError: bad --kv-transfer-config"],
+    )  # fmt: skip
+    assert why(pending) == "Unschedulable: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
+    assert evidence([(group, pending), (group, crash)]) == [
+        "  pd-a (llama-decode, decode): Pending, restarts 0, Unschedulable: 0/4 nodes are "
+        "available: 4 Insufficient nvidia.com/gpu.",
+        "    event FailedScheduling: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu.",
+        "  pd-b (llama-decode, decode): Running, restarts 5, CrashLoopBackOff: last exit code 1 "
+        "(Error)",
+        "    last log lines:",
+        "      | ValueError: bad --kv-transfer-config",
+    ]
+
+
+def test_change_lines() -> None:
+    added = [Change("Deployment", "a", "added"), Change("Service", "b", "added")]
+    assert change_lines("install", "pd", added) == [
+        "install of release pd: 2 objects (Deployment 1, Service 1)"
+    ]
+    assert change_lines("upgrade", "pd", []) == ["upgrade of release pd: no object changes"]
+    lines = change_lines("upgrade", "pd", [Change("Service", "b", "changed", "-a\n+b")])
+    assert lines == [
+        "upgrade of release pd: 1 object(s) change",
+        "  ~ Service b (changed)",
+        "      -a",
+        "      +b",
+    ]
+
+
+def test_live_view_draws_a_table_on_a_terminal() -> None:
+    from rich.console import Console
+
+    from pdctl.cli._release_view import LiveView
+
+    view = LiveView("pd")
+    view.console = Console(force_terminal=True, width=160, record=True, file=open(os.devnull, "w"))
+    pod = Pod("pd-a", {}, "Pending", False, 0, "Unschedulable", "1 Insufficient nvidia.com/gpu.")
+    with view:
+        view.progress([Group("llama-prefill", "prefill", "d", 1, pods=[pod])], 3.0)
+    text = view.console.export_text()
+    assert "release pd: waiting for every pod to be Ready (3s)" in text
+    assert "Unschedulable: 1 Insufficient nvidia.com/gpu." in text

@@ -1,0 +1,144 @@
+"""pdctl plan through CliRunner and as a subprocess: the JSON contract, the acceptance figures,
+exit codes, --model-config on real config.json files of each family, start-up imports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from pdctl.cli.app import app
+from tests.helpers import ROOT
+
+CONFIGS = ROOT / "tests" / "fixtures" / "configs"
+runner = CliRunner()
+
+
+def plan_json(*args: str) -> dict[str, Any]:
+    result = runner.invoke(app, ["plan", *args, "-o", "json"])
+    assert result.exit_code == 0, result.output
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("model", "gpus", "gpu", "expected"),
+    [
+        ("meta-llama/Llama-3.1-8B-Instruct", "2", "H100-80GB", 131072),
+        ("meta-llama/Llama-3.1-70B-Instruct", "8", "H100-80GB", 327680),
+        ("Qwen/Qwen2.5-7B-Instruct", "2", "L40S", 57344),
+        ("deepseek-ai/DeepSeek-V3", "16", "H200", 70272),
+    ],
+)
+def test_kv_bytes_per_token_in_plan_json(model: str, gpus: str, gpu: str, expected: int) -> None:
+    data = plan_json("--model", model, "--gpus", gpus, "--gpu-type", gpu, "--offline")
+    assert data["kv_bytes_per_token"] == expected
+
+
+def test_plan_json_has_the_documented_fields() -> None:
+    data = plan_json("-m", "llama-3.1-8b", "--gpus", "2", "--gpu-type", "h100", "--offline")
+    assert data["schema_version"] == 1
+    for role in ("prefill", "decode"):
+        assert {
+            "tp",
+            "replicas",
+            "gpus",
+            "weights_gib_per_gpu",
+            "kv_tokens_per_gpu",
+            "max_seqs_at_max_model_len",
+            "pod",
+        } <= set(data["roles"][role])
+    estimates = data["estimates"]
+    assert any("prefill_tokens_per_s" in key for key in estimates)
+    assert any("decode_step_ms" in key for key in estimates)
+    assert data["verdict"]["pd"] in ("likely", "may", "unlikely")
+    assert data["gpu"]["name"] == "H100-80GB"
+
+
+def test_llama_8b_kv_pool_at_095_is_within_5_percent_of_vllm() -> None:
+    """sizing-bench A2: vLLM measured 58.11 GiB, 476,016 tokens (Llama-3.1-8B, TP 1, H100, 0.95)."""
+    data = plan_json(
+        "-m", "llama-3.1-8b", "--gpus", "2", "--gpu-type", "H100-80GB",
+        "--gpu-memory-utilization", "0.95",
+    )  # fmt: skip
+    decode = data["roles"]["decode"]
+    assert decode["tp"] == 1
+    assert decode["kv_pool_gib_per_gpu"] == pytest.approx(58.11, rel=0.05)
+    assert decode["kv_tokens_per_gpu"] == pytest.approx(476_016, rel=0.05)
+
+
+def test_decode_step_follows_concurrency_and_prefill_follows_input_len() -> None:
+    short = plan_json("-m", "llama-3.1-8b", "--gpus", "2", "--input-len", "1024")
+    long = plan_json("-m", "llama-3.1-8b", "--gpus", "2", "--input-len", "8192")
+    assert long["estimates"]["prefill_ms"] > 4 * short["estimates"]["prefill_ms"]
+    few = plan_json("-m", "llama-3.1-8b", "--gpus", "2", "--concurrency", "4")
+    many = plan_json("-m", "llama-3.1-8b", "--gpus", "2", "--concurrency", "128")
+    assert many["estimates"]["decode_step_ms"] > few["estimates"]["decode_step_ms"]
+
+
+def test_plan_text_for_people() -> None:
+    result = runner.invoke(app, ["plan", "-m", "llama-3.1-70b", "--gpus", "8"])
+    assert result.exit_code == 0, result.output
+    for text in ("PD layout on 8 x H100-80GB", "KV pool per GPU", "prefill:", "TTFT", "PD "):
+        assert text in result.stdout
+
+
+@pytest.mark.parametrize(
+    "fixture",
+    sorted(path.name for path in CONFIGS.glob("*.json")),
+)
+def test_model_config_on_real_config_files(fixture: str) -> None:
+    """Every family's real config.json plans (on B200s, where even DeepSeek fits a node)."""
+    data = plan_json(
+        "-m", f"example/{fixture.removesuffix('.json')}", "--gpus", "16", "--gpu-type", "B200",
+        "--model-config", str(CONFIGS / fixture), "--offline",
+    )  # fmt: skip
+    assert data["model"]["source"].endswith(fixture)
+    assert data["kv_bytes_per_token"] > 0 and data["gpus_used"] <= 16
+
+
+def test_70b_on_one_l4_exits_1_with_the_reason_and_no_traceback() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "pdctl", "plan", "-m", "meta-llama/Llama-3.1-70B-Instruct",
+         "--gpus", "1", "--gpu-type", "L4"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "needs TP16 per engine on L4" in result.stderr
+    assert "more GPUs per engine than a node has" in result.stderr
+    assert "KV pool" in result.stderr  # the numbers that do not fit
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "says"),
+    [
+        (["--gpu-type", "H100-94GB"], 2, "not in the GPU catalog"),
+        (["--gpus", "0"], 2, ""),
+        (["--connector", "Nope"], 2, "not a connector"),
+        (["--connector", "P2pNcclConnector"], 1, "not in vLLM 0.33.0"),
+        (["--connector", "LMCacheConnectorV1"], 1, "cannot be routed by vllm-router"),
+        (["-m", "acme/unknown", "--offline"], 1, "--offline forbids"),
+        (["--max-model-len", "1000"], 1, "shorter than --input-len"),
+    ],
+)
+def test_bad_requests(args: list[str], code: int, says: str) -> None:
+    base = ["plan", "-m", "llama-3.1-8b", "--gpus", "2"]
+    result = runner.invoke(app, [*base, *args])
+    assert result.exit_code == code, result.output
+    assert says in result.output
+
+
+def test_help_imports_neither_jinja2_nor_huggingface_hub() -> None:
+    code = (
+        "import sys; from pdctl.cli.app import app; "
+        "print(sorted(m for m in ('jinja2', 'huggingface_hub', 'pdctl.plan') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"

@@ -1,0 +1,217 @@
+"""config.json to ModelArch: real files of each family, the fields that must be named when
+missing, and the Hugging Face hub path at its boundary (a test double of the download)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pdctl.errors import EnvironmentProblem, InputError
+from pdctl.plan import resolve_model
+from pdctl.plan.model_config import Mla, Moe, SlidingWindow, from_hf_config, load_config_file
+from tests.helpers import ROOT
+
+CONFIGS = ROOT / "tests" / "fixtures" / "configs"
+
+
+def config(name: str) -> dict[str, Any]:
+    return json.loads((CONFIGS / name).read_text())
+
+
+def test_llama_dense_gqa() -> None:
+    arch = load_config_file(CONFIGS / "llama-3.1-8b.json", "x")
+    assert (arch.layers, arch.kv_heads, arch.head_dim, arch.weight_dtype) == (32, 8, 128, "bf16")
+    assert arch.attention == "gqa" and not arch.moe and not arch.sliding_window
+
+
+def test_llama_32_head_dim_and_tied_embeddings() -> None:
+    arch = from_hf_config(config("llama-3.2-3b.json"), "x")
+    assert arch.head_dim == 128 and arch.tied_embeddings
+
+
+def test_qwen2_sliding_window_switched_off_is_no_window() -> None:
+    raw = config("qwen2.5-7b.json")
+    assert raw["sliding_window"] == 131072 and raw["use_sliding_window"] is False
+    assert from_hf_config(raw, "x").sliding_window is None
+
+
+def test_mistral_v01_slides_on_every_layer() -> None:
+    assert from_hf_config(config("mistral-7b-v0.1.json"), "x").sliding_window == SlidingWindow(
+        4096, 32
+    )
+
+
+def test_gpt_oss_alternating_layers_mxfp4_moe() -> None:
+    arch = from_hf_config(config("gpt-oss-20b.json"), "x")
+    assert arch.sliding_window == SlidingWindow(128, 12)
+    assert arch.weight_dtype == "mxfp4"
+    assert arch.moe == Moe(32, 4, 2880)
+
+
+def test_deepseek_is_mla_despite_its_kv_heads() -> None:
+    raw = config("deepseek-v3.json")
+    assert raw["num_key_value_heads"] == 128  # the trap of sizing-bench A1
+    arch = from_hf_config(raw, "x")
+    assert arch.mla == Mla(512, 64, 128, 128, 1536)
+    assert arch.moe == Moe(256, 8, 2048, 1, 2048, 3)
+    assert (arch.weight_dtype, arch.extra_layers) == ("fp8", 1)
+
+
+@pytest.mark.parametrize(
+    ("fixture", "experts"),
+    [("mixtral-8x7b.json", Moe(8, 2, 14336)), ("qwen3-30b-a3b.json", Moe(128, 8, 768))],
+)
+def test_moe_families(fixture: str, experts: Moe) -> None:
+    assert from_hf_config(config(fixture), "x").moe == experts
+
+
+def test_a_multimodal_wrapper_is_read_through_text_config() -> None:
+    wrapped = {
+        "architectures": ["SomethingForConditionalGeneration"],
+        "torch_dtype": "bfloat16",
+        "text_config": {**config("qwen3-8b.json"), "torch_dtype": None},
+        "vision_config": {"hidden_size": 1152},
+    }
+    wrapped["text_config"].pop("torch_dtype")
+    arch = from_hf_config(wrapped, "x")
+    assert (arch.layers, arch.weight_dtype) == (36, "bf16")
+
+
+@pytest.mark.parametrize(
+    ("drop", "named"),
+    [
+        ("num_hidden_layers", "num_hidden_layers"),
+        ("hidden_size", "hidden_size"),
+        ("num_attention_heads", "num_attention_heads"),
+        ("vocab_size", "vocab_size"),
+        ("max_position_embeddings", "max_position_embeddings"),
+    ],
+)
+def test_a_missing_field_is_named(drop: str, named: str) -> None:
+    raw = config("llama-3.1-8b.json")
+    del raw[drop]
+    with pytest.raises(InputError, match=named) as caught:
+        from_hf_config(raw, "x", origin="my/config.json")
+    assert caught.value.message.startswith("my/config.json: cannot derive")
+
+
+def test_layers_the_planner_cannot_size_are_refused() -> None:
+    raw = {**config("qwen3-8b.json"), "layer_types": ["linear_attention", "full_attention"] * 18}
+    with pytest.raises(InputError, match="linear_attention"):
+        from_hf_config(raw, "x")
+
+
+def test_an_unknown_quantization_is_refused_by_name() -> None:
+    raw = {**config("qwen3-8b.json"), "quantization_config": {"quant_method": "mystery"}}
+    with pytest.raises(InputError, match="'mystery'"):
+        from_hf_config(raw, "x")
+
+
+def test_unreadable_and_non_json_files(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="cannot read"):
+        load_config_file(tmp_path / "missing.json", "x")
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(InputError, match="not JSON"):
+        load_config_file(tmp_path, "x")  # a folder holding config.json
+
+
+def test_model_config_keeps_the_catalog_name_and_gating() -> None:
+    arch = resolve_model("llama-3.1-8b", CONFIGS / "llama-3.1-8b.json")
+    assert arch.name == "meta-llama/Llama-3.1-8B-Instruct" and arch.gated is True
+    assert arch.source.endswith("llama-3.1-8b.json")
+
+
+# ---- the hub, at its boundary: huggingface_hub.hf_hub_download replaced by a test double
+
+
+class FakeHubDownload:
+    """Test double of huggingface_hub.hf_hub_download: serves fixture files or raises."""
+
+    def __init__(self, files: dict[str, Path] | None = None, error: Exception | None = None):
+        self.files = files or {}
+        self.error = error
+        self.calls: list[tuple[str, str]] = []
+
+    def __call__(self, repo_id: str, filename: str, **_: Any) -> str:
+        self.calls.append((repo_id, filename))
+        if self.error:
+            raise self.error
+        return str(self.files[repo_id])
+
+
+@pytest.fixture
+def fake_hub(monkeypatch: pytest.MonkeyPatch) -> FakeHubDownload:
+    import huggingface_hub
+
+    double = FakeHubDownload({"acme/qwen-like": CONFIGS / "qwen3-8b.json"})
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", double)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    return double
+
+
+def test_a_model_outside_the_catalog_is_read_from_the_hub(fake_hub: FakeHubDownload) -> None:
+    arch = resolve_model("acme/qwen-like")
+    assert fake_hub.calls == [("acme/qwen-like", "config.json")]
+    assert arch.name == "acme/qwen-like" and arch.layers == 36 and arch.gated is None
+    assert "Hugging Face hub" in arch.source
+
+
+def test_offline_forbids_the_hub(fake_hub: FakeHubDownload) -> None:
+    with pytest.raises(InputError, match="--offline forbids"):
+        resolve_model("acme/qwen-like", offline=True)
+    assert fake_hub.calls == []
+
+
+def test_hf_hub_offline_forbids_the_hub(
+    fake_hub: FakeHubDownload, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(EnvironmentProblem):
+        resolve_model("acme/qwen-like")
+    assert fake_hub.calls == []
+
+
+def test_catalog_models_never_touch_the_hub(fake_hub: FakeHubDownload) -> None:
+    resolve_model("deepseek-v3")
+    assert fake_hub.calls == []
+
+
+def _hub_error(kind: str) -> Exception:
+    from huggingface_hub import errors
+
+    if kind == "unreachable":
+        return errors.LocalEntryNotFoundError("cannot reach the hub and nothing is cached")
+    import httpx
+
+    response = httpx.Response(
+        403 if kind == "gated" else 404, request=httpx.Request("GET", "https://hub.invalid/")
+    )
+    cls = {"gated": errors.GatedRepoError, "missing": errors.RepositoryNotFoundError}[kind]
+    return cls(kind, response=response)
+
+
+@pytest.mark.parametrize(
+    ("kind", "exit_code", "says"),
+    [("gated", 1, "is gated"), ("missing", 1, "no such model"), ("unreachable", 3, "cannot read")],
+)
+def test_hub_failures_map_to_exit_codes(
+    fake_hub: FakeHubDownload, kind: str, exit_code: int, says: str
+) -> None:
+    fake_hub.error = _hub_error(kind)
+    with pytest.raises((InputError, EnvironmentProblem), match=says) as caught:
+        resolve_model("acme/other")
+    assert caught.value.exit_code == exit_code
+
+
+def test_without_huggingface_hub_the_hint_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    with pytest.raises(EnvironmentProblem) as caught:
+        resolve_model("acme/other")
+    assert "pdctl[hub]" in (caught.value.hint or "")

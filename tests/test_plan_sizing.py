@@ -1,0 +1,286 @@
+"""The planner's arithmetic against the reference's figures (shared/reference/sizing-bench.md)
+and its invariants (property tests)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pdctl.plan import catalog, sizing
+from pdctl.plan.sizing import DoesNotFit, Request, Workload
+
+
+def arch(name: str) -> sizing.ModelArch:
+    found = catalog.find_model(name)
+    assert found is not None
+    return found.arch
+
+
+def request(model: str, gpu: str, gpus: int, **kw: object) -> Request:
+    return Request(arch=arch(model), gpu=catalog.gpu(gpu), gpus=gpus, **kw)  # type: ignore[arg-type]
+
+
+# ---- KV bytes per token (the issue's acceptance figures, sizing-bench A8)
+
+
+@pytest.mark.parametrize(
+    ("model", "bf16", "fp8"),
+    [
+        ("llama-3.1-8b", 131072, 65536),
+        ("llama-3.1-70b", 327680, 163840),
+        ("qwen2.5-7b", 57344, 28672),
+        ("deepseek-v3", 70272, 35136),
+        ("llama-3.1-405b", 516096, 258048),
+        ("llama-3.2-1b", 32768, 16384),
+        ("qwen3-235b-a22b", 192512, 96256),
+        ("gpt-oss-20b", 49152, 24576),
+    ],
+)
+def test_kv_bytes_per_token_whole_model(model: str, bf16: int, fp8: int) -> None:
+    assert sizing.kv_bytes_per_token(arch(model)) == bf16
+    assert sizing.kv_bytes_per_token(arch(model), "fp8") == fp8
+
+
+def test_gqa_kv_heads_are_replicated_when_tp_exceeds_them() -> None:
+    qwen = arch("qwen2.5-7b")  # 4 KV heads
+    per_gpu = [sizing.kv_layout(qwen, tp).per_token for tp in (1, 2, 4, 8)]
+    assert per_gpu == [57344, 28672, 14336, 14336]  # one head per rank from TP 4 on
+
+
+def test_mla_latent_is_not_split_by_tp() -> None:
+    deepseek = arch("deepseek-v3")
+    assert {sizing.kv_layout(deepseek, tp).per_token for tp in (1, 2, 4, 8)} == {70272}
+
+
+def test_sliding_window_layers_hold_only_their_window() -> None:
+    oss = arch("gpt-oss-120b")  # 18 of 36 layers slide over 128 tokens
+    layout = sizing.kv_layout(oss, 1)
+    assert layout.full == layout.windowed == 73728 // 2
+    long, longer = layout.sequence_bytes(8192), layout.sequence_bytes(16384)
+    assert longer - long == layout.full * 8192  # only the full-attention half grows
+    flat = sizing.kv_layout(oss, 1, hybrid=False)
+    assert flat.sequence_bytes(16384) == 73728 * 16384
+
+
+# ---- memory: vLLM's measured figure and the reference's worked examples
+
+
+def test_llama_8b_on_one_h100_matches_vllms_measured_kv_pool() -> None:
+    """sizing-bench A2: vLLM 0.19 measured 58.11 GiB = 476,016 tokens for Llama-3.1-8B, TP 1,
+    --gpu-memory-utilization 0.95 on an H100 (weights 14.99, activation 1.89, non-torch 0.25)."""
+    llama = arch("llama-3.1-8b")
+    memory = sizing.memory(llama, catalog.gpu("H100-80GB"), 1, 0.95)
+    assert memory.kv_pool == pytest.approx(58.11, rel=0.05)
+    tokens = sizing.kv_layout(llama, 1).tokens(memory.kv_pool * sizing.GiB)
+    assert tokens == pytest.approx(476_016, rel=0.05)
+    assert memory.weights == pytest.approx(14.99, rel=0.01)
+
+
+@pytest.mark.parametrize(
+    ("model", "gpu", "tp", "weights", "pool"),
+    [  # sizing-bench A8 "Worked capacity examples" (util 0.9)
+        ("llama-3.1-8b", "H100-80GB", 1, 15.0, 54.2),
+        ("llama-3.1-70b", "H100-80GB", 4, 32.9, 34.4),
+        ("llama-3.1-70b", "H100-80GB", 8, 16.4, 50.9),
+        ("llama-3.1-70b", "H200", 2, 65.7, 56.1),
+        ("qwen3-32b", "L40S", 2, 30.5, 5.1),
+        ("qwen2.5-7b", "L4", 1, 14.2, 3.1),
+    ],
+)
+def test_worked_capacity_examples(
+    model: str, gpu: str, tp: int, weights: float, pool: float
+) -> None:
+    memory = sizing.memory(arch(model), catalog.gpu(gpu), tp, 0.9)
+    assert memory.weights == pytest.approx(weights, abs=0.1)
+    assert memory.kv_pool == pytest.approx(pool, abs=0.15)
+
+
+def test_valid_tps_follow_heads_and_kv_heads() -> None:
+    assert sizing.valid_tps(arch("qwen2.5-7b"), 8) == [1, 2, 4]  # 28 heads
+    assert sizing.valid_tps(arch("llama-3.1-70b"), 8) == [1, 2, 4, 8]
+    assert sizing.valid_tps(arch("llama-3.2-3b"), 8) == [1, 2, 4, 8]  # 24 heads, 8 KV heads
+
+
+# ---- the roofline against the reference's illustration (sizing-bench A6)
+
+
+def test_roofline_close_to_the_reference_illustration() -> None:
+    """A6: Llama-3.1-70B BF16 on H100, ISL 8000, MFU 0.5, bandwidth 0.8, B 64: a TP4 prefill
+    engine does about 14k tokens/s, a TP4 decode step takes about 29 ms. Ours adds attention
+    FLOPs and all-reduces, so it is a little slower."""
+    llama, h100 = arch("llama-3.1-70b"), catalog.gpu("H100-80GB")
+    prefill = 8000 / sizing.prefill_seconds(llama, h100, 4, 8000)
+    assert 0.8 * 14000 <= prefill <= 14000
+    step = sizing.decode_step_seconds(llama, h100, 4, 64, 8250, sizing.kv_layout(llama, 4))
+    assert step * 1000 == pytest.approx(29, rel=0.15)
+
+
+def test_70b_on_8_h100_is_one_tp4_pair_and_prefill_bound() -> None:
+    """A6: 'On 8 GPUs the only valid layout is 1P(TP4)+1D(TP4), which is prefill-bound'."""
+    plan = sizing.plan(request("llama-3.1-70b", "h100", 8, workload=Workload(8000, 500)))
+    assert (plan.prefill.engine.tp, plan.prefill.replicas) == (4, 1)
+    assert (plan.decode.engine.tp, plan.decode.replicas) == (4, 1)
+    assert plan.estimates.bottleneck == "prefill"
+    assert plan.max_model_len == 131072
+
+
+def test_moe_decode_reads_only_the_experts_a_batch_touches() -> None:
+    assert sizing.experts_touched(256, 8, 1) == pytest.approx(8)
+    assert sizing.experts_touched(256, 8, 1000) == pytest.approx(256, rel=0.01)
+    deepseek, h200 = arch("deepseek-v3"), catalog.gpu("H200")
+    layout = sizing.kv_layout(deepseek, 8)
+    one = sizing.decode_step_seconds(deepseek, h200, 8, 1, 4096, layout)
+    many = sizing.decode_step_seconds(deepseek, h200, 8, 64, 4096, layout)
+    assert many > 2 * one  # 64 sequences touch most experts; one touches 8 of 256
+
+
+# ---- refusals
+
+
+def test_70b_on_one_l4_is_refused_with_the_numbers() -> None:
+    with pytest.raises(DoesNotFit) as caught:
+        sizing.plan(request("llama-3.1-70b", "L4", 1), list(catalog.gpus().values()))
+    error = caught.value
+    assert error.exit_code == 1
+    assert "needs TP16 per engine on L4" in error.message
+    assert "more GPUs per engine than a node has" in error.message
+    assert any("TP8 on L4" in line and "KV pool -0.6 GiB" in line for line in error.details)
+    assert "H100-80GB" in (error.hint or "") or "B200" in (error.hint or "")
+
+
+def test_more_gpus_per_engine_than_gpus_per_node_is_refused() -> None:
+    with pytest.raises(DoesNotFit, match="more GPUs per engine than a node has"):
+        sizing.plan(request("deepseek-v3", "H100-80GB", 16))
+    # the same request fits when a node has 16 GPUs (an NVL-style node)
+    plan = sizing.plan(request("deepseek-v3", "H100-80GB", 32, gpus_per_node=16))
+    assert plan.decode.engine.tp == 16
+
+
+def test_too_few_gpus_for_two_engines_names_the_smallest_layout() -> None:
+    with pytest.raises(
+        DoesNotFit, match="the smallest is 1 prefill \\+ 1 decode engine of TP2 = 4"
+    ):
+        sizing.plan(request("llama-3.1-70b", "H100-80GB", 3))
+    with pytest.raises(DoesNotFit, match="= 2 GPUs"):
+        sizing.plan(request("llama-3.1-8b", "H100-80GB", 1))
+
+
+def test_workload_longer_than_the_model_is_refused() -> None:
+    with pytest.raises(DoesNotFit, match="more than .*context"):
+        sizing.plan(request("qwen2.5-7b", "H100-80GB", 2, workload=Workload(32000, 2000)))
+
+
+def test_connector_constraints_shape_the_layout() -> None:
+    same_tp = sizing.plan(request("llama-3.1-70b", "H100-80GB", 12, hetero_tp=False))
+    assert same_tp.prefill.engine.tp == same_tp.decode.engine.tp
+    pair = sizing.plan(request("llama-3.1-8b", "H100-80GB", 8, one_pair=True))
+    assert (pair.prefill.replicas, pair.decode.replicas) == (1, 1)
+
+
+def test_targets_move_the_layout() -> None:
+    loose = sizing.plan(request("llama-3.1-8b", "H100-80GB", 2))
+    tight = sizing.plan(request("llama-3.1-8b", "H100-80GB", 2, workload=Workload(itl_ms=10)))
+    assert tight.estimates.itl_ms <= 10 < loose.estimates.itl_ms
+    assert tight.estimates.decode_batch < loose.estimates.decode_batch
+    missed = sizing.plan(request("llama-3.1-8b", "H100-80GB", 2, workload=Workload(rate=100)))
+    assert any("--rate 100/s is not met" in w for w in missed.warnings)
+
+
+def test_verdicts() -> None:
+    long_prompts = Workload(input_len=16000, output_len=400)
+    assert sizing.plan(request("llama-3.1-70b", "H100-80GB", 8, workload=long_prompts)).verdict == (
+        "likely"
+    )
+    chat = Workload(input_len=512, output_len=256)
+    unlikely = sizing.plan(request("llama-3.1-8b", "H100-80GB", 2, workload=chat))
+    assert unlikely.verdict == "unlikely"
+    assert any("short" in reason for reason in unlikely.reasons)
+    low_load = Workload(rate=0.1)
+    assert sizing.plan(request("llama-3.1-8b", "H100-80GB", 2, workload=low_load)).verdict == (
+        "unlikely"
+    )
+
+
+def test_pod_sizing_holds_the_weights_and_the_checkpoint() -> None:
+    deepseek = arch("deepseek-v3")
+    pod = sizing.pod(deepseek, 8)
+    assert pod.memory_gib >= pod.weights_gib
+    assert pod.cache_gib >= pod.checkpoint_gib > sizing.weight_bytes(deepseek) / sizing.GiB
+    assert (pod.cpu, pod.shm_gib) == (16, 16)
+
+
+# ---- invariants
+
+MODELS = sorted(catalog.models())
+GPUS = sorted(catalog.gpus())
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    model=st.sampled_from(MODELS),
+    gpu=st.sampled_from(GPUS),
+    gpus=st.integers(1, 24),
+    input_len=st.integers(64, 16384),
+    output_len=st.integers(1, 4096),
+    utilization=st.sampled_from([0.8, 0.9, 0.95]),
+    kv=st.sampled_from(["auto", "fp8"]),
+)
+def test_every_plan_fits_what_it_was_given(
+    model: str, gpu: str, gpus: int, input_len: int, output_len: int, utilization: float, kv: str
+) -> None:
+    req = Request(
+        arch=arch(model),
+        gpu=catalog.gpu(gpu),
+        gpus=gpus,
+        workload=Workload(input_len, output_len),
+        utilization=utilization,
+        kv_cache_dtype=kv,
+    )
+    try:
+        plan = sizing.plan(req)
+    except DoesNotFit as refused:
+        assert refused.exit_code == 1 and refused.message
+        return
+    assert plan.gpus_used <= gpus
+    assert req.workload.total_len <= plan.max_model_len <= req.arch.max_positions
+    for role in (plan.prefill, plan.decode):
+        engine = role.engine
+        assert role.replicas >= 1 and engine.tp <= req.gpus_per_node
+        assert engine.memory.kv_pool > 0
+        assert engine.layout.sequence_bytes(plan.max_model_len) <= engine.pool_bytes
+    e = plan.estimates
+    assert (
+        0
+        < e.requests_per_s
+        <= min(
+            plan.prefill.replicas * e.prefill_requests_per_s,
+            plan.decode.replicas * e.decode_requests_per_s,
+        )
+    )
+    assert plan.as_dict()["kv_bytes_per_token"] == sizing.kv_bytes_per_token(req.arch)
+
+
+@settings(max_examples=40, deadline=None)
+@given(model=st.sampled_from(MODELS), gpu=st.sampled_from(GPUS))
+def test_more_tp_never_means_less_kv_pool_per_gpu(model: str, gpu: str) -> None:
+    a, g = arch(model), catalog.gpu(gpu)
+    tps = sizing.valid_tps(a, 8)
+    pools = [sizing.memory(a, g, tp, 0.9).kv_pool for tp in tps]
+    per_token = [sizing.kv_layout(a, tp).per_token for tp in tps]
+    # pool per GPU grows with TP (only the TP1 -> TP2 step pays the NCCL buffers)
+    assert all(b >= a_ - 2 for a_, b in zip(pools, pools[1:], strict=False))
+    assert per_token == sorted(per_token, reverse=True)
+
+
+@settings(max_examples=30, deadline=None)
+@given(gpus=st.integers(2, 32))
+def test_more_gpus_never_lower_throughput(gpus: int) -> None:
+    base = request("llama-3.1-8b", "H100-80GB", gpus)
+    more = replace(base, gpus=gpus + 2)
+    assert (
+        sizing.plan(more).estimates.requests_per_s
+        >= 0.99 * sizing.plan(base).estimates.requests_per_s
+    )
