@@ -37,6 +37,12 @@ demo: setup
 		--offline --out $(DEMO_OUT) --force
 	$(BIN)/pdctl validate $(DEMO_OUT) --release pd
 	$(BIN)/pdctl template -f $(DEMO_OUT) --release pd --summary
+	@echo
+	@echo "Next: pdctl and the pinned helm are in this checkout, not on PATH. Run them as"
+	@echo "  $(BIN)/pdctl --help"
+	@echo "  $(HELM4) version"
+	@echo "or put both on PATH for this shell:"
+	@echo "  export PATH=\"$(CURDIR)/$(BIN):$(CURDIR)/$(dir $(HELM4)):\$$PATH\""
 
 lint: setup
 	$(BIN)/ruff check $(PY_DIRS)

@@ -13,9 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from pdctl.chart import bundled_chart_dir
+from pdctl.chart import bundled_chart_dir, read_yaml
 
 TABLE = Path("files") / "connectors.yaml"
 KV_ROLES = ("kv_producer", "kv_consumer", "kv_both")
@@ -176,4 +174,4 @@ def load(chart_dir: Path | None = None) -> Table:
     chart's table."""
     own = chart_dir / TABLE if chart_dir else None
     path = own if own and own.is_file() else bundled_chart_dir() / TABLE
-    return parse(yaml.safe_load(path.read_text(encoding="utf-8")))
+    return parse(read_yaml(path))

@@ -19,6 +19,9 @@ COMPONENT = "app.kubernetes.io/component"
 POOL = "model"  # the production-stack router tells pools apart by this pod label
 ROLE = "pd-stack.io/role"
 
+# Values of ROLE: a pool's part in PD serving (both = aggregated, no KV transfer).
+ROLES = ("prefill", "decode", "both")
+
 # Values of COMPONENT.
 ENGINE = "serving-engine"
 ROUTER = "router"

@@ -9,9 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from pdctl.chart import bundled_chart_dir
+from pdctl.chart import bundled_chart_dir, read_yaml
 from pdctl.values.paths import KeyPath
 
 TABLE = Path("files") / "production-stack.yaml"
@@ -39,7 +37,7 @@ class Key:
 def load(chart_dir: Path | None = None) -> dict[str, Key]:
     own = chart_dir / TABLE if chart_dir else None
     path = own if own and own.is_file() else bundled_chart_dir() / TABLE
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = read_yaml(path)
     return {
         key: Key(
             path=key,

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from pdctl.cluster import Cluster, Event, Pod, Service
     from pdctl.helm import Helm
 
-ROLES = ("prefill", "decode", "both")
+ROLES = naming.ROLES
 ROUTER = "router"
 KEEP_POLICY = "helm.sh/resource-policy"
 EVENTS_PER_POD = 3

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from pdctl.cli.app import app
 from pdctl.helm import Helm
-from tests.helpers import ASSETS, TUTORIAL_VALUES
+from tests.helpers import ASSETS, ROOT, TUTORIAL_VALUES
 
 NIXL_VALUES = ASSETS / "values-17-nixl-vllm-router.yaml"
 
@@ -183,3 +183,27 @@ def test_version_option() -> None:
 
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0 and result.stdout == f"pdctl {__version__}\n"
+
+
+def test_make_demo_says_how_to_reach_pdctl_and_helm() -> None:
+    """Nothing is installed on PATH, so `make demo` ends with the commands that reach both; the
+    PATH line it prints finds them."""
+    import shutil
+
+    make = shutil.which("make")
+    assert make, "make is a prerequisite of the repository"
+    dry = subprocess.run(
+        [make, "-s", "-n", "demo"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    assert ".venv/bin/pdctl --help" in dry and ".tools/helm-4.1.4/helm version" in dry
+    echo = next(line for line in dry.splitlines() if "export PATH=" in line)
+    printed = subprocess.run(["sh", "-c", echo], capture_output=True, text=True, check=True)
+    path_line = printed.stdout.strip()
+    found = subprocess.run(
+        ["sh", "-c", f"{path_line} && command -v pdctl && command -v helm"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert found.returncode == 0, (path_line, found.stderr)
+    assert str(ROOT / ".venv" / "bin" / "pdctl") in found.stdout

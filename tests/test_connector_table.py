@@ -115,3 +115,25 @@ def test_every_listed_env_and_key_is_rendered_somewhere(helm4: Helm, rendered: R
     for connector in ENTRIES:
         assert seen_env.get(id(connector), set()) == set(connector.env), connector.name
         assert seen_extra.get(id(connector), set()) >= set(connector.extra_config), connector.name
+
+
+@pytest.mark.parametrize("name", ["connectors.yaml", "production-stack.yaml"])
+def test_no_table_string_is_cut_by_a_comment(name: str) -> None:
+    """In a plain YAML scalar, " #" starts a comment: "(vLLM PR #123)" would end at "(vLLM PR".
+    Every string of the tables closes the parentheses it opens."""
+    import yaml
+
+    def strings(node: Any) -> Iterator[str]:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                yield str(key)
+                yield from strings(value)
+        elif isinstance(node, list):
+            for item in node:
+                yield from strings(item)
+        elif isinstance(node, str):
+            yield node
+
+    data = yaml.safe_load((CHART / "files" / name).read_text(encoding="utf-8"))
+    cut = [text for text in strings(data) if text.count("(") != text.count(")")]
+    assert cut == []

@@ -315,3 +315,23 @@ def test_gated_model_without_token_warns() -> None:
         "servingEngineSpec.modelSpec[1].modelURL",
     ]
     assert not ids(values, severity=Severity.error)
+
+
+def test_known_model_larger_than_its_volume_and_memory_warns() -> None:
+    """A 70B model (131 GiB of BF16 weights, the planner's catalog) on a 50Gi volume and 48Gi."""
+    big = {"modelURL": "meta-llama/Llama-3.1-70B-Instruct", "pvcStorage": "50Gi"}
+    big |= {"requestMemory": "48Gi", "hf_token": {"secretName": "hf", "secretKey": "token"}}
+    findings = [f for f in run_rules(nixl(prefill=big, decode=big)) if f.rule == "PD109"]
+    assert [f.key for f in findings[:2]] == [
+        "servingEngineSpec.modelSpec[0].pvcStorage",
+        "servingEngineSpec.modelSpec[0].requestMemory",
+    ]
+    assert "131 GiB" in findings[0].message and findings[0].severity is Severity.warning
+    assert findings[0].hint == "pvcStorage: 150Gi (what `pdctl plan` sizes)"
+    # Enough room, an unknown model, an existing claim: quiet.
+    fine = big | {"pvcStorage": "200G", "requestMemory": "0.25Ti"}
+    assert "PD109" not in ids(nixl(prefill=fine, decode=fine))
+    unknown = big | {"modelURL": "my-org/private-70b"}
+    assert "PD109" not in ids(nixl(prefill=unknown, decode=unknown))
+    claimed = big | {"pvcExistingClaimName": "weights", "requestMemory": "256Gi"}
+    assert "PD109" not in ids(nixl(prefill=claimed, decode=claimed))

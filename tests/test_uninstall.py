@@ -1,7 +1,7 @@
 """pdctl uninstall against the Kubernetes API server test double (tests/doubles/kube_api.py):
 the release goes, its PersistentVolumeClaims (the model cache) stay unless --delete-data. helm
-keeps a claim only when it carries helm.sh/resource-policy: keep, so a claim helm would delete is
-refused without --delete-data."""
+keeps a claim only when it carries helm.sh/resource-policy: keep, as the chart's do by default;
+a claim helm would delete (a pool that set the policy to "") is refused without --delete-data."""
 
 from __future__ import annotations
 
@@ -44,15 +44,17 @@ def claims(api: KubeAPIDouble) -> list[str]:
     return sorted(c["metadata"]["name"] for c in api.items("persistentvolumeclaims"))
 
 
-def kept_values(tmp_path: Path) -> Path:
+def unkept_values(tmp_path: Path) -> Path:
     values = yaml.safe_load(TUTORIAL_VALUES.read_text())
     for pool in values["servingEngineSpec"]["modelSpec"]:
-        pool["pvcAnnotations"] = {"helm.sh/resource-policy": "keep"}
-    return write_values(tmp_path, values, "keep.yaml")
+        pool["pvcAnnotations"] = {"helm.sh/resource-policy": ""}
+    return write_values(tmp_path, values, "unkept.yaml")
 
 
-def test_claims_helm_would_delete_are_refused(kube: KubeAPIDouble, helm4: Helm) -> None:
-    install(helm4)
+def test_claims_helm_would_delete_are_refused(
+    kube: KubeAPIDouble, helm4: Helm, tmp_path: Path
+) -> None:
+    install(helm4, unkept_values(tmp_path))
     code, _, stderr = uninstall(helm4)
     assert code == 1
     assert f"would delete the release's PersistentVolumeClaims {', '.join(CLAIMS)}" in stderr
@@ -75,15 +77,15 @@ def test_delete_data_removes_release_and_claims(kube: KubeAPIDouble, helm: Helm)
     assert kube.release_secrets("pd") == [] and kube.items("pods") == []
 
 
-def test_claims_marked_keep_stay(kube: KubeAPIDouble, helm: Helm, tmp_path: Path) -> None:
-    install(helm, kept_values(tmp_path))
+def test_claims_marked_keep_stay(kube: KubeAPIDouble, helm: Helm) -> None:
+    install(helm)  # the chart marks its claims keep
     code, stdout, _ = uninstall(helm)
     assert code == 0
     assert "release pd (namespace default, revision 1) uninstalled" in stdout
     assert f"kept PersistentVolumeClaims: {', '.join(CLAIMS)}" in stdout
     assert claims(kube) == CLAIMS and kube.items("deployments") == []
     # Installed again, they are adopted; --delete-data then deletes what helm keeps.
-    install(helm, kept_values(tmp_path))
+    install(helm)
     code, stdout, _ = uninstall(helm, "--delete-data")
     assert code == 0 and f"deleted PersistentVolumeClaims: {', '.join(CLAIMS)}" in stdout
     assert claims(kube) == []

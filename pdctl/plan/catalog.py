@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from pdctl.chart import read_yaml
 from pdctl.errors import InputError, UsageError
 from pdctl.plan.model_config import Mla, ModelArch, Moe, SlidingWindow
 
@@ -59,7 +58,7 @@ def _key(name: str) -> str:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = read_yaml(path)
     if not isinstance(data, dict):
         raise ValueError(f"{path}: not a mapping")
     return data

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pdctl import naming
 from pdctl.connectors import Connector, Table
 from pdctl.naming import Release
 from pdctl.values.paths import KeyPath
@@ -98,7 +99,7 @@ class Pool:
     def role_source(self) -> tuple[str, KeyPath, str]:
         """(role, the key that decides it, and that key for people: "role decode",
         "lmcacheConfig.kvRole kv_consumer")."""
-        if self.spec.get("role") in ("prefill", "decode", "both"):
+        if self.spec.get("role") in naming.ROLES:
             return str(self.spec["role"]), self.at("role"), f"role {self.spec['role']}"
         for key, declared in (
             ("lmcacheConfig", self.lmcache.get("kvRole")),

@@ -26,11 +26,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pdctl.naming import ROLES
 from pdctl.verify.client import Http, Stream, curl
 from pdctl.verify.proof import Connector, pd_proof, resolve_connector
 from pdctl.verify.report import (
     ORDER,
-    ROLES,
     Check,
     Endpoint,
     Report,

@@ -7,8 +7,6 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-ROLES = ("prefill", "decode", "both")
-
 ORDER = (
     "router-health",
     "models",

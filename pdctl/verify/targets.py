@@ -16,8 +16,8 @@ from contextlib import ExitStack, contextmanager
 from urllib.parse import urlsplit
 
 from pdctl.errors import EnvironmentProblem, PdctlError, UsageError
-from pdctl.naming import Release, selector_text
-from pdctl.verify.report import ROLES, Endpoint, Targets
+from pdctl.naming import ROLES, Release, selector_text
+from pdctl.verify.report import Endpoint, Targets
 
 
 def _check_url(option: str, url: str) -> str:
