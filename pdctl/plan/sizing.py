@@ -375,11 +375,14 @@ def allreduce_seconds(arch: ModelArch, gpu: Gpu, tp: int, tokens: int) -> float:
     return 2 * arch.layers * (ring + ALLREDUCE_LATENCY_S)
 
 
-def prefill_seconds(arch: ModelArch, gpu: Gpu, tp: int, tokens: int) -> float:
-    """One prompt of `tokens` on one engine: compute-bound, plus the TP all-reduces."""
+def prefill_seconds(arch: ModelArch, gpu: Gpu, tp: int, tokens: int, batch: int = 1) -> float:
+    """`batch` prompts of `tokens` each in one forward on one engine (one prompt unless said):
+    compute-bound, plus the TP all-reduces."""
     p = params(arch)
-    flops = 2 * p.compute * tokens + attention_flops(arch, tokens)
-    return flops / (tp * _peak_flops(arch, gpu) * MFU) + allreduce_seconds(arch, gpu, tp, tokens)
+    flops = batch * (2 * p.compute * tokens + attention_flops(arch, tokens))
+    return flops / (tp * _peak_flops(arch, gpu) * MFU) + allreduce_seconds(
+        arch, gpu, tp, batch * tokens
+    )
 
 
 def experts_touched(experts: int, active: int, batch: int) -> float:

@@ -1,0 +1,218 @@
+"""Published measurements on real GPUs, and the planner's estimate for each.
+
+The data is pdctl/plan/catalog/measurements.yaml (schema: schemas/measurements.schema.yaml).
+Each entry fixes a model, a GPU, a tensor parallel size, input and output tokens and the requests
+in flight; `estimate_ms` computes what the planner says for those conditions with the functions
+`pdctl plan` itself uses (sizing.prefill_seconds and sizing.decode_step_seconds, at the measured
+TP rather than the one the planner would pick):
+
+- ttftMs: one request alone on an aggregated engine; its first token comes out of the prefill
+  forward, so the estimate is `prefill_seconds` at the input length (the PD plan's TTFT adds the
+  KV transfer and one decode step, which an aggregated measurement does not have);
+- tpotMs: one decode step at `concurrency` sequences of mean context input + output / 2
+  (`decode_step_seconds`, the plan's `decode_step_ms`);
+- batchLatencyMs: vLLM's offline latency benchmark, one prefill forward of the whole batch, then
+  output - 1 decode steps at the batch.
+
+`python -m pdctl.plan.measurements` prints the table docs/sizing.md carries (a test keeps the page
+equal to it).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pdctl.plan import catalog, sizing
+from pdctl.plan.catalog import CATALOG_DIR, Gpu
+from pdctl.plan.model_config import ModelArch
+
+MEASUREMENTS_FILE = CATALOG_DIR / "measurements.yaml"
+# Metric keys of the data file, with the name the table shows.
+METRICS = {"ttftMs": "TTFT", "tpotMs": "TPOT", "batchLatencyMs": "batch latency"}
+TABLE_BEGIN = "<!-- measurements table: python -m pdctl.plan.measurements -->"
+TABLE_END = "<!-- end of measurements table -->"
+
+
+@dataclass(frozen=True)
+class Source:
+    title: str
+    url: str
+    date: str | None
+    publisher: str
+
+
+@dataclass(frozen=True)
+class Measurement:
+    id: str
+    source: Source
+    engine: str
+    served_model: str
+    model: str  # the catalog entry with the served model's architecture
+    weight_dtype: str | None  # served precision when it differs from the catalog entry's
+    gpu: str
+    tp: int
+    input_len: int
+    output_len: int
+    concurrency: int  # requests in flight, or the offline batch
+    harness: str
+    measured: dict[str, float]  # metric -> milliseconds
+    published: str
+    notes: str
+
+    def arch(self) -> ModelArch:
+        found = catalog.find_model(self.model)
+        if found is None:
+            raise ValueError(f"measurement {self.id}: model {self.model} is not in the catalog")
+        arch = found.arch
+        return replace(arch, weight_dtype=self.weight_dtype) if self.weight_dtype else arch
+
+    def gpu_entry(self) -> Gpu:
+        found = catalog.gpus().get(self.gpu)
+        if found is None:
+            raise ValueError(f"measurement {self.id}: GPU {self.gpu} is not in the catalog")
+        return found
+
+
+@dataclass(frozen=True)
+class Measurements:
+    bands: dict[str, tuple[float, float]]
+    entries: tuple[Measurement, ...]
+
+
+def _measurement(key: str, data: dict[str, Any]) -> Measurement:
+    source = data["source"]
+    entry = Measurement(
+        id=key,
+        source=Source(source["title"], source["url"], source["date"], source["publisher"]),
+        engine=data["engine"],
+        served_model=data["servedModel"],
+        model=data["model"],
+        weight_dtype=data.get("weightDtype"),
+        gpu=data["gpu"],
+        tp=int(data["tp"]),
+        input_len=int(data["inputLen"]),
+        output_len=int(data["outputLen"]),
+        concurrency=int(data["concurrency"]),
+        harness=" ".join(str(data["harness"]).split()),
+        measured={metric: float(value) for metric, value in data["measured"].items()},
+        published=" ".join(str(data["published"]).split()),
+        notes=" ".join(str(data.get("notes", "")).split()),
+    )
+    unknown = set(entry.measured) - set(METRICS)
+    if unknown:
+        raise ValueError(f"measurement {key}: unknown metrics {sorted(unknown)}")
+    if "ttftMs" in entry.measured and entry.concurrency != 1:
+        raise ValueError(f"measurement {key}: ttftMs is compared for a request alone only")
+    entry.arch(), entry.gpu_entry()  # both exist in the catalogs
+    return entry
+
+
+def load(path: Path = MEASUREMENTS_FILE) -> Measurements:
+    """The measurements file as records; ValueError names what does not hold together."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not a mapping")
+    bands = {metric: (float(low), float(high)) for metric, (low, high) in data["bands"].items()}
+    entries = tuple(_measurement(key, entry) for key, entry in data["measurements"].items())
+    for entry in entries:
+        missing = set(entry.measured) - set(bands)
+        if missing:
+            raise ValueError(f"measurement {entry.id}: no band for {sorted(missing)}")
+    return Measurements(bands, entries)
+
+
+@functools.cache
+def measurements() -> Measurements:
+    return load()
+
+
+def estimate_ms(entry: Measurement, metric: str) -> float:
+    """The planner's estimate of `metric` under the entry's conditions, in milliseconds."""
+    arch, gpu, tp = entry.arch(), entry.gpu_entry(), entry.tp
+    context = entry.input_len + entry.output_len // 2
+    layout = sizing.kv_layout(arch, tp)
+
+    def step() -> float:
+        return sizing.decode_step_seconds(arch, gpu, tp, entry.concurrency, context, layout)
+
+    if metric == "ttftMs":
+        return 1000 * sizing.prefill_seconds(arch, gpu, tp, entry.input_len)
+    if metric == "tpotMs":
+        return 1000 * step()
+    if metric == "batchLatencyMs":
+        prefill = sizing.prefill_seconds(arch, gpu, tp, entry.input_len, entry.concurrency)
+        return 1000 * (prefill + (entry.output_len - 1) * step())
+    raise ValueError(f"unknown metric {metric}")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    entry: Measurement
+    metric: str
+    measured_ms: float
+    estimated_ms: float
+
+    @property
+    def ratio(self) -> float:
+        """estimate / measured: under 1 when the planner is faster than the real run."""
+        return self.estimated_ms / self.measured_ms
+
+
+def compare(data: Measurements | None = None) -> list[Comparison]:
+    """Every measured figure with the planner's estimate for it, in file order."""
+    data = data or measurements()
+    return [
+        Comparison(entry, metric, value, estimate_ms(entry, metric))
+        for entry in data.entries
+        for metric, value in entry.measured.items()
+    ]
+
+
+def _model_label(entry: Measurement) -> str:
+    name = entry.served_model.split(" (")[0].split(",")[0].split("/")[-1]
+    dtype = entry.weight_dtype or entry.arch().weight_dtype
+    return f"{name} {dtype.upper()}"
+
+
+def _workload(entry: Measurement) -> str:
+    lengths = f"{entry.input_len} in / {entry.output_len} out"
+    if "batchLatencyMs" in entry.measured:
+        return f"batch {entry.concurrency}, {lengths}"
+    return f"{entry.concurrency} in flight, {lengths}"
+
+
+def _number(value: float) -> str:
+    return f"{value:,.1f}" if value < 10_000 else f"{value:,.0f}"
+
+
+def render_table(comparisons: list[Comparison] | None = None) -> str:
+    """The markdown table of docs/sizing.md's "Compared with measurements", between markers."""
+    rows = [
+        TABLE_BEGIN,
+        "",
+        "| id | model, GPU | engine | workload | metric | measured ms | estimated ms | ratio |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for c in comparisons if comparisons is not None else compare():
+        e = c.entry
+        engine = e.engine.split(" (")[0]
+        rows.append(
+            f"| [{e.id}]({e.source.url}) | {_model_label(e)}, {e.gpu} TP{e.tp} | {engine} | "
+            f"{_workload(e)} | {METRICS[c.metric]} | {_number(c.measured_ms)} | "
+            f"{_number(c.estimated_ms)} | {c.ratio:.2f} |"
+        )
+    bands = ", ".join(
+        f"{METRICS[metric]} {low:g}-{high:g}"
+        for metric, (low, high) in measurements().bands.items()
+    )
+    rows += ["", f"Observed bands of the ratio, per metric: {bands}.", "", TABLE_END]
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(render_table())

@@ -1,0 +1,145 @@
+"""The planner's estimates against published measurements on real GPUs
+(pdctl/plan/catalog/measurements.yaml): the data is valid and sourced, every ratio
+estimate/measured lies in its metric's observed band, and docs/sizing.md shows the current
+ratios."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from pdctl.plan import catalog, measurements, sizing
+from pdctl.plan.measurements import METRICS, Comparison
+from tests.helpers import ROOT
+
+SCHEMA = ROOT / "schemas" / "measurements.schema.yaml"
+DOCS = ROOT / "docs" / "sizing.md"
+COMPARISONS = measurements.compare()
+
+
+def _schema() -> dict[str, object]:
+    return yaml.safe_load(SCHEMA.read_text())
+
+
+def _raw() -> dict[str, object]:
+    return yaml.safe_load(measurements.MEASUREMENTS_FILE.read_text())
+
+
+def test_the_file_matches_its_schema() -> None:
+    jsonschema.Draft7Validator.check_schema(_schema())
+    jsonschema.validate(_raw(), _schema())
+
+
+def test_the_schema_refuses_an_entry_without_its_source_or_with_an_unknown_metric() -> None:
+    data = _raw()
+    entry = data["measurements"]["musgrave-a100-40gb-llama-3.1-8b"]  # type: ignore[index]
+    del entry["source"]["url"]
+    with pytest.raises(jsonschema.ValidationError, match="url"):
+        jsonschema.validate(data, _schema())
+    data = _raw()
+    data["measurements"]["musgrave-a100-40gb-llama-3.1-8b"]["measured"]["itlMs"] = 1.0  # type: ignore[index]
+    with pytest.raises(jsonschema.ValidationError, match="itlMs"):
+        jsonschema.validate(data, _schema())
+
+
+def _write(tmp_path: Path, change: str, value: object) -> Path:
+    data = _raw()
+    entry = data["measurements"]["musgrave-a100-40gb-llama-3.1-8b"]  # type: ignore[index]
+    entry[change] = value
+    path = tmp_path / "measurements.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("change", "value", "message"),
+    [
+        ("model", "nobody/no-such-model", "not in the catalog"),
+        ("gpu", "H900", "GPU H900 is not in the catalog"),
+        ("measured", {"ttftMs": 10.0}, "request alone"),  # with concurrency 1 it would pass
+    ],
+)
+def test_the_loader_refuses_entries_the_planner_cannot_estimate(
+    tmp_path: Path, change: str, value: object, message: str
+) -> None:
+    path = _write(tmp_path, change, value)
+    if change == "measured":
+        data = yaml.safe_load(path.read_text())
+        data["measurements"]["musgrave-a100-40gb-llama-3.1-8b"]["concurrency"] = 4
+        path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ValueError, match=message):
+        measurements.load(path)
+
+
+def test_every_entry_names_real_conditions() -> None:
+    data = measurements.measurements()
+    assert len(data.entries) >= 10
+    for entry in data.entries:
+        assert entry.source.url.startswith("https://")
+        assert entry.gpu in catalog.gpus()
+        assert entry.tp in sizing.valid_tps(entry.arch(), 8)
+        assert entry.measured and set(entry.measured) <= set(data.bands)
+    for low, high in data.bands.values():
+        assert 0 < low < high
+    # the comparison covers each metric, dense and MoE models, NVIDIA and AMD parts
+    assert {c.metric for c in COMPARISONS} == set(METRICS)
+    assert any(e.arch().moe for e in data.entries)
+    assert {catalog.gpu(e.gpu).vendor for e in data.entries} == {"nvidia", "amd"}
+
+
+@pytest.mark.parametrize(
+    "comparison", COMPARISONS, ids=[f"{c.entry.id}:{c.metric}" for c in COMPARISONS]
+)
+def test_estimate_over_measured_stays_in_its_observed_band(comparison: Comparison) -> None:
+    low, high = measurements.measurements().bands[comparison.metric]
+    assert low <= comparison.ratio <= high, (
+        f"{comparison.entry.id} {comparison.metric}: estimated {comparison.estimated_ms:.1f} ms, "
+        f"measured {comparison.measured_ms:.1f} ms, ratio {comparison.ratio:.2f} is outside "
+        f"[{low}, {high}]: the model changed; say why in docs/sizing.md and the bands"
+    )
+
+
+def test_the_estimates_are_the_plans_own() -> None:
+    """ttftMs and tpotMs are what `pdctl plan` reports as prefill_ms and decode_step_ms when its
+    layout has the measured TP (Llama-3.3-70B FP8 on H100: TP2 for both roles)."""
+    entry = next(e for e in measurements.measurements().entries if e.id.startswith("nim-h100"))
+    request = sizing.Request(
+        arch=entry.arch(),
+        gpu=entry.gpu_entry(),
+        gpus=2 * entry.tp,
+        workload=sizing.Workload(entry.input_len, entry.output_len, entry.concurrency),
+    )
+    plan = sizing.plan(request)
+    assert plan.prefill.engine.tp == plan.decode.engine.tp == entry.tp
+    assert plan.estimates.prefill_ms == pytest.approx(measurements.estimate_ms(entry, "ttftMs"))
+    assert plan.estimates.decode_step_ms == pytest.approx(measurements.estimate_ms(entry, "tpotMs"))
+
+
+def test_batch_latency_is_one_batched_prefill_then_the_decode_steps() -> None:
+    entry = next(
+        e
+        for e in measurements.measurements().entries
+        if "batchLatencyMs" in e.measured and e.tp > 1
+    )
+    arch, gpu = entry.arch(), entry.gpu_entry()
+    one = sizing.prefill_seconds(arch, gpu, entry.tp, entry.input_len)
+    batched = sizing.prefill_seconds(arch, gpu, entry.tp, entry.input_len, entry.concurrency)
+    assert one < batched < entry.concurrency * one  # the all-reduce latency is paid once
+    estimate = measurements.estimate_ms(entry, "batchLatencyMs")
+    step = measurements.estimate_ms(replace(entry, measured={"tpotMs": 1.0}), "tpotMs")
+    assert estimate == pytest.approx(1000 * batched + (entry.output_len - 1) * step)
+
+
+def test_docs_show_the_current_table() -> None:
+    text = DOCS.read_text(encoding="utf-8")
+    begin, end = text.find(measurements.TABLE_BEGIN), text.find(measurements.TABLE_END)
+    assert begin >= 0 and end > begin, "docs/sizing.md lost the measurements table markers"
+    shown = text[begin : end + len(measurements.TABLE_END)]
+    assert shown == measurements.render_table(), (
+        "docs/sizing.md's measurements table is stale: paste `python -m pdctl.plan.measurements`"
+        " and recheck the text around it"
+    )
