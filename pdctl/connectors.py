@@ -55,6 +55,7 @@ class Requirement:
     key: tuple[str, ...]
     kv_roles: tuple[str, ...]
     why: str
+    unless_router: str | None = None  # a router type whose deployment supplies the setting
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,7 @@ def _connector(name: str, settings_key: str, data: dict[str, Any]) -> Connector:
         smaller_prefill_blocks=bool(data.get("smallerPrefillBlocks", False)),
         ports=tuple(_port(port) for port in data.get("ports", ())),
         requires=tuple(
-            Requirement(tuple(r["key"]), tuple(r["kvRoles"]), r["why"])
+            Requirement(tuple(r["key"]), tuple(r["kvRoles"]), r["why"], r.get("unlessRouter"))
             for r in data.get("requires", ())
         ),
         routers={router: dict(facts or {}) for router, facts in data.get("routers", {}).items()},

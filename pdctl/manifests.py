@@ -68,6 +68,8 @@ def _router(obj: Manifest, container: Manifest) -> dict[str, str]:
     if "--vllm-pd-disaggregation" in args:  # vllm-router in PD mode
         connector = _flag(args, "--kv-connector")
         routing = f"vllm-router PD ({connector})" if connector else "vllm-router PD"
+    elif "--decoder-init-port" in args:  # LMCache's PD proxy (routerSpec.type lmcache-proxy)
+        routing = f"LMCache PD proxy (notifications on port {_flag(args, '--proxy-port')})"
     return {"name": obj["metadata"]["name"], "image": container["image"], "routing": routing}
 
 

@@ -63,6 +63,9 @@ RESOURCES = [{"requests": {"cpu": "1", "memory": "1Gi"}}, {"requests": {"cpu": "
 API_KEYS = ["sk-1", {"secretName": "key", "secretKey": "k"}, {"secretName": "key"}, 5]
 PROBES = [{"periodSeconds": 3, "httpGet": {"path": "/health", "port": "router-port"}},
           {"successThreshold": 2}, {"periodSeconds": 0}]  # fmt: skip
+ROUTER_TYPES = ["production-stack", "vllm-router", "lmcache-proxy"]
+LMCACHE_PROXY = [{}, {"scriptPath": "/p/proxy.py"}, {"scriptConfigMap": "p", "notifyPort": 7600},
+                 {"scriptConfigMap": "p", "scriptPath": "/p.py"}]  # fmt: skip
 STRATEGIES = [{"type": "Recreate"}, {"type": "Recreate", "rollingUpdate": {"maxSurge": 1}}]
 
 
@@ -72,7 +75,7 @@ COHERENT = {
     "MooncakeConnector": (("vllm/vllm-openai", "v0.33.0"), "vllm-router"),
     "P2pNcclConnector": (("vllm/vllm-openai", "v0.15.1"), "vllm-router"),
     "PyNcclConnector": (("vllm/vllm-openai", "v0.9.2"), "production-stack"),
-    "LMCacheConnectorV1": (("lmcache/vllm-openai", "v0.3.7"), None),
+    "LMCacheConnectorV1": (("lmcache/vllm-openai", "v0.3.7"), "lmcache-proxy"),
     "tutorial": (("lmcache/vllm-openai", "2025-05-17-v1"), "production-stack"),
     None: (("vllm/vllm-openai", "v0.33.0"), "production-stack"),
 }
@@ -96,8 +99,6 @@ def coherent_pool(name: str, role: str, connector: str | None, prefill: str) -> 
         spec["kvTransfer"] = {"connector": connector}
         if connector == "PyNcclConnector" and role == "decode":
             spec["kvTransfer"]["peerPool"] = prefill
-        if connector == "LMCacheConnectorV1" and role == "prefill":
-            spec["kvTransfer"]["lmcache"] = {"proxyHost": "lmcache-proxy"}
     return spec
 
 
@@ -116,6 +117,8 @@ def coherent(draw: st.DrawFn) -> dict[str, Any]:
     router: dict[str, Any] = {"enableRouter": router_type is not None}
     if router_type == "vllm-router":
         router |= {"type": "vllm-router", "vllmRouter": {"serviceDiscovery": "k8s"}}
+    elif router_type == "lmcache-proxy":
+        router |= {"type": "lmcache-proxy", "lmcacheProxy": {"scriptConfigMap": "lmcache-pd"}}
     elif router_type and shape != "aggregated":
         prefill = ",".join(n for n, r in zip(names, roles, strict=True) if r == "prefill")
         decode = ",".join(n for n, r in zip(names, roles, strict=True) if r == "decode")
@@ -175,7 +178,10 @@ MUTATIONS = st.one_of(
     st.tuples(st.just("engine.containerSecurityContext"), st.sampled_from(CONTAINER_SECURITY)),
     st.tuples(st.just("engine.env"), st.sampled_from(ENV)),
     st.tuples(st.just("engine.enableEngine"), st.sampled_from([False])),
-    st.tuples(st.just("router.type"), st.sampled_from(["production-stack", "vllm-router"])),
+    st.tuples(st.just("router.type"), st.sampled_from(ROUTER_TYPES)),
+    st.tuples(st.just("router.lmcacheProxy"), st.sampled_from(LMCACHE_PROXY)),
+    st.tuples(st.just("kvTransfer.lmcache"), st.sampled_from([{"proxyHost": "elsewhere"},
+                                                             {"proxyPort": 7600}])),
     st.tuples(st.just("router.routingLogic"), st.sampled_from(ROUTING)),
     st.tuples(st.just("router.enableRouter"), st.sampled_from([True, False])),
     st.tuples(st.just("router.vllmRouter.kvConnector"), st.sampled_from(["nixl", "mooncake"])),

@@ -14,6 +14,7 @@ import pytest
 
 from pdctl import manifests
 from pdctl.helm import Helm
+from pdctl.naming import Release
 from tests.helpers import (
     ASSETS,
     CI,
@@ -157,7 +158,8 @@ def test_lmcache_sender(lmcache: list[manifests.Manifest]) -> None:
         "LMCACHE_PD_ROLE": "sender",
         "LMCACHE_PD_BUFFER_SIZE": "1073741824",
         "LMCACHE_PD_BUFFER_DEVICE": "cuda",
-        "LMCACHE_PD_PROXY_HOST": "lmcache-pd-proxy",
+        # The LMCache proxy the chart deploys (routerSpec.type lmcache-proxy): the router Service.
+        "LMCACHE_PD_PROXY_HOST": Release("pd").router_service,
         "LMCACHE_PD_PROXY_PORT": "7500",
         "UCX_TLS": "cuda_copy,tcp",
     }

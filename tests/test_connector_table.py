@@ -38,6 +38,14 @@ def test_schema_enum_and_keys_come_from_the_table() -> None:
             assert properties[key] == value, f"{name}: kvTransfer.{key}"
 
 
+# routerSpec.type's values, as the values schema lists them.
+ROUTER_TYPES = set(
+    json.loads((CHART / "values.schema.json").read_text())["definitions"]["routerSpec"][
+        "properties"
+    ]["type"]["enum"]
+)
+
+
 def test_table_is_complete() -> None:
     for connector in ENTRIES:
         assert connector.engine in ("v0", "v1") and connector.pairing in ("xPyD", "1P1D")
@@ -45,10 +53,7 @@ def test_table_is_complete() -> None:
         for port in connector.ports:
             assert set(port.listen_on) <= set(connectors.KV_ROLES) and port.what
         # Every router either routes the connector or says why not.
-        assert set(connector.routers) | set(connector.not_routed_by) == {
-            "production-stack",
-            "vllm-router",
-        }
+        assert set(connector.routers) | set(connector.not_routed_by) == ROUTER_TYPES
         assert not set(connector.routers) & set(connector.not_routed_by)
         assert set(connector.metrics) == {"transfer", "failures"}
 

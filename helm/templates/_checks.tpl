@@ -85,7 +85,8 @@ two in step. Called once, from checks.yaml. Connector facts come from files/conn
 {{- fail (printf "[PD018] %s.kvTransfer.connector %s needs a prefill or a decode pool (kv_producer or kv_consumer); set %s.role" $path $conn.name $path) -}}
 {{- end -}}
 {{- range $conn.requires | default list -}}
-{{- if and (has $kvRole .kvRoles) (eq (include "pd-stack.setting" (dict "settings" $conn.settings "key" .key "default" "")) "") -}}
+{{- $supplied := and .unlessRouter $.root.Values.routerSpec.enableRouter (eq (include "pd-stack.routerType" $.root) (toString .unlessRouter)) -}}
+{{- if and (has $kvRole .kvRoles) (not $supplied) (eq (include "pd-stack.setting" (dict "settings" $conn.settings "key" .key "default" "")) "") -}}
 {{- fail (printf "[PD018] %s.%s is required on a %s %s pool: %s" $at (join "." .key) $kvRole $conn.name .why) -}}
 {{- end -}}
 {{- end -}}
@@ -220,7 +221,7 @@ the Service <release>-<pool>-engine-service[.<namespace>[.svc[.cluster.local]]] 
 {{- $roles := list -}}
 {{- range $spec := .pools -}}{{- $roles = append $roles (include "pd-stack.poolRole" (dict "root" $root "spec" $spec)) -}}{{- end -}}
 {{- $both := and (has "prefill" $roles) (has "decode" $roles) -}}
-{{- $how := ternary "routerSpec.type vllm-router" "routerSpec.routingLogic disaggregated_prefill" (eq $type "vllm-router") -}}
+{{- $how := ternary "routerSpec.routingLogic disaggregated_prefill" (printf "routerSpec.type %s" $type) (eq $type "production-stack") -}}
 {{- if and .pools $pd (not $both) -}}
 {{- fail (printf "[PD009] %s routes each request through prefill then decode, but the pools have only role(s) %s: add a prefill and a decode pool, or route without PD" $how (join ", " (uniq $roles | sortAlpha))) -}}
 {{- end -}}
@@ -238,6 +239,8 @@ the Service <release>-<pool>-engine-service[.<namespace>[.svc[.cluster.local]]] 
 {{- end -}}
 {{- if eq $type "vllm-router" -}}
 {{- include "pd-stack.checks.vllmRouter" $root -}}
+{{- else if eq $type "lmcache-proxy" -}}
+{{- include "pd-stack.checks.lmcacheProxy" $root -}}
 {{- else -}}
 {{- include "pd-stack.checks.staticBackends" $root -}}
 {{- include "pd-stack.checks.routerLabels" . -}}
@@ -264,6 +267,50 @@ the Service <release>-<pool>-engine-service[.<namespace>[.svc[.cluster.local]]] 
 {{- $workers := include "pd-stack.vllmRouterStaticWorkers" . | fromJson -}}
 {{- if or (not $workers.prefill) (not $workers.decode) -}}
 {{- fail (printf "[PD017] %s static needs at least one prefill and one decode URL: set routerSpec.vllmRouter.prefillUrls/decodeUrls or add pools with role prefill and decode" (ternary "routerSpec.serviceDiscovery" "routerSpec.vllmRouter.serviceDiscovery" (ne $shared ""))) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+LMCache's PD proxy (routerSpec.type lmcache-proxy; the root): its script is given one way; it takes
+the pools' Services, not Kubernetes discovery; one list of receiver ports serves every decode pool
+(LMCache 0.3.7 disagg_proxy_server.py --decoder-init-port/--decoder-alloc-port), so the decode
+pools agree on them; it reaches each decode pool through its Service, which takes one pod (the
+sender opens the receiver's init and alloc ports through it); LMCache senders report to this proxy.
+*/}}
+{{- define "pd-stack.checks.lmcacheProxy" -}}
+{{- $router := .Values.routerSpec -}}
+{{- $lp := $router.lmcacheProxy | default dict -}}
+{{- if eq (empty $lp.scriptConfigMap) (empty $lp.scriptPath) -}}
+{{- fail "[PD017] routerSpec.type lmcache-proxy needs LMCache's proxy script (examples/disagg_prefill/disagg_proxy_server.py), which is neither in the lmcache package nor in the release images lmcache/vllm-openai:vX.Y.Z: set routerSpec.lmcacheProxy.scriptConfigMap to a ConfigMap made from LMCache's repository at your image's tag (tutorial 19), or scriptPath to the script inside the image; not both" -}}
+{{- end -}}
+{{- if eq (toString $router.serviceDiscovery) "k8s" -}}
+{{- fail "[PD017] routerSpec.serviceDiscovery is k8s but LMCache's PD proxy takes the pools' Services (static): remove routerSpec.serviceDiscovery" -}}
+{{- end -}}
+{{- $pools := include "pd-stack.lmcacheProxyPools" . | fromJson -}}
+{{- $first := first ($pools.decodePools | default (list dict)) | default dict -}}
+{{- range $pools.decodePools -}}
+{{- $path := include "pd-stack.poolPath" (dict "root" $ "spec" (dict "name" .pool)) -}}
+{{- if gt (int .replicas) 1 -}}
+{{- fail (printf "[PD014] %s.replicaCount is %d but LMCache's PD proxy reaches each decode pool through its Service, where a sender's KV must land on the pod the request decodes on: one replica per decode pool (add decode pools for more)" $path (int .replicas)) -}}
+{{- end -}}
+{{- if or (ne .init $first.init) (ne .alloc $first.alloc) -}}
+{{- fail (printf "[PD017] %s receives on init ports %s and alloc ports %s but decode pool %q on %s and %s: LMCache's PD proxy takes one list for every decode pool; give the decode pools the same tensorParallelSize and kvTransfer.lmcache ports" $path .init .alloc $first.pool $first.init $first.alloc) -}}
+{{- end -}}
+{{- end -}}
+{{- $service := include "pd-stack.routerServiceName" . -}}
+{{- $hostPattern := printf "^%s(\\.%s(\\.svc(\\.cluster\\.local)?)?)?$" (regexQuoteMeta $service) (regexQuoteMeta .Release.Namespace) -}}
+{{- $notify := int (include "pd-stack.lmcacheProxyNotifyPort" .) -}}
+{{- range $spec := include "pd-stack.pools" . | fromJsonArray -}}
+{{- $ctx := dict "root" $ "spec" $spec -}}
+{{- $lmc := dig "kvTransfer" "lmcache" dict $spec -}}
+{{- if and (eq (include "pd-stack.kvRole" $ctx) "kv_producer") (hasKey ((include "pd-stack.poolConnector" $ctx | fromJson).routers | default dict) "lmcache-proxy") -}}
+{{- if and $lmc.proxyHost (not (regexMatch $hostPattern (toString $lmc.proxyHost))) -}}
+{{- fail (printf "[PD003] %s.kvTransfer.lmcache.proxyHost %q is not the LMCache proxy this release deploys (%s): leave it unset" (include "pd-stack.poolPath" $ctx) (toString $lmc.proxyHost) $service) -}}
+{{- end -}}
+{{- if and $lmc.proxyPort (ne (int $lmc.proxyPort) $notify) -}}
+{{- fail (printf "[PD004] %s.kvTransfer.lmcache.proxyPort is %d but the LMCache proxy listens on %d (routerSpec.lmcacheProxy.notifyPort): leave it unset" (include "pd-stack.poolPath" $ctx) (int $lmc.proxyPort) $notify) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

@@ -24,8 +24,10 @@ comma-separated.
 {{- $env = append $env (dict "name" "LMCACHE_PD_BUFFER_SIZE" "value" (toString (int64 (.kt.kvBufferSize | default 1073741824)))) -}}
 {{- $env = append $env (dict "name" "LMCACHE_PD_BUFFER_DEVICE" "value" (.kt.kvBufferDevice | default "cuda")) -}}
 {{- if eq .kvRole "kv_producer" -}}
-{{- $env = append $env (dict "name" "LMCACHE_PD_PROXY_HOST" "value" $lmc.proxyHost) -}}
-{{- $env = append $env (dict "name" "LMCACHE_PD_PROXY_PORT" "value" (toString (int ($lmc.proxyPort | default 7500)))) -}}
+{{- /* proxyHost/proxyPort, else the LMCache proxy the chart deploys (routerSpec.type lmcache-proxy). */ -}}
+{{- $proxy := include "pd-stack.lmcacheSenderProxy" . | fromJson -}}
+{{- $env = append $env (dict "name" "LMCACHE_PD_PROXY_HOST" "value" $proxy.host) -}}
+{{- $env = append $env (dict "name" "LMCACHE_PD_PROXY_PORT" "value" (toString (int $proxy.port))) -}}
 {{- else -}}
 {{- $env = append $env (dict "name" "LMCACHE_PD_PEER_HOST" "valueFrom" (dict "fieldRef" (dict "fieldPath" "status.podIP"))) -}}
 {{- $ports := include "pd-stack.connectorPorts" . | fromYamlArray -}}

@@ -220,6 +220,12 @@ example lmcache/vllm-openai, whose tags name LMCache builds) say nothing about v
 {{- if hasPrefix "lmcache/vllm-openai" .spec.repository -}}/opt/venv/bin/vllm{{- else -}}vllm{{- end -}}
 {{- end -}}
 
+{{/* The image's Python: /opt/venv/bin/python in lmcache/vllm-openai images (LMCache's
+docker/Dockerfile installs vLLM and LMCache into the venv /opt/venv), else python3. */}}
+{{- define "pd-stack.pythonExecutable" -}}
+{{- if hasPrefix "lmcache/vllm-openai" (.spec.repository | default "") -}}/opt/venv/bin/python{{- else -}}python3{{- end -}}
+{{- end -}}
+
 {{/* Arguments of `vllm serve` for one pool, as a YAML list. */}}
 {{- define "pd-stack.engineArgs" -}}
 {{- $spec := .spec -}}

@@ -4,23 +4,40 @@ router can route the pools' connector is a fact of files/connectors.yaml (router
 checked in _checks.tpl.
 */}}
 
-{{/* "true" when routerSpec.type is vllm-router (the default is the production-stack router). */}}
-{{- define "pd-stack.isVllmRouter" -}}
-{{- if eq (.Values.routerSpec.type | default "production-stack") "vllm-router" -}}true{{- end -}}
+{{/* routerSpec.type: production-stack (the default), vllm-router or lmcache-proxy. */}}
+{{- define "pd-stack.routerType" -}}
+{{- .Values.routerSpec.type | default "production-stack" -}}
 {{- end -}}
 
-{{/* "true" when the router routes PD: production-stack's disaggregated_prefill, or vllm-router. */}}
+{{/* "true" when routerSpec.type is vllm-router (the default is the production-stack router). */}}
+{{- define "pd-stack.isVllmRouter" -}}
+{{- if eq (include "pd-stack.routerType" .) "vllm-router" -}}true{{- end -}}
+{{- end -}}
+
+{{/* "true" when the chart deploys LMCache's PD proxy as the router (routerSpec.type lmcache-proxy,
+router enabled): LMCache senders then report to it by default. */}}
+{{- define "pd-stack.isLMCacheProxy" -}}
+{{- if and .Values.routerSpec.enableRouter (eq (include "pd-stack.routerType" .) "lmcache-proxy") -}}true{{- end -}}
+{{- end -}}
+
+{{/* "true" when the router routes PD: production-stack's disaggregated_prefill, vllm-router, or
+LMCache's PD proxy. */}}
 {{- define "pd-stack.routesPD" -}}
-{{- if or (include "pd-stack.isVllmRouter" .) (eq (.Values.routerSpec.routingLogic | toString) "disaggregated_prefill") -}}true{{- end -}}
+{{- if ne (include "pd-stack.routerType" .) "production-stack" -}}true
+{{- else if eq (.Values.routerSpec.routingLogic | toString) "disaggregated_prefill" -}}true
+{{- end -}}
 {{- end -}}
 
 {{/* How the router finds the engines, k8s or static: routerSpec.serviceDiscovery (production-stack's
 key, for both routers), else for vllm-router routerSpec.vllmRouter.serviceDiscovery, else k8s. The
-checks refuse the two keys disagreeing. */}}
+checks refuse the two keys disagreeing. LMCache's PD proxy always takes the pools' Services. */}}
 {{- define "pd-stack.routerDiscovery" -}}
 {{- $vr := .Values.routerSpec.vllmRouter | default dict -}}
 {{- $own := ternary ($vr.serviceDiscovery | default "") "" (eq (include "pd-stack.isVllmRouter" .) "true") -}}
+{{- if eq (include "pd-stack.routerType" .) "lmcache-proxy" -}}static
+{{- else -}}
 {{- .Values.routerSpec.serviceDiscovery | default $own | default "k8s" -}}
+{{- end -}}
 {{- end -}}
 
 {{/* "true" when the router watches pods through the Kubernetes API (and so needs RBAC). */}}
@@ -205,14 +222,20 @@ string under key vllmApiKey), as production-stack's deployment-router.yaml falls
 {{/* One probe of the router container (dict "root" $ "kind" readiness|liveness|startup): the
 chart's timings and path, with routerSpec.<kind>Probe's over them; always on the router's port.
 vllm-router serves /readiness (healthy prefill and decode workers) and /liveness; the
-production-stack router answers /health. */}}
+production-stack router answers /health; LMCache 0.3.7's PD proxy has no GET route (only POST
+/v1/completions and /v1/chat/completions), so it gets a TCP probe unless a path is given. */}}
 {{- define "pd-stack.routerProbe" -}}
-{{- $vllm := eq (include "pd-stack.isVllmRouter" .root) "true" -}}
+{{- $type := include "pd-stack.routerType" .root -}}
 {{- $user := get .root.Values.routerSpec (printf "%sProbe" .kind) | default dict -}}
 {{- $defaults := dict "readiness" (dict "periodSeconds" 10) "liveness" (dict "initialDelaySeconds" 30 "periodSeconds" 20) "startup" dict -}}
-{{- $path := ternary (ternary "/readiness" "/liveness" (eq .kind "readiness")) "/health" $vllm -}}
+{{- $paths := dict "production-stack" "/health" "vllm-router" (ternary "/readiness" "/liveness" (eq .kind "readiness")) "lmcache-proxy" "" -}}
+{{- $path := dig "httpGet" "path" (get $paths $type) $user -}}
 {{- $probe := merge (omit $user "httpGet") (get $defaults .kind) -}}
-{{- $_ := set $probe "httpGet" (dict "path" (dig "httpGet" "path" $path $user) "port" "http") -}}
+{{- if $path -}}
+{{- $_ := set $probe "httpGet" (dict "path" $path "port" "http") -}}
+{{- else -}}
+{{- $_ := set $probe "tcpSocket" (dict "port" "http") -}}
+{{- end -}}
 {{- toYaml $probe -}}
 {{- end -}}
 
@@ -277,4 +300,88 @@ label or static --prefill URL [BOOTSTRAP_PORT] / --decode URL lists (default: th
 {{- $args = concat $args (list "--prometheus-host" "0.0.0.0" "--prometheus-port" (toString ($vr.metricsPort | default 29000))) -}}
 {{- $args = concat $args ($router.extraArgs | default list) -}}
 {{- toYaml $args -}}
+{{- end -}}
+
+{{/* ---- LMCache's PD proxy (routerSpec.type lmcache-proxy) ------------------------------------- */}}
+
+{{/*
+The pools LMCache's PD proxy serves (those whose connector files/connectors.yaml routes with
+lmcache-proxy), as JSON {prefill: [Service], decode: [Service], decodePools: [{pool, init, alloc}],
+image, pullSecret}: the image (and its pull secret) is the first such pool's, prefill first, so the
+proxy runs the engines' LMCache.
+*/}}
+{{- define "pd-stack.lmcacheProxyPools" -}}
+{{- $out := dict "prefill" list "decode" list "decodePools" list "image" "" "pullSecret" "" -}}
+{{- $first := dict -}}
+{{- range $spec := include "pd-stack.pools" . | fromJsonArray -}}
+{{- $ctx := dict "root" $ "spec" $spec -}}
+{{- $conn := include "pd-stack.poolConnector" $ctx | fromJson -}}
+{{- if hasKey ($conn.routers | default dict) "lmcache-proxy" -}}
+{{- $role := include "pd-stack.poolRole" $ctx -}}
+{{- if or (not $first) (and (eq $role "prefill") (ne $first.role "prefill")) -}}{{- $first = dict "role" $role "spec" $spec -}}{{- end -}}
+{{- if eq $role "prefill" -}}
+{{- $_ := set $out "prefill" (append $out.prefill (include "pd-stack.poolServiceName" $ctx)) -}}
+{{- else if eq $role "decode" -}}
+{{- $_ := set $out "decode" (append $out.decode (include "pd-stack.poolServiceName" $ctx)) -}}
+{{- $init := list -}}{{- $alloc := list -}}
+{{- range include "pd-stack.connectorPorts" $ctx | fromYamlArray -}}
+{{- if eq .base "lmc-init" -}}{{- $init = append $init (toString .containerPort) -}}{{- end -}}
+{{- if eq .base "lmc-alloc" -}}{{- $alloc = append $alloc (toString .containerPort) -}}{{- end -}}
+{{- end -}}
+{{- $_ := set $out "decodePools" (append $out.decodePools (dict "pool" $spec.name "init" (join "," $init) "alloc" (join "," $alloc) "replicas" (int (dig "replicaCount" 1 $spec)))) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- with $first -}}
+{{- $_ := set $out "image" (printf "%s:%s" .spec.repository (toString .spec.tag)) -}}
+{{- $_ := set $out "pythonCtx" (dict "spec" .spec) -}}
+{{- $_ := set $out "pullSecret" (.spec.imagePullSecret | default "") -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end -}}
+
+{{/* Where the proxy script is in the container: routerSpec.lmcacheProxy.scriptPath, else the
+file disagg_proxy_server.py of scriptConfigMap, mounted at /opt/lmcache-pd-proxy. */}}
+{{- define "pd-stack.lmcacheProxyScript" -}}
+{{- $lp := .Values.routerSpec.lmcacheProxy | default dict -}}
+{{- $lp.scriptPath | default "/opt/lmcache-pd-proxy/disagg_proxy_server.py" -}}
+{{- end -}}
+
+{{/* The proxy's ZMQ PULL port for the senders' notifications (LMCache senders' pd_proxy_port). */}}
+{{- define "pd-stack.lmcacheProxyNotifyPort" -}}
+{{- dig "notifyPort" 7500 (.Values.routerSpec.lmcacheProxy | default dict) | int -}}
+{{- end -}}
+
+{{/*
+Command line of LMCache's PD proxy: the image's Python runs the script with the flags of LMCache
+0.3.7's examples/disagg_prefill/disagg_proxy_server.py (parse_args): HTTP on
+0.0.0.0:<containerPort>; --prefiller-host/--decoder-host the pools' Services, comma separated, with
+one --prefiller-port/--decoder-port (the script pairs a single port with every host); the receivers'
+--decoder-init-port/--decoder-alloc-port, one per TP rank (one list for every decode pool, so the
+checks make the decode pools agree); its ZMQ PULL socket on 0.0.0.0:<notifyPort> (--proxy-host,
+--proxy-port; the script binds tcp://<proxy-host>:<proxy-port>). Then routerSpec.extraArgs.
+*/}}
+{{- define "pd-stack.lmcacheProxyCommand" -}}
+{{- $router := .Values.routerSpec -}}
+{{- $pools := include "pd-stack.lmcacheProxyPools" . | fromJson -}}
+{{- $port := toString (int .Values.servingEngineSpec.servicePort) -}}
+{{- $first := first ($pools.decodePools | default (list dict)) | default dict -}}
+{{- $python := include "pd-stack.pythonExecutable" ($pools.pythonCtx | default (dict "spec" dict)) -}}
+{{- $args := list "--host" "0.0.0.0" "--port" (toString $router.containerPort) -}}
+{{- $args = concat $args (list "--prefiller-host" (join "," $pools.prefill) "--prefiller-port" $port) -}}
+{{- $args = concat $args (list "--decoder-host" (join "," $pools.decode) "--decoder-port" $port) -}}
+{{- $args = concat $args (list "--decoder-init-port" ($first.init | default "") "--decoder-alloc-port" ($first.alloc | default "")) -}}
+{{- $args = concat $args (list "--proxy-host" "0.0.0.0" "--proxy-port" (include "pd-stack.lmcacheProxyNotifyPort" .)) -}}
+{{- toYaml (dict "command" (list $python (include "pd-stack.lmcacheProxyScript" .)) "args" (concat $args ($router.extraArgs | default list))) -}}
+{{- end -}}
+
+{{/* The LMCache proxy host and port an LMCache sender reports to (ctx: root, spec): its
+kvTransfer.lmcache.proxyHost/proxyPort, else, when the chart deploys the proxy, the router Service
+and the proxy's notify port. JSON {host, port}. */}}
+{{- define "pd-stack.lmcacheSenderProxy" -}}
+{{- $lmc := dig "kvTransfer" "lmcache" dict .spec -}}
+{{- $deployed := include "pd-stack.isLMCacheProxy" .root -}}
+{{- $host := $lmc.proxyHost | default (ternary (include "pd-stack.routerServiceName" .root) "" (eq $deployed "true")) -}}
+{{- $port := $lmc.proxyPort | default (ternary (include "pd-stack.lmcacheProxyNotifyPort" .root) "7500" (eq $deployed "true")) -}}
+{{- toJson (dict "host" $host "port" (int $port)) -}}
 {{- end -}}

@@ -76,10 +76,13 @@ def _v0_key(pool: Pool) -> str | None:
     return "v1" if str(pool.vllm.get("v1", "")) == "0" else None
 
 
-def _requirements(pool: Pool) -> Iterator[Issue]:
+def _requirements(deployment: Deployment, pool: Pool) -> Iterator[Issue]:
     connector = pool.connector
     assert connector is not None
     for requirement in connector.requires:
+        supplied = deployment.router_enabled and requirement.unless_router == deployment.router_type
+        if supplied:
+            continue
         if pool.kv_role in requirement.kv_roles and setting(pool.settings, requirement.key) in (
             None,
             "",
@@ -116,4 +119,4 @@ def connector_complete(deployment: Deployment) -> Iterator[Issue]:
                 f"{connector.name} needs a prefill or a decode pool (kv_producer or kv_consumer)",
                 "set the pool's role: prefill or decode",
             )
-        yield from _requirements(pool)
+        yield from _requirements(deployment, pool)

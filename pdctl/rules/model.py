@@ -229,6 +229,8 @@ class Deployment:
         vllm-router routerSpec.vllmRouter.serviceDiscovery, else k8s."""
         own = as_dict(self.router.get("vllmRouter")).get("serviceDiscovery")
         shared = self.router.get("serviceDiscovery")
+        if self.router_type == "lmcache-proxy":  # it takes the pools' Services
+            return "static"
         if shared:
             return str(shared)
         if self.router_type == "vllm-router" and own:
@@ -236,9 +238,14 @@ class Deployment:
         return "k8s"
 
     @property
+    def lmcache_proxy(self) -> bool:
+        """Whether the chart deploys LMCache's PD proxy (pd-stack.isLMCacheProxy)."""
+        return self.router_enabled and self.router_type == "lmcache-proxy"
+
+    @property
     def pd_routing(self) -> tuple[bool, KeyPath]:
         """Whether the router routes PD, and the key that says so (pd-stack.routesPD)."""
-        if self.router_type == "vllm-router":
+        if self.router_type != "production-stack":
             return True, ("routerSpec", "type")
         if self.router.get("routingLogic") == "disaggregated_prefill":
             return True, ("routerSpec", "routingLogic")

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from pdctl.chart import bundled_chart_dir, default_values
 from pdctl.findings import Severity
-from pdctl.naming import service_pool
-from pdctl.rules.model import Deployment, Pool
+from pdctl.naming import names_service, service_pool
+from pdctl.rules.model import Deployment, Pool, as_dict, as_int
 from pdctl.rules.registry import Issue, rule
 
 _ROLE_BY_NIXL = {"sender": "prefill", "receiver": "decode"}
@@ -59,8 +60,36 @@ def roles_agree(deployment: Deployment) -> Iterator[Issue]:
             )
 
 
+def lmcache_proxy_notify_port(deployment: Deployment) -> int:
+    """The ZMQ port of the LMCache proxy the chart deploys (pd-stack.lmcacheProxyNotifyPort):
+    routerSpec.lmcacheProxy.notifyPort, else the chart's default."""
+    chart = default_values(deployment.chart_dir or bundled_chart_dir())
+    default = as_dict(as_dict(chart.get("routerSpec")).get("lmcacheProxy")).get("notifyPort")
+    own = as_dict(deployment.router.get("lmcacheProxy")).get("notifyPort")
+    return as_int(own, as_int(default, 7500))
+
+
+def _lmcache_proxy_senders(deployment: Deployment) -> Iterator[Pool]:
+    """LMCache senders that report to the LMCache proxy the chart deploys."""
+    if not deployment.lmcache_proxy:
+        return
+    for pool in deployment.pools:
+        connector = pool.connector
+        if connector and "lmcache-proxy" in connector.routers and pool.kv_role == "kv_producer":
+            yield pool
+
+
 @rule("PD003", "peer hosts resolve to a Service this release renders for a pool of the right role")
 def peers_resolve(deployment: Deployment) -> Iterator[Issue]:
+    proxy = deployment.release.router_service
+    for sender in _lmcache_proxy_senders(deployment):
+        host = as_dict(sender.kv_transfer.get("lmcache")).get("proxyHost")
+        if host and not names_service(deployment.release, proxy, str(host)):
+            yield Issue(
+                sender.at("kvTransfer", "lmcache", "proxyHost"),
+                f"proxyHost {host!r} is not the LMCache proxy this release deploys ({proxy})",
+                "leave it unset: it defaults to the proxy (routerSpec.type lmcache-proxy)",
+            )
     for pool in deployment.pools:
         yield from _legacy_peer_host(deployment, pool)
         peer = pool.kv_transfer.get("peerPool")
@@ -120,6 +149,16 @@ def _legacy_pairs(deployment: Deployment) -> Iterator[tuple[Pool, Pool]]:
 
 @rule("PD004", "a sender's peer port is the port its receiver listens on")
 def peer_ports_agree(deployment: Deployment) -> Iterator[Issue]:
+    for sender in _lmcache_proxy_senders(deployment):
+        port = as_dict(sender.kv_transfer.get("lmcache")).get("proxyPort")
+        notify = lmcache_proxy_notify_port(deployment)
+        if port is not None and as_int(port, -1) != notify:
+            yield Issue(
+                sender.at("kvTransfer", "lmcache", "proxyPort"),
+                f"proxyPort is {port} but the LMCache proxy listens on {notify} "
+                "(routerSpec.lmcacheProxy.notifyPort)",
+                "leave it unset",
+            )
     for sender, receiver in _legacy_pairs(deployment):
         sent, heard = sender.lmcache.get("nixlPeerPort"), receiver.lmcache.get("nixlPeerPort")
         if str(sent) != str(heard):
@@ -186,6 +225,16 @@ def connectors_pair(deployment: Deployment) -> Iterator[Issue]:
 
 @rule("PD014", "1P1D connectors (PyNccl, the tutorial's LMCache NIXL form): one pod per pool")
 def one_to_one(deployment: Deployment) -> Iterator[Issue]:
+    for pool in deployment.by_role("decode") if deployment.lmcache_proxy else []:
+        connector = pool.connector
+        if connector and "lmcache-proxy" in connector.routers and pool.replicas > 1:
+            yield Issue(
+                pool.at("replicaCount"),
+                f"decode pool {pool.name!r} has {pool.replicas} replicas, but LMCache's PD proxy "
+                "reaches each decode pool through its Service, where a sender's KV must land on "
+                "the pod the request decodes on",
+                "use replicaCount: 1 per decode pool (add decode pools for more)",
+            )
     for pool in deployment.pools:
         connector = pool.connector
         if not connector or connector.pairing != "1P1D" or pool.replicas <= 1:

@@ -114,6 +114,8 @@ def router_speaks_connector(deployment: Deployment) -> Iterator[Issue]:
     kind = deployment.router_type
     if kind == "production-stack":
         yield from _static_backends(deployment)
+    if kind == "lmcache-proxy":
+        yield from _lmcache_proxy(deployment)
     if not deployment.pd_routing[0]:
         return
     for pool in deployment.pools:
@@ -168,6 +170,49 @@ def _vllm_router(deployment: Deployment) -> Iterator[Issue]:
                     f"serviceDiscovery static has no {role} worker: no {key} and no {role} pool",
                     f"set routerSpec.vllmRouter.{key}, or add a pool with role {role}",
                 )
+
+
+def _lmcache_proxy(deployment: Deployment) -> Iterator[Issue]:
+    """LMCache's PD proxy: its script given one way; the pools' Services, not Kubernetes discovery;
+    one list of receiver ports for every decode pool (LMCache 0.3.7 disagg_proxy_server.py
+    --decoder-init-port/--decoder-alloc-port)."""
+    settings = deployment.router.get("lmcacheProxy")
+    settings = settings if isinstance(settings, dict) else {}
+    if bool(settings.get("scriptConfigMap")) == bool(settings.get("scriptPath")):
+        yield Issue(
+            ("routerSpec", "lmcacheProxy"),
+            "routerSpec.type lmcache-proxy needs LMCache's proxy script "
+            "(examples/disagg_prefill/disagg_proxy_server.py), which is neither in the lmcache "
+            "package nor in the release images lmcache/vllm-openai:vX.Y.Z",
+            "set routerSpec.lmcacheProxy.scriptConfigMap to a ConfigMap made from LMCache's "
+            "repository at your image's tag (tutorial 19), or scriptPath to the script inside "
+            "the image; not both",
+        )
+    if deployment.router.get("serviceDiscovery") == "k8s":
+        yield Issue(
+            ("routerSpec", "serviceDiscovery"),
+            "serviceDiscovery is k8s but LMCache's PD proxy takes the pools' Services (static)",
+            "remove routerSpec.serviceDiscovery",
+        )
+    receivers = [
+        (pool, pool.listeners())
+        for pool in deployment.by_role("decode")
+        if pool.connector and "lmcache-proxy" in pool.connector.routers
+    ]
+    for pool, ports in receivers[1:]:
+        first, first_ports = receivers[0]
+        if sorted(port for _, port in ports) != sorted(port for _, port in first_ports):
+            yield Issue(
+                pool.at("kvTransfer", "lmcache"),
+                f"decode pool {pool.name!r} receives on other ports than {first.name!r} "
+                f"({_ports(ports)} vs {_ports(first_ports)}): LMCache's PD proxy takes one list "
+                "for every decode pool",
+                "give the decode pools the same tensorParallelSize and kvTransfer.lmcache ports",
+            )
+
+
+def _ports(ports: list[tuple[str, int]]) -> str:
+    return ",".join(str(port) for _, port in ports)
 
 
 def _static_backends(deployment: Deployment) -> Iterator[Issue]:

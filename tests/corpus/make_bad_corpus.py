@@ -642,6 +642,7 @@ case(
             "routerSpec",
             {"type": "vllm-router", "repository": "registry.example.com/r", "tag": "1"},
         ),
+        put(0, "kvTransfer.lmcache", {"proxyHost": "lmcache-pd-proxy"}),
     ),
     chart=f"[PD017] routerSpec.type vllm-router cannot route {P}[0]",
 )
@@ -714,8 +715,47 @@ case(
 case(
     "pd018-lmcache-sender-without-proxy",
     f"PD018 {P}[0].kvTransfer.lmcache.proxyHost",
-    edited(LMCACHE, drop(0, "kvTransfer.lmcache")),
+    edited(LMCACHE, router("enableRouter", False)),
     chart=f"[PD018] {P}[0].kvTransfer.lmcache.proxyHost is required",
+)
+# LMCache's PD proxy as the router (routerSpec.type lmcache-proxy, tutorial 19)
+case(
+    "pd017-lmcache-proxy-without-script",
+    "PD017 routerSpec.lmcacheProxy",
+    edited(LMCACHE, router("lmcacheProxy", {})),
+    chart="[PD017] routerSpec.type lmcache-proxy needs LMCache's proxy script",
+)
+case(
+    "pd017-lmcache-proxy-nixl",
+    "PD017 routerSpec.type",
+    edited(NIXL, router("type", "lmcache-proxy"), router("lmcacheProxy.scriptConfigMap", "p")),
+    chart=f"[PD017] routerSpec.type lmcache-proxy cannot route {P}[0]",
+)
+case(
+    "pd017-lmcache-proxy-decode-ports",
+    f"PD017 {P}[2].kvTransfer.lmcache",
+    edited(LMCACHE, lambda v: v["servingEngineSpec"]["modelSpec"].append(
+        {**copy.deepcopy(pool(v, 1)), "name": "llama-decode-2"}),
+        put(2, "kvTransfer.lmcache", {"peerInitPort": 7310, "peerAllocPort": 7410})),
+    chart=f"[PD017] {P}[2] receives on init ports 7310 and alloc ports 7410",
+)  # fmt: skip
+case(
+    "pd014-lmcache-proxy-decode-replicas",
+    f"PD014 {P}[1].replicaCount",
+    edited(LMCACHE, put(1, "replicaCount", 2)),
+    chart=f"[PD014] {P}[1].replicaCount is 2 but LMCache's PD proxy reaches each decode pool",
+)
+case(
+    "pd003-lmcache-proxy-host",
+    f"PD003 {P}[0].kvTransfer.lmcache.proxyHost",
+    edited(LMCACHE, put(0, "kvTransfer.lmcache", {"proxyHost": "lmcache-pd-proxy"})),
+    chart=f'[PD003] {P}[0].kvTransfer.lmcache.proxyHost "lmcache-pd-proxy" is not the LMCache proxy',
+)
+case(
+    "pd004-lmcache-proxy-port",
+    f"PD004 {P}[0].kvTransfer.lmcache.proxyPort",
+    edited(LMCACHE, put(0, "kvTransfer.lmcache", {"proxyPort": 7600})),
+    chart=f"[PD004] {P}[0].kvTransfer.lmcache.proxyPort is 7600 but the LMCache proxy listens on 7500",
 )
 case(
     "pd018-pynccl-decode-without-peer",
