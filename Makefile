@@ -52,7 +52,8 @@ lint: setup
 schema: setup
 	$(BIN)/python scripts/build_schema.py
 
-# docs/production-stack.md, from helm/files/production-stack.yaml (a test checks it is current).
+# docs/production-stack.md (from helm/files/production-stack.yaml) and helm/README.md, the values
+# reference (from the schema and values.yaml); a test checks both are current.
 docs: setup
 	$(BIN)/python scripts/build_docs.py
 

@@ -1,8 +1,9 @@
-"""Write docs/production-stack.md from helm/files/production-stack.yaml: every key of vLLM
-production-stack's chart with pd-stack's status for it (taken the same, taken differently, or
-refused and why).
+"""Write the generated pages: docs/production-stack.md from helm/files/production-stack.yaml
+(every key of vLLM production-stack's chart with pd-stack's status for it: taken the same, taken
+differently, or refused and why) and helm/README.md, the chart's values reference
+(scripts/values_reference.py).
 
-Usage: python scripts/build_docs.py [--check]   (--check: exit 1 if the page is stale)
+Usage: python scripts/build_docs.py [--check]   (--check: exit 1 if a page is stale)
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import values_reference
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "helm" / "files" / "production-stack.yaml"
 TARGET = ROOT / "docs" / "production-stack.md"
+VALUES_REFERENCE = ROOT / "helm" / "README.md"
 STATUS = {
     "same": "taken, same effect",
     "differs": "taken, differs",
@@ -68,15 +71,16 @@ def render() -> str:
 
 
 def main() -> int:
-    text = render()
+    pages = {TARGET: render(), VALUES_REFERENCE: values_reference.render()}
     if "--check" in sys.argv[1:]:
-        if not TARGET.is_file() or TARGET.read_text(encoding="utf-8") != text:
-            print(f"{TARGET} is stale: run `make docs`", file=sys.stderr)
-            return 1
-        return 0
-    TARGET.parent.mkdir(exist_ok=True)
-    TARGET.write_text(text, encoding="utf-8")
-    print(f"wrote {TARGET.relative_to(ROOT)}")
+        stale = [p for p, text in pages.items() if not p.is_file() or p.read_text("utf-8") != text]
+        for path in stale:
+            print(f"{path.relative_to(ROOT)} is stale: run `make docs`", file=sys.stderr)
+        return 1 if stale else 0
+    for path, text in pages.items():
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path.relative_to(ROOT)}")
     return 0
 
 

@@ -190,7 +190,8 @@ def test_taken_keys_render_their_effect(
         _check(check, targets, objects)
 
 
-def test_docs_page_is_generated_from_the_table() -> None:
+def test_generated_pages_are_current() -> None:
+    """docs/production-stack.md and helm/README.md (the values reference) match their sources."""
     result = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "build_docs.py"), "--check"],
         capture_output=True,
@@ -215,3 +216,26 @@ def test_a_disabled_pool_is_left_out(helm4: Helm, tmp_path: Path) -> None:
         {"nvidia.com/gpu": "1"},
         {"nvidia.com/gpu": "1"},
     ]
+
+
+def test_production_stacks_empty_defaults_mean_unset(helm4: Helm, tmp_path: Path) -> None:
+    """production-stack's values.yaml writes "" / {} / null for keys it leaves unset; taken as
+    unset, they render nothing (the API server would refuse an empty name)."""
+    values = copy.deepcopy(NIXL)
+    values["servingEngineSpec"]["vllmApiKey"] = {"secretName": "", "secretKey": ""}
+    pool = values["servingEngineSpec"]["modelSpec"][0]
+    pool |= {"priorityClassName": "", "serviceAccountName": "", "nodeName": ""}
+    pool |= {"modelRevision": "", "envFromSecret": {}}
+    values["routerSpec"] |= {"nodePort": None, "vllmApiKey": {"secretName": "", "secretKey": ""}}
+    assert validate(tmp_path, values) == []
+    objects = render_file(helm4, write_values(tmp_path, values))
+    targets = _targets(objects, pool["name"])
+    pod, engine = targets["engine-pod"], targets["engine-container"]
+    assert pod is not None and engine is not None
+    for key in ("priorityClassName", "serviceAccountName", "nodeName"):
+        assert key not in pod["spec"], key
+    assert "envFrom" not in engine and "--revision" not in engine["args"]
+    assert "VLLM_API_KEY" not in env_of(engine)
+    router = targets["router-container"]
+    assert router is not None
+    assert "VLLM_API_KEY" not in {entry["name"] for entry in router.get("env", [])}

@@ -285,10 +285,8 @@ duplicate env names) and users can override UCX_* and LMCACHE_*.
 {{- end -}}
 {{- $env = append $env (dict "name" "HF_TOKEN" "valueFrom" (dict "secretKeyRef" $ref)) -}}
 {{- end -}}
-{{- with .root.Values.servingEngineSpec.vllmApiKey -}}
-{{- $ref := dict "name" (include "pd-stack.secretName" $.root) "key" "vllmApiKey" -}}
-{{- if kindIs "map" . -}}{{- $ref = dict "name" .secretName "key" .secretKey -}}{{- end -}}
-{{- $env = append $env (dict "name" "VLLM_API_KEY" "valueFrom" (dict "secretKeyRef" $ref)) -}}
+{{- with include "pd-stack.engineApiKeyRef" .root | fromJson -}}
+{{- $env = append $env (dict "name" "VLLM_API_KEY" "valueFrom" (dict "secretKeyRef" .)) -}}
 {{- end -}}
 {{- if hasKey $vllm "v1" -}}
 {{- $env = append $env (dict "name" "VLLM_USE_V1" "value" (toString $vllm.v1)) -}}
@@ -356,11 +354,25 @@ duplicate env names) and users can override UCX_* and LMCACHE_*.
 {{- end -}}
 
 {{/* An httpGet probe on /health of the engine port, with the timings given. */}}
+{{/* The Secret key of the engines' API key (servingEngineSpec.vllmApiKey), as JSON {name, key},
+or {} for none: a string is stored in <release>-secrets under vllmApiKey (secret.yaml); a map
+names an existing Secret, or none when its names are "" (production-stack's default). */}}
+{{- define "pd-stack.engineApiKeyRef" -}}
+{{- $key := .Values.servingEngineSpec.vllmApiKey -}}
+{{- $ref := dict -}}
+{{- if and $key (kindIs "string" $key) -}}
+{{- $ref = dict "name" (include "pd-stack.secretName" .) "key" "vllmApiKey" -}}
+{{- else if and (kindIs "map" $key) (dig "secretName" "" ($key | default dict)) -}}
+{{- $ref = dict "name" $key.secretName "key" $key.secretKey -}}
+{{- end -}}
+{{- toJson $ref -}}
+{{- end -}}
+
 {{- define "pd-stack.healthProbe" -}}
 httpGet:
-  path: /health
-  port: {{ .port }}
-{{ toYaml .timings }}
+  path: {{ dig "httpGet" "path" "/health" .timings }}
+  port: {{ dig "httpGet" "port" .port .timings }}
+{{ toYaml (omit .timings "httpGet") }}
 {{- end -}}
 
 {{/* Tolerations of one pool's pods, as a YAML list: servingEngineSpec.tolerations, then the

@@ -209,12 +209,8 @@ string under key vllmApiKey), as production-stack's deployment-router.yaml falls
 {{- $ref = dict "name" (include "pd-stack.secretName" .) "key" (include "pd-stack.routerApiKeySecretKey" .) -}}
 {{- else if and (kindIs "map" $own) (dig "secretName" "" ($own | default dict)) -}}
 {{- $ref = dict "name" $own.secretName "key" $own.secretKey -}}
-{{- else if and $engines (ne .Values.servingEngineSpec.enableEngine false) -}}
-{{- if kindIs "string" $engines -}}
-{{- $ref = dict "name" (include "pd-stack.secretName" .) "key" "vllmApiKey" -}}
-{{- else if kindIs "map" $engines -}}
-{{- $ref = dict "name" $engines.secretName "key" $engines.secretKey -}}
-{{- end -}}
+{{- else if ne .Values.servingEngineSpec.enableEngine false -}}
+{{- $ref = include "pd-stack.engineApiKeyRef" . | fromJson -}}
 {{- end -}}
 {{- toJson $ref -}}
 {{- end -}}
