@@ -36,6 +36,8 @@ class Pool:
     connector: str | None = None  # vLLM's kv_connector, from --kv-transfer-config
     kv_role: str | None = None
     transfer_ports: dict[str, int] = field(default_factory=dict)  # KV listeners by port name
+    nodes: int = 1  # pods per engine (a LeaderWorkerSet group)
+    kind: str = "Deployment"  # the workload: Deployment, LeaderWorkerSet or DisaggregatedSet
 
 
 @dataclass
@@ -47,7 +49,7 @@ class Summary:
 
     @property
     def total_gpus(self) -> int:
-        return sum(pool.replicas * pool.gpus_per_pod for pool in self.pools)
+        return sum(pool.replicas * pool.nodes * pool.gpus_per_pod for pool in self.pools)
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "total_gpus": self.total_gpus}
@@ -93,6 +95,19 @@ def _pool(obj: Manifest, container: Manifest, labels: dict[str, str]) -> Pool:
     )
 
 
+def _engine_group(summary: Summary, spec: Manifest, kind: str) -> None:
+    """A pool rendered as a LeaderWorkerSet (or a DisaggregatedSet role): its leader's pod."""
+    template = spec["leaderWorkerTemplate"]
+    pod = template.get("leaderTemplate") or template["workerTemplate"]
+    container = pod["spec"]["containers"][0]
+    pool = _pool(
+        {"spec": {"replicas": spec.get("replicas", 1)}}, container, pod["metadata"]["labels"]
+    )
+    pool.nodes = int(template.get("size", 1))
+    pool.kind = kind
+    summary.pools.append(pool)
+
+
 def summarize(objects: list[Manifest]) -> Summary:
     summary = Summary()
     for obj in objects:
@@ -102,6 +117,11 @@ def summarize(objects: list[Manifest]) -> Summary:
         summary.objects[kind] = summary.objects.get(kind, 0) + 1
         if kind == "Service":
             summary.services[obj["metadata"]["name"]] = [p["port"] for p in obj["spec"]["ports"]]
+        if kind == "LeaderWorkerSet":
+            _engine_group(summary, obj["spec"], kind)
+        elif kind == "DisaggregatedSet":
+            for role in obj["spec"].get("roles", []):
+                _engine_group(summary, role["spec"], kind)
         if kind != "Deployment":
             continue
         pod = obj["spec"]["template"]

@@ -24,6 +24,9 @@ ROLES = ("prefill", "decode", "both")
 
 # Values of COMPONENT.
 ENGINE = "serving-engine"
+# The workers of a multi-node engine (LeaderWorkerSet): Services and routers select ENGINE, so
+# they see only the leaders, which serve HTTP.
+ENGINE_WORKER = "serving-engine-worker"
 ROUTER = "router"
 TEST = "test"
 
@@ -40,6 +43,10 @@ class Release:
     def pool_deployment(self, pool: str) -> str:
         return f"{self.pool_prefix(pool)}-deployment-vllm"
 
+    def pool_leader_worker_set(self, pool: str) -> str:
+        """A multi-node pool's LeaderWorkerSet; its pods are <name>-<group>[-<worker>]."""
+        return f"{self.pool_prefix(pool)}-lws-vllm"
+
     def pool_service(self, pool: str) -> str:
         return f"{self.pool_prefix(pool)}-engine-service"
 
@@ -49,9 +56,18 @@ class Release:
     def pool_chat_templates(self, pool: str) -> str:
         return f"{self.pool_prefix(pool)}-chat-templates"
 
-    def pool_objects(self, pool: str, spec: Mapping[str, Any]) -> list[str]:
+    def pool_workload(self, pool: str, spec: Mapping[str, Any], in_set: bool = False) -> str:
+        """The workload the chart renders for one pool: its LeaderWorkerSet (multiNode), its
+        Deployment, or, with a DisaggregatedSet (in_set), the set itself."""
+        if in_set:
+            return self.disaggregated_set
+        if spec.get("multiNode"):
+            return self.pool_leader_worker_set(pool)
+        return self.pool_deployment(pool)
+
+    def pool_objects(self, pool: str, spec: Mapping[str, Any], in_set: bool = False) -> list[str]:
         """Names of the objects the chart renders for one pool (its modelSpec entry)."""
-        names = [self.pool_deployment(pool), self.pool_service(pool)]
+        names = [self.pool_workload(pool, spec, in_set), self.pool_service(pool)]
         storage = spec.get("pvcStorage")
         if storage and isinstance(storage, str) and not spec.get("pvcExistingClaimName"):
             names.append(self.pool_claim(pool))
@@ -71,6 +87,12 @@ class Release:
     def engine_configs(self) -> str:
         """The ConfigMap of servingEngineSpec.configs."""
         return f"{self.name}-configs"
+
+    @property
+    def disaggregated_set(self) -> str:
+        """The DisaggregatedSet of servingEngineSpec.disaggregatedSet; its controller names the
+        LeaderWorkerSets it creates <name>-<slice>-<revision>-<pool>."""
+        return f"{self.name}-engines"
 
     @property
     def router_deployment(self) -> str:

@@ -77,9 +77,18 @@ def helm_template_result(
 
 
 def assert_kube_valid(objects: list[manifests.Manifest], kube_version: str) -> None:
+    """Every object against strict Kubernetes schemas; LeaderWorkerSets and DisaggregatedSets
+    against their CRDs' own schemas (tests/crd_schemas.py)."""
     import kubernetes_validate
 
+    from tests import crd_schemas
+
     for obj in objects:
+        if crd_schemas.is_custom(obj):
+            problems = crd_schemas.errors(obj, kube_version)
+            if problems:
+                pytest.fail(f"{obj['kind']}/{obj['metadata']['name']} fails its CRD: {problems}")
+            continue
         try:
             kubernetes_validate.validate(obj, kube_version, strict=True)
         except kubernetes_validate.ValidationError as error:
@@ -91,6 +100,28 @@ def container(objects: list[manifests.Manifest], deployment: str) -> dict[str, A
     return manifests.find(objects, "Deployment", deployment)["spec"]["template"]["spec"][
         "containers"
     ][0]
+
+
+def pool_container(
+    objects: list[manifests.Manifest], values: dict[str, Any], pool: str
+) -> dict[str, Any]:
+    """The engine container of a pool whichever workload renders it: its Deployment's, its
+    LeaderWorkerSet's leader, or its DisaggregatedSet role's leader."""
+    from pdctl.naming import Release
+
+    release = Release("pd")
+    engine = values.get("servingEngineSpec") or {}
+    spec = next(s for s in engine.get("modelSpec") or [] if s.get("name") == pool)
+    if (engine.get("disaggregatedSet") or {}).get("enabled"):
+        found = manifests.find(objects, "DisaggregatedSet", release.disaggregated_set)
+        lws = next(r for r in found["spec"]["roles"] if r["name"] == pool)["spec"]
+    elif spec.get("multiNode"):
+        name = release.pool_leader_worker_set(pool)
+        lws = manifests.find(objects, "LeaderWorkerSet", name)["spec"]
+    else:
+        return container(objects, release.pool_deployment(pool))
+    template = lws["leaderWorkerTemplate"]
+    return (template.get("leaderTemplate") or template["workerTemplate"])["spec"]["containers"][0]
 
 
 def env_of(container_spec: dict[str, Any]) -> dict[str, Any]:

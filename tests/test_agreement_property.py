@@ -67,6 +67,21 @@ ROUTER_TYPES = ["production-stack", "vllm-router", "lmcache-proxy"]
 LMCACHE_PROXY = [{}, {"scriptPath": "/p/proxy.py"}, {"scriptConfigMap": "p", "notifyPort": 7600},
                  {"scriptConfigMap": "p", "scriptPath": "/p.py"}]  # fmt: skip
 STRATEGIES = [{"type": "Recreate"}, {"type": "Recreate", "rollingUpdate": {"maxSurge": 1}}]
+MULTI_NODE = [
+    {"nodes": 2},
+    {"nodes": 1},
+    None,
+    {"nodes": 4, "masterPort": 29600},
+    {"nodes": 2, "exclusiveTopology": "kubernetes.io/hostname"},
+    {"nodes": 0},
+]
+DISAGGREGATED_SETS = [
+    {"enabled": True},
+    {"enabled": True, "slices": 2,
+     "placementPolicy": {"type": "ExclusiveSlice", "topology": "kubernetes.io/hostname"}},
+    {"enabled": True, "placementPolicy": {"type": "ExclusiveTopology"}},
+    {"enabled": False, "slices": 3},
+]  # fmt: skip
 
 
 # A coherent release per connector: the image it needs, and the router that routes it.
@@ -206,6 +221,13 @@ MUTATIONS = st.one_of(
     st.tuples(st.just("router.strategy"), st.sampled_from(STRATEGIES)),
     st.tuples(st.just("router.serviceAccountName"), st.sampled_from(["serving", "Bad_Name"])),
     st.tuples(st.just("router.nodePort"), st.sampled_from([30080, 70000])),
+    # engines over several pods (LeaderWorkerSet) and the DisaggregatedSet
+    st.tuples(st.just("multiNode"), st.sampled_from(MULTI_NODE)),
+    st.tuples(st.just("vllmConfig.dataParallelSize"), st.sampled_from([2, 4])),
+    st.tuples(st.just("vllmConfig.enableExpertParallel"), st.sampled_from([True])),
+    st.tuples(st.just("scalingMode"), st.sampled_from(["External", "Static"])),
+    st.tuples(st.just("engine.disaggregatedSet"), st.sampled_from(DISAGGREGATED_SETS)),
+    st.tuples(st.just("engine.lwsVersion"), st.sampled_from(["0.8.0", "0.9.0", "v0.10.0"])),
 )  # fmt: skip
 
 

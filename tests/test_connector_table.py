@@ -14,7 +14,7 @@ from pdctl import connectors, manifests
 from pdctl.helm import Helm
 from pdctl.naming import Release
 from pdctl.rules.model import Deployment, Pool
-from tests.helpers import CHART, VALUES_FILES, Render, load_values
+from tests.helpers import CHART, VALUES_FILES, Render, load_values, pool_container
 
 TABLE = connectors.load(CHART)
 ENTRIES = [*TABLE.connectors.values(), TABLE.tutorial_lmcache]
@@ -80,8 +80,7 @@ def rendered_pools(
     objects = rendered(helm, path)
     values = load_values(path)
     for pool in Deployment.from_values(values, Release("pd"), TABLE).pools:
-        deployment = manifests.find(objects, "Deployment", Release("pd").pool_deployment(pool.name))
-        container = deployment["spec"]["template"]["spec"]["containers"][0]
+        container = pool_container(objects, values, pool.name)
         yield pool, container, chart_env(container, values, pool.spec)
 
 

@@ -26,9 +26,12 @@ from pathlib import Path
 
 import pytest
 
-from pdctl import manifests
+from pdctl import manifests, workloads
 from pdctl.helm import Helm
-from tests.helpers import VALUES_FILES, Render, container, load_values
+from pdctl.naming import Release
+from tests.helpers import VALUES_FILES, Render, load_values
+
+RELEASE = Release("pd")
 
 OFFICIAL_IMAGE = re.compile(r"vllm/vllm-openai:v(\d+\.\d+\.\d+)")
 
@@ -70,10 +73,33 @@ def version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split("."))
 
 
+# Multi-node flags (helm/files/workloads.yaml engineForms), by the first release that has them:
+# all read in vLLM 0.33.0 (vllm/engine/arg_utils.py; --headless in
+# vllm/entrypoints/common/cli_args.py); --distributed-executor-backend and
+# --enable-expert-parallel predate every image the chart knows; the data-parallel launch flags
+# with --headless from v0.9.0 (vllm-ascend RFC #649 of 2025-04-25 describes them as they landed;
+# NeMo Gym runs them on v0.9.0); --nnodes/--node-rank/--master-addr/--master-port from vLLM PR
+# #23691 (first release taken as v0.11.0, as the chart's table says).
+MULTI_NODE_FLAGS: dict[tuple[int, int, int], set[str]] = {
+    (0, 0, 0): {"--distributed-executor-backend", "--enable-expert-parallel"},
+    (0, 9, 0): {
+        "--headless",
+        "--data-parallel-size-local",
+        "--data-parallel-address",
+        "--data-parallel-rpc-port",
+        "--data-parallel-start-rank",
+    },
+    (0, 11, 0): {"--nnodes", "--node-rank", "--master-addr", "--master-port"},
+}
+
+
 def accepted_flags(version: tuple[int, ...]) -> set[str]:
     flags = set(BASE_FLAGS)
     if version >= (0, 10, 0):
         flags.add("--disable-hybrid-kv-cache-manager")
+    for since, added in MULTI_NODE_FLAGS.items():
+        if version >= since:
+            flags |= added
     return flags
 
 
@@ -87,16 +113,36 @@ def accepted_kv_fields(version: tuple[int, ...]) -> set[str]:
     return fields
 
 
+def engine_containers(obj: manifests.Manifest) -> list[dict]:
+    """The engine containers of a rendered pool workload: a Deployment's, or every pod template's
+    of a LeaderWorkerSet or DisaggregatedSet (leaders and workers)."""
+    if obj["kind"] == "Deployment" and obj["metadata"]["name"].endswith("-vllm"):
+        return [obj["spec"]["template"]["spec"]["containers"][0]]
+    return [template["spec"]["containers"][0] for _, template in workloads.pod_templates(obj)]
+
+
+def serve_args(engine: dict) -> list[str]:
+    """The `vllm serve` arguments of an engine container, whether vllm is its command or a
+    shell's (/bin/sh -c '... exec "$0" "$@" <shell args>' vllm serve ...), shell args included."""
+    command, args = engine["command"], list(engine.get("args", []))
+    if command[0] == "/bin/sh":
+        line = command[2]
+        if 'exec "$0" "$@"' not in line:
+            return []  # a pod that runs no vllm serve (a Ray worker)
+        tail = line.split('exec "$0" "$@"', 1)[1].split()
+        assert args[1] == "serve", args
+        return args[1:] + tail
+    return args
+
+
 def official_engines(objects: list[manifests.Manifest]) -> list[tuple[str, str, dict]]:
-    """(Deployment name, vLLM version, engine container) of each rendered official image."""
+    """(workload name, vLLM version, engine container) of each rendered official image."""
     found = []
     for obj in objects:
-        if obj["kind"] != "Deployment" or not obj["metadata"]["name"].endswith("-vllm"):
-            continue
-        engine = obj["spec"]["template"]["spec"]["containers"][0]
-        match = OFFICIAL_IMAGE.fullmatch(engine["image"])
-        if match:
-            found.append((obj["metadata"]["name"], match.group(1), engine))
+        for engine in engine_containers(obj):
+            match = OFFICIAL_IMAGE.fullmatch(engine["image"])
+            if match:
+                found.append((obj["metadata"]["name"], match.group(1), engine))
     return found
 
 
@@ -106,11 +152,14 @@ def declared_engines() -> list[tuple[Path, str, str]]:
     checks that this is exactly what the chart renders."""
     found = []
     for path in VALUES_FILES:
-        for spec in (load_values(path).get("servingEngineSpec") or {}).get("modelSpec") or []:
+        engine = load_values(path).get("servingEngineSpec") or {}
+        in_set = bool((engine.get("disaggregatedSet") or {}).get("enabled"))
+        for spec in engine.get("modelSpec") or []:
             match = OFFICIAL_IMAGE.fullmatch(f"{spec.get('repository')}:{spec.get('tag')}")
             if match:
-                found.append((path, f"pd-{spec['name']}-deployment-vllm", match.group(1)))
-    return found
+                name = RELEASE.pool_workload(spec["name"], spec, in_set)
+                found.append((path, name, match.group(1)))
+    return sorted(set(found))
 
 
 ENGINES = declared_engines()
@@ -136,11 +185,23 @@ def test_there_are_current_images(helm4: Helm, rendered: Render) -> None:
 def test_engine_uses_only_accepted_flags(
     helm4: Helm, rendered: Render, values_file: Path, deployment: str, version: str
 ) -> None:
-    engine = container(rendered(helm4, values_file), deployment)
-    assert engine["image"] == f"vllm/vllm-openai:v{version}"
+    objects = rendered(helm4, values_file)
+    engines = [e for name, _, e in official_engines(objects) if name == deployment]
+    assert engines
+    for engine in engines:
+        assert_accepted(engine, version)
+
+
+def assert_accepted(engine: dict, version: str) -> None:
+    """Every flag and kv-transfer key of an engine container exists in `version`."""
+    assert engine["image"].endswith(f":v{version}")
     v = version_tuple(version)
-    args = engine["args"]
-    assert engine["command"] == ["vllm"] and args[0] == "serve"
+    args = serve_args(engine)
+    if not args:
+        return
+    assert args[0] == "serve"
+    if engine["command"] != ["/bin/sh", "-c", engine["command"][-1]]:
+        assert engine["command"] == ["vllm"]
     flags = {a for a in args if a.startswith("--")}
     assert flags <= accepted_flags(v), flags - accepted_flags(v)
     assert "--disable-log-requests" not in args

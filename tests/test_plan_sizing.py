@@ -151,9 +151,15 @@ def test_70b_on_one_l4_is_refused_with_the_numbers() -> None:
     assert "H100-80GB" in (error.hint or "") or "B200" in (error.hint or "")
 
 
-def test_more_gpus_per_engine_than_gpus_per_node_is_refused() -> None:
+def test_more_gpus_per_engine_than_gpus_per_node_spans_nodes() -> None:
+    # DeepSeek-V3 needs TP16 on H100-80GB: two engines of two 8-GPU nodes need 32 GPUs.
     with pytest.raises(DoesNotFit, match="more GPUs per engine than a node has"):
         sizing.plan(request("deepseek-v3", "H100-80GB", 16))
+    spanning = sizing.plan(request("deepseek-v3", "H100-80GB", 32))
+    assert spanning.decode.engine.tp == 16
+    assert sizing.nodes_per_engine(spanning.request, spanning.decode.engine) == 2
+    assert any("spans 2 nodes" in note for note in spanning.notes)
+    assert spanning.as_dict()["roles"]["decode"]["nodes_per_engine"] == 2
     # the same request fits when a node has 16 GPUs (an NVL-style node)
     plan = sizing.plan(request("deepseek-v3", "H100-80GB", 32, gpus_per_node=16))
     assert plan.decode.engine.tp == 16
@@ -248,7 +254,8 @@ def test_every_plan_fits_what_it_was_given(
     assert req.workload.total_len <= plan.max_model_len <= req.arch.max_positions
     for role in (plan.prefill, plan.decode):
         engine = role.engine
-        assert role.replicas >= 1 and engine.tp <= req.gpus_per_node
+        assert role.replicas >= 1
+        assert engine.tp <= req.gpus_per_node or engine.tp % req.gpus_per_node == 0
         assert engine.memory.kv_pool > 0
         assert engine.layout.sequence_bytes(plan.max_model_len) <= engine.pool_bytes
     e = plan.estimates

@@ -323,3 +323,33 @@ def test_help_imports_neither_httpx_nor_kubernetes(args: list[str]) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "HEAVY []" in out.stdout, out.stdout[-500:]
+
+
+class _PostOnlyHandler(http.server.BaseHTTPRequestHandler):
+    """A router without GET routes, as LMCache 0.3.7's PD proxy (only POST completions)."""
+
+    def do_GET(self) -> None:  # noqa: N802
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_router_without_get_routes_is_skipped_not_failed() -> None:
+    from pdctl.verify.checks import _models, _router_health
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _PostOnlyHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        with Http(timeout=5) as client:
+            health = _router_health(client, Endpoint("proxy", "router", url))
+            models, model = _models(client, url, "m")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert health.status is Status.skipped and "GET /health -> 404" in health.summary
+    assert health.evidence["status"] == 404  # reachable: the later checks run
+    assert models.status is Status.skipped and model == "m"

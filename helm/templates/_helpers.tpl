@@ -16,6 +16,17 @@ Pool helpers take a dict: (dict "root" $ "spec" <modelSpec entry>).
 {{- printf "%s-deployment-vllm" (include "pd-stack.poolFullname" .) -}}
 {{- end -}}
 
+{{/* A multi-node pool's LeaderWorkerSet (its pods: <name>-<group>[-<worker>]). */}}
+{{- define "pd-stack.poolLeaderWorkerSetName" -}}
+{{- printf "%s-lws-vllm" (include "pd-stack.poolFullname" .) -}}
+{{- end -}}
+
+{{/* The release's DisaggregatedSet (servingEngineSpec.disaggregatedSet; the root). Its controller
+names the LeaderWorkerSets it creates <name>-<slice>-<revision>-<pool>. */}}
+{{- define "pd-stack.disaggregatedSetName" -}}
+{{- printf "%s-engines" .Release.Name -}}
+{{- end -}}
+
 {{- define "pd-stack.poolServiceName" -}}
 {{- printf "%s-engine-service" (include "pd-stack.poolFullname" .) -}}
 {{- end -}}
@@ -107,11 +118,13 @@ app.kubernetes.io/component: router
 {{- if .list -}}{{- toJson $pairs -}}{{- else -}}{{- join "," $pairs -}}{{- end -}}
 {{- end -}}
 
-{{/* Pod labels of one pool: the release labels, model=<pool>, the component and the PD role
-(pd-stack.io/role). User labels may add keys but never replace these (checked in _checks.tpl). */}}
+{{/* Pod labels of one pool: the release labels, model=<pool>, the component (.component, default
+serving-engine; the workers of a multi-node engine are serving-engine-worker, so that Services and
+routers, which select serving-engine, see only leaders) and the PD role (pd-stack.io/role). User
+labels may add keys but never replace these (checked in _checks.tpl). */}}
 {{- define "pd-stack.poolPodLabels" -}}
 {{- $spec := .spec -}}
-{{- $own := dict "model" $spec.name "app.kubernetes.io/component" "serving-engine" "pd-stack.io/role" (include "pd-stack.poolRole" .) -}}
+{{- $own := dict "model" $spec.name "app.kubernetes.io/component" (.component | default "serving-engine") "pd-stack.io/role" (include "pd-stack.poolRole" .) -}}
 {{- $user := merge (deepCopy ($spec.labels | default dict)) (.root.Values.servingEngineSpec.labels | default dict) -}}
 {{ include "pd-stack.labels" .root }}
 {{ toYaml (merge $own $user) }}
@@ -251,6 +264,9 @@ docker/Dockerfile installs vLLM and LMCache into the venv /opt/venv), else pytho
 {{- if hasKey $vllm "blockSize" -}}{{- $args = concat $args (list "--block-size" (toString $vllm.blockSize)) -}}{{- end -}}
 {{- if $vllm.enforceEager -}}{{- $args = append $args "--enforce-eager" -}}{{- end -}}
 {{- if $vllm.disableHybridKvCacheManager -}}{{- $args = append $args "--disable-hybrid-kv-cache-manager" -}}{{- end -}}
+{{- /* MoE experts sharded over the TP x DP ranks (wide EP with DP over nodes); vLLM 0.33
+       arg_utils.py --enable-expert-parallel. */ -}}
+{{- if $vllm.enableExpertParallel -}}{{- $args = append $args "--enable-expert-parallel" -}}{{- end -}}
 {{- /* production-stack's model keys; vLLM 0.33 EngineArgs and the OpenAI server's FrontendArgs
        (vllm/entrypoints/common/cli_args.py) name the flags. */ -}}
 {{- if $spec.enableLoRA -}}{{- $args = append $args "--enable-lora" -}}{{- end -}}

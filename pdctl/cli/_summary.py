@@ -11,11 +11,17 @@ from pdctl.manifests import Summary
 def print_summary(summary: Summary, release: str) -> None:
     console = Console()
     pools = Table(title=f"Engine pools of release {release!r}")
-    for column in ("pool", "role", "replicas", "GPUs/pod", "image", "model"):
+    for column in ("pool", "role", "replicas", "pods/engine", "GPUs/pod", "image", "model"):
         pools.add_column(column, overflow="fold")
     for pool in summary.pools:
         pools.add_row(
-            pool.name, pool.role, str(pool.replicas), str(pool.gpus_per_pod), pool.image, pool.model
+            pool.name,
+            pool.role,
+            str(pool.replicas),
+            str(pool.nodes) if pool.kind == "Deployment" else f"{pool.nodes} ({pool.kind})",
+            str(pool.gpus_per_pod),
+            pool.image,
+            pool.model,
         )
     console.print(pools)
     transfers = [pool for pool in summary.pools if pool.connector]

@@ -241,6 +241,8 @@ def print_plan(plan: Plan) -> None:
         console.print(f"  - {reason}", markup=False)
     for warning in plan.warnings:
         console.print(f"warning: {warning}", markup=False, style="yellow")
+    for note in plan.notes:
+        console.print(f"note: {note}", markup=False)
 
 
 @handle_errors

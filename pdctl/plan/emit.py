@@ -142,7 +142,8 @@ def _gib(value: float) -> str:
 def _pool_context(plan: sizing.Plan, role: sizing.RolePlan, name: str) -> dict[str, Any]:
     engine = role.engine
     m = engine.memory
-    pod = sizing.pod(plan.request.arch, engine.tp)
+    nodes = sizing.nodes_per_engine(plan.request, engine)
+    pod = sizing.pod(plan.request.arch, engine.tp // nodes)
     pool_bytes = engine.pool_bytes
     if role.role == "prefill":
         why = (
@@ -158,6 +159,8 @@ def _pool_context(plan: sizing.Plan, role: sizing.RolePlan, name: str) -> dict[s
         "role": role.role,
         "name": name,
         "tp": engine.tp,
+        "nodes": nodes,
+        "tp_per_node": engine.tp // nodes,
         "replicas": role.replicas,
         "why": why,
         "cpu": pod.cpu,
@@ -235,6 +238,7 @@ def context(plan: sizing.Plan, options: InitOptions, out: Path | None) -> dict[s
         "verdict": {"likely": "Likely", "may": "It may", "unlikely": "Unlikely"}[plan.verdict],
         "reasons": plan.reasons,
         "warnings": plan.warnings,
+        "notes": plan.notes,
         "out": out.name if out else "values.yaml",
         "pools": pools,
         "vllm_version": ENGINE_VLLM_VERSION,

@@ -516,6 +516,7 @@ class Plan:
     verdict: str
     reasons: list[str]
     warnings: list[str]
+    notes: list[str] = field(default_factory=list)  # what the layout needs (engines over nodes)
 
     @property
     def gpus_used(self) -> int:
@@ -672,6 +673,29 @@ def _fit_report(req: Request) -> tuple[Engine | None, list[str]]:
     return None, lines
 
 
+def spanning_engines(req: Request, need: int) -> list[Engine]:
+    """The smallest engine over whole nodes that holds one request (TP a multiple of
+    --gpus-per-node beyond one node; the chart runs it as a LeaderWorkerSet group of TP
+    gpus-per-node x PP nodes), or none. Its numbers are TP's: pipeline stages hold only their
+    layers' KV, so the KV pool of the rendered TP x PP engine is larger than estimated."""
+    found = [
+        e
+        for e in engines(req, limit=64)
+        if e.tp > req.gpus_per_node and e.tp % req.gpus_per_node == 0 and e.fits(need)
+    ]
+    return found[:1]
+
+
+def nodes_per_engine(req: Request, engine: Engine) -> int:
+    """Pods (nodes) one engine spans: 1 within a node, else TP / --gpus-per-node."""
+    return max(1, engine.tp // req.gpus_per_node) if engine.tp > req.gpus_per_node else 1
+
+
+def _elsewhere_hint(req: Request, other_gpus: list[Gpu] | None) -> str | None:
+    where = _elsewhere(req, other_gpus or [])
+    return ("it fits on " + "; ".join(where[:3])) if where else None
+
+
 def smallest_layout(req: Request) -> tuple[int, int] | None:
     """(prefill TP, decode TP) of the smallest PD layout within a node, or None."""
     need = _need_tokens(req)
@@ -715,7 +739,18 @@ def plan(req: Request, other_gpus: list[Gpu] | None = None) -> Plan:
                 f"--output-len ({w.total_len})"
             )
     need = _need_tokens(req)
-    fitting = [e for e in engines(req) if e.fits(need)]
+    fitting = [e for e in engines(req) if e.fits(need)] or spanning_engines(req, need)
+    if fitting and fitting[0].tp > req.gpus_per_node and req.gpus < 2 * fitting[0].tp:
+        engine, lines = _fit_report(req)
+        nodes = fitting[0].tp // req.gpus_per_node
+        raise DoesNotFit(
+            f"{arch.name} ({weight_bytes(arch) / GiB:.1f} GiB of weights) needs "
+            f"TP{fitting[0].tp} per engine on {req.gpu.name}: more GPUs per engine than a node "
+            f"has (--gpus-per-node {req.gpus_per_node}), so each engine spans {nodes} nodes; "
+            f"{req.gpus} GPUs cannot hold 1 prefill + 1 decode engine ({2 * fitting[0].tp} GPUs)",
+            hint=_elsewhere_hint(req, other_gpus),
+            details=lines[-3:],
+        )
     if not fitting:
         engine, lines = _fit_report(req)
         weights = weight_bytes(arch) / GiB
@@ -725,7 +760,7 @@ def plan(req: Request, other_gpus: list[Gpu] | None = None) -> Plan:
             raise DoesNotFit(
                 f"{arch.name} ({weights:.1f} GiB of weights) needs TP{engine.tp} per engine on "
                 f"{req.gpu.name}: more GPUs per engine than a node has (--gpus-per-node "
-                f"{req.gpus_per_node}); multi-node pools do not exist yet",
+                f"{req.gpus_per_node}), and not a whole number of such nodes",
                 hint=hint,
                 details=lines[-3:],
             )
@@ -765,6 +800,17 @@ def plan(req: Request, other_gpus: list[Gpu] | None = None) -> Plan:
     assert best is not None  # a layout of the smallest engines exists (checked above)
     max_len = _max_model_len(req, best)
     verdict, reasons = _verdict(req, best)
+    nodes = nodes_per_engine(req, best.decode.engine)
+    notes = []
+    if nodes_per_engine(req, best.prefill.engine) > 1 or nodes > 1:
+        tp = best.decode.engine.tp
+        notes.append(
+            f"{arch.name} needs TP{tp} per engine, more GPUs than a node has (--gpus-per-node "
+            f"{req.gpus_per_node}): each engine spans {nodes} nodes as one LeaderWorkerSet group "
+            f"(tensor parallel {req.gpus_per_node} within a node, pipeline parallel {nodes} "
+            f"across nodes); the estimates are TP{tp}'s, and the KV pool of the pipelined engine "
+            "is larger (each stage holds only its layers' KV)"
+        )
     return Plan(
         request=req,
         prefill=best.prefill,
@@ -774,6 +820,7 @@ def plan(req: Request, other_gpus: list[Gpu] | None = None) -> Plan:
         verdict=verdict,
         reasons=reasons,
         warnings=_warnings(req, best),
+        notes=notes,
     )
 
 
@@ -910,6 +957,7 @@ def _role_dict(plan_: Plan, role: RolePlan) -> dict[str, Any]:
         "replicas": role.replicas,
         "gpus": role.gpus,
         "gpus_per_engine": engine.tp,
+        "nodes_per_engine": nodes_per_engine(plan_.request, engine),
         "weights_gib_per_gpu": _round(engine.memory.weights),
         "kv_pool_gib_per_gpu": _round(engine.memory.kv_pool),
         "kv_bytes_per_token_per_gpu": engine.layout.per_token,
@@ -1007,4 +1055,5 @@ def plan_dict(plan_: Plan) -> dict[str, Any]:
         },
         "verdict": {"pd": plan_.verdict, "reasons": plan_.reasons},
         "warnings": plan_.warnings,
+        "notes": plan_.notes,
     }

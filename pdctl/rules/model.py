@@ -177,6 +177,15 @@ class Pool:
         return as_int(self.spec.get("requestGPU"), 0)
 
     @property
+    def multi_node(self) -> dict[str, Any]:
+        return as_dict(self.spec.get("multiNode"))
+
+    @property
+    def nodes(self) -> int:
+        """Pods per engine (pd-stack.poolNodes): multiNode.nodes, else 1."""
+        return max(as_int(self.multi_node.get("nodes"), 1), 1)
+
+    @property
     def version(self) -> tuple[Version | None, KeyPath]:
         """The vLLM version of the image: vllmVersion, else a vX.Y.Z tag of vllm/vllm-openai."""
         if self.spec.get("vllmVersion"):
@@ -214,6 +223,21 @@ class Deployment:
     @property
     def router(self) -> dict[str, Any]:
         return as_dict(self.values.get("routerSpec"))
+
+    @property
+    def disaggregated_set(self) -> dict[str, Any]:
+        return as_dict(as_dict(self.values.get("servingEngineSpec")).get("disaggregatedSet"))
+
+    @property
+    def in_set(self) -> bool:
+        """Whether the pools are roles of one DisaggregatedSet (disaggregatedSet.enabled)."""
+        return bool(self.disaggregated_set.get("enabled"))
+
+    def kind(self, pool: Pool) -> str:
+        """How the chart renders a pool (pd-stack.poolKind)."""
+        if self.in_set:
+            return "DisaggregatedSet"
+        return "LeaderWorkerSet" if pool.multi_node else "Deployment"
 
     @property
     def router_enabled(self) -> bool:

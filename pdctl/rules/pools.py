@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from pdctl.findings import Severity
 from pdctl.naming import NAME_LIMIT
-from pdctl.rules.model import POOLS_PATH, Deployment, Pool, as_dict, as_number
+from pdctl.rules.model import POOLS_PATH, Deployment, Pool, as_dict, as_int, as_number
 from pdctl.rules.registry import Issue, rule
 from pdctl.values.paths import KeyPath
 
@@ -43,7 +43,10 @@ def name_lengths(deployment: Deployment) -> Iterator[Issue]:
     """Validate only: Kubernetes refuses the object at install with its own message (not a silent
     failure), and helm template has no length limit, so the chart does not repeat this check."""
     for pool in deployment.pools:
-        for name in deployment.release.pool_objects(pool.name, pool.spec):
+        for name in [
+            *deployment.release.pool_objects(pool.name, pool.spec, deployment.in_set),
+            *_group_pod_names(deployment, pool),
+        ]:
             if len(name) > NAME_LIMIT:
                 yield Issue(
                     pool.at("name"),
@@ -53,13 +56,43 @@ def name_lengths(deployment: Deployment) -> Iterator[Issue]:
                 break
 
 
+def _group_pod_names(deployment: Deployment, pool: Pool) -> list[str]:
+    """The longest pod name of a LeaderWorkerSet group (<lws>-<group>-<worker>; a pod's name is
+    its hostname, at most 63 characters): the pool's own LeaderWorkerSet, or the one the
+    DisaggregatedSet controller names <set>-<slice>-<revision>-<pool>."""
+    from pdctl import workloads
+
+    kind = deployment.kind(pool)
+    if kind == "Deployment":
+        return []
+    if kind == "LeaderWorkerSet":
+        lws = deployment.release.pool_leader_worker_set(pool.name)
+    else:
+        table = workloads.load(deployment.chart_dir).disaggregated_set
+        slices = as_int(deployment.disaggregated_set.get("slices"), 1)
+        revision = "x" * int(table["revisionLength"])
+        lws = f"{deployment.release.disaggregated_set}-{max(slices - 1, 0)}-{revision}-{pool.name}"
+    worker = f"-{pool.nodes - 1}" if pool.nodes > 1 else ""
+    return [f"{lws}-{max(pool.replicas - 1, 0)}{worker}"]
+
+
 @rule("PD010", "GPUs per pod equal tensor x pipeline x data parallel size")
 def gpus_match_parallelism(deployment: Deployment) -> Iterator[Issue]:
     for pool in deployment.pools:
         needed = pool.tp * pool.pp * pool.dp
         if "requestGPU" not in pool.spec and needed == 1:
             continue
-        if pool.gpus != needed:
+        if pool.nodes > 1 and pool.gpus * pool.nodes != needed:
+            yield Issue(
+                pool.at("requestGPU"),
+                f"pool {pool.name!r} requests {pool.gpus} GPU(s) per pod on multiNode.nodes "
+                f"{pool.nodes} pods ({pool.gpus * pool.nodes} GPUs) but tensor x pipeline x data "
+                f"parallelism is {pool.tp} x {pool.pp} x {pool.dp} = {needed}",
+                f"set requestGPU: {needed // pool.nodes} per pod"
+                if needed % pool.nodes == 0
+                else f"make the parallelism a multiple of {pool.nodes} nodes",
+            )
+        elif pool.nodes == 1 and pool.gpus != needed:
             yield Issue(
                 pool.at("requestGPU"),
                 f"pool {pool.name!r} requests {pool.gpus} GPU(s) per pod but tensor x pipeline x "
@@ -198,11 +231,13 @@ def placeholder_image(deployment: Deployment) -> Iterator[Issue]:
 def shared_rwo_claim(deployment: Deployment) -> Iterator[Issue]:
     for pool in deployment.pools:
         modes = pool.spec.get("pvcAccessMode") or ["ReadWriteOnce"]
-        if pool.spec.get("pvcStorage") and pool.replicas > 1 and "ReadWriteOnce" in modes:
+        pods = pool.replicas * pool.nodes
+        if pool.spec.get("pvcStorage") and pods > 1 and "ReadWriteOnce" in modes:
             yield Issue(
                 pool.at("pvcAccessMode" if "pvcAccessMode" in pool.spec else "pvcStorage"),
-                f"pool {pool.name!r} has {pool.replicas} replicas sharing one ReadWriteOnce "
-                "claim: only pods on the node that mounted it can start",
+                f"pool {pool.name!r} has {pods} pods ({pool.replicas} replica(s) of "
+                f"{pool.nodes} pod(s)) sharing one ReadWriteOnce claim: only pods on the node "
+                "that mounted it can start",
                 "set pvcAccessMode: [ReadWriteMany] with a StorageClass that offers it, or drop "
                 "pvcStorage (each pod then downloads the model into an emptyDir)",
             )

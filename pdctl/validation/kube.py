@@ -7,6 +7,35 @@ from typing import Any
 from pdctl.findings import Finding, Severity
 
 DEFAULT_KUBE_VERSION = "1.35"
+# Kinds of the LWS controller: their pod templates and metadata are checked as Kubernetes
+# objects (the CRD schemas themselves are checked in the test suite, tests/crd_schemas.py).
+CUSTOM_KINDS = {"LeaderWorkerSet", "DisaggregatedSet"}
+
+
+def _check_custom(obj: dict[str, Any], name: str, kube_version: str) -> list[Finding]:
+    import kubernetes_validate
+
+    from pdctl import workloads
+
+    wrapped = [("metadata", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": obj["metadata"]})]
+    for where, template in workloads.pod_templates(obj):
+        pod = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t"}}
+        wrapped.append((where, {**pod, "template": template}))
+    findings = []
+    for where, wrapper in wrapped:
+        try:
+            kubernetes_validate.validate(wrapper, kube_version, strict=True)
+        except kubernetes_validate.ValidationError as error:
+            at = ".".join(str(p) for p in error.path)
+            findings.append(
+                Finding(
+                    "KUBE",
+                    Severity.error,
+                    f"rendered {name} {where} fails Kubernetes {kube_version} schemas: "
+                    f"{error.message}" + (f" at {at}" if at else ""),
+                )
+            )
+    return findings
 
 
 def check_objects(objects: list[dict[str, Any]], kube_version: str) -> list[Finding]:
@@ -15,6 +44,9 @@ def check_objects(objects: list[dict[str, Any]], kube_version: str) -> list[Find
     findings = []
     for obj in objects:
         name = f"{obj.get('kind')}/{obj.get('metadata', {}).get('name')}"
+        if obj.get("kind") in CUSTOM_KINDS:
+            findings += _check_custom(obj, name, kube_version)
+            continue
         try:
             kubernetes_validate.validate(obj, kube_version, strict=True)
         except kubernetes_validate.ValidationError as error:

@@ -4,8 +4,10 @@ repeat it.
 
 Checks, in the order they are reported:
 
-- router-health: the router answers GET /health with 200.
-- models: GET /v1/models through the router lists the model (--model, else the first listed).
+- router-health: the router answers GET /health with 200 (skipped when it has no such route:
+  LMCache's PD proxy serves only POST /v1/completions and /v1/chat/completions).
+- models: GET /v1/models through the router lists the model (--model, else the first listed;
+  skipped without that route, the model then comes from an engine).
 - engines-health: every engine (prefill, decode, both) answers GET /health with 200.
 - completion: a non-streaming POST /v1/completions through the router returns text and usage.
 - chat-stream: a streaming POST /v1/chat/completions with stream_options.include_usage,
@@ -45,6 +47,14 @@ from pdctl.verify.report import (
 __all__ = ["ROLES", "Endpoint", "Report", "Settings", "Targets", "run"]
 
 
+# A router that answers but has no such GET route (LMCache 0.3.7's disagg_proxy_server.py has
+# only its two POST routes): the completion checks and the PD proof still test it.
+NO_ROUTE = (404, 405)
+NO_ROUTE_WHY = (
+    "the router has no such route (LMCache's PD proxy serves only POST); later checks test it"
+)
+
+
 def _router_health(http: Http, router: Endpoint) -> Check:
     if router.url is None:
         return Check("router-health", Status.failed, f"{router.name}: {router.error}")
@@ -55,6 +65,9 @@ def _router_health(http: Http, router: Endpoint) -> Check:
     if reply.ok:
         summary = f"GET /health -> 200 in {reply.elapsed_ms:.0f} ms"
         return Check("router-health", Status.passed, summary, evidence, curl=command)
+    if reply.status in NO_ROUTE:
+        summary = f"GET /health -> {reply.status}: {NO_ROUTE_WHY}"
+        return Check("router-health", Status.skipped, summary, evidence, curl=command)
     evidence["error"] = reply.problem()
     return Check(
         "router-health", Status.failed, f"GET {url}: {reply.problem()}", evidence, curl=command
@@ -65,6 +78,9 @@ def _models(http: Http, router: str, wanted: str | None) -> tuple[Check, str | N
     url = join(router, "/v1/models")
     reply = http.get(url)
     command = [curl(url)]
+    if reply.status in NO_ROUTE:
+        summary = f"GET /v1/models -> {reply.status}: {NO_ROUTE_WHY}"
+        return Check("models", Status.skipped, summary, {"url": url}, curl=command), wanted
     body = reply.json()
     data = body.get("data") if isinstance(body, dict) else None
     if not reply.ok or not isinstance(data, list):

@@ -770,6 +770,103 @@ case(
     chart=f"[PD018] {P}[0] is a prefill pool but transfers no KV",
 )
 
+# ---- engines over several pods (LeaderWorkerSet) and the DisaggregatedSet (issue 12)
+MULTI = "values-22-llama405b-multinode.yaml"
+WIDE_EP = "values-23-deepseek-wide-ep.yaml"
+DSET = "values-24-disaggregatedset.yaml"
+
+
+def engine(key: str, value: Any) -> Edit:
+    def edit(values: dict[str, Any]) -> None:
+        values["servingEngineSpec"][key] = copy.deepcopy(value)
+
+    return edit
+
+
+def dset(key: str, value: Any) -> Edit:
+    def edit(values: dict[str, Any]) -> None:
+        values["servingEngineSpec"]["disaggregatedSet"][key] = copy.deepcopy(value)
+
+    return edit
+
+
+case(
+    "pd010-multinode-gpus",
+    f"PD010 {P}[0].requestGPU",
+    edited(MULTI, put(0, "requestGPU", 4)),
+    chart=f"[PD010] {P}[0].requestGPU is 4 per pod on multiNode.nodes 2 pods",
+)
+case(
+    "pd020-dp-over-nodes",
+    f"PD020 {P}[1].vllmConfig.dataParallelSize",
+    edited(
+        WIDE_EP,
+        put(1, "vllmConfig.dataParallelSize", 6),
+        put(1, "vllmConfig.tensorParallelSize", 2),
+        put(1, "multiNode.nodes", 4),
+        put(1, "requestGPU", 3),
+    ),
+    chart=f"[PD020] {P}[1].vllmConfig.dataParallelSize 6 does not divide over multiNode.nodes 4",
+)
+case(
+    "pd020-no-multinode-form",
+    f"PD020 {P}[0].tag",
+    edited(MULTI, put(0, "tag", "v0.8.4"), put(1, "tag", "v0.8.4")),
+    chart=f"[PD020] {P}[0].multiNode: vLLM 0.8.4 has no way to run one engine over several pods",
+)
+case(
+    "pd020-pynccl-multinode",
+    f"PD020 {P}[0].kvTransfer.connector",
+    edited(
+        SEED,
+        *[put(i, "multiNode", {"nodes": 2}) for i in (0, 1)],
+        *[put(i, "vllmConfig.tensorParallelSize", 2) for i in (0, 1)],
+    ),
+    chart=f"[PD020] {P}[0].multiNode: PyNcclConnector pairs exactly one prefill pod",
+)
+case(
+    "pd021-lws-without-disaggregatedset",
+    "PD021 servingEngineSpec.disaggregatedSet.enabled",
+    edited(DSET, engine("lwsVersion", "0.8.0")),
+    chart="[PD021] servingEngineSpec.disaggregatedSet.enabled: servingEngineSpec.lwsVersion 0.8.0 has no DisaggregatedSet",
+)
+case(
+    "pd021-placement-needs-lws-0-10",
+    "PD021 servingEngineSpec.disaggregatedSet.placementPolicy",
+    edited(DSET, engine("lwsVersion", "0.9.0")),
+    chart="[PD021] servingEngineSpec.disaggregatedSet.placementPolicy: placementPolicy needs LWS >=0.10.0",
+)
+case(
+    "pd021-replicas-all-or-none",
+    f"PD021 {P}[1].replicaCount",
+    edited(DSET, put(1, "replicaCount", 0)),
+    chart=f"[PD021] {P}[1].replicaCount is 0 but pool(s) llama-prefill have replicas",
+)
+case(
+    "pd021-placement-without-topology",
+    "PD021 servingEngineSpec.disaggregatedSet.placementPolicy.topology",
+    edited(DSET, dset("placementPolicy", {"type": "ExclusiveTopology"})),
+    chart="[PD021] servingEngineSpec.disaggregatedSet.placementPolicy.topology is required",
+)
+case(
+    "pd021-exclusive-topology-with-placement",
+    f"PD021 {P}[0].multiNode.exclusiveTopology",
+    edited(DSET, put(0, "multiNode", {"nodes": 1, "exclusiveTopology": "kubernetes.io/hostname"})),
+    chart=f"[PD021] {P}[0].multiNode.exclusiveTopology cannot be combined",
+)
+case(
+    "pd021-external-with-slices",
+    "PD021 servingEngineSpec.disaggregatedSet.slices",
+    edited(DSET, put(1, "scalingMode", "External")),
+    chart="[PD021] servingEngineSpec.disaggregatedSet.slices is 2 but",
+)
+case(
+    "pd021-scaling-mode-without-set",
+    f"PD021 {P}[0].scalingMode",
+    edited(MULTI, put(0, "scalingMode", "External")),
+    chart=f"[PD021] {P}[0].scalingMode is set but servingEngineSpec.disaggregatedSet is not enabled",
+)
+
 if __name__ == "__main__":
     for old in OUT.glob("*.yaml"):
         old.unlink()
