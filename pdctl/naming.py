@@ -127,6 +127,10 @@ class Release:
     def pool_selector(self, pool: str) -> dict[str, str]:
         return {**self.engine_selector, POOL: pool}
 
+    def pool_pods_selector(self, pool: str) -> dict[str, str]:
+        """Every pod of one pool: its engines' leaders and, for a multi-node pool, its workers."""
+        return {INSTANCE: self.name, POOL: pool}
+
     def role_selector(self, role: str) -> dict[str, str]:
         """Engine pods of one PD role (prefill, decode or both)."""
         return {**self.engine_selector, ROLE: role}

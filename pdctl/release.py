@@ -62,22 +62,28 @@ def parse_timeout(text: str) -> int:
 
 @dataclass
 class Group:
-    """An engine pool, or the router: its Deployment and the pods of it observed."""
+    """An engine pool, or the router: its workload and the pods of it observed. A multi-node
+    pool (a LeaderWorkerSet, or a role of the DisaggregatedSet) has `nodes` pods per replica,
+    leader and workers; it is rolled out when all of them are Ready."""
 
     name: str  # the pool's name, or "router"
     role: str  # prefill, decode, both, or router
-    deployment: str
+    deployment: str  # the workload's name (a Deployment, LeaderWorkerSet or DisaggregatedSet)
     replicas: int
     ready: int = 0
     rolled_out: bool = False
     pods: list[Pod] = field(default_factory=list)
+    kind: str = "Deployment"
+    nodes: int = 1
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "role": self.role,
+            "kind": self.kind,
             "deployment": self.deployment,
             "replicas": self.replicas,
+            "nodes": self.nodes,
             "ready": self.ready,
             "rolled_out": self.rolled_out,
             "pods": [pod.as_dict() for pod in self.pods],
@@ -92,7 +98,14 @@ def groups_of(objects: Sequence[manifests.Manifest], names: naming.Release) -> l
     """The engine pools and the router among rendered (or stored) objects, pools first."""
     summary = manifests.summarize(list(objects))
     groups = [
-        Group(pool.name, pool.role, names.pool_deployment(pool.name), pool.replicas)
+        Group(
+            pool.name,
+            pool.role,
+            _workload(names, pool),
+            pool.replicas,
+            kind=pool.kind,
+            nodes=pool.nodes,
+        )
         for pool in summary.pools
     ]
     if summary.router:
@@ -103,8 +116,30 @@ def groups_of(objects: Sequence[manifests.Manifest], names: naming.Release) -> l
     return groups
 
 
+def _workload(names: naming.Release, pool: manifests.Pool) -> str:
+    if pool.kind == "DisaggregatedSet":
+        return names.disaggregated_set
+    if pool.kind == "LeaderWorkerSet":
+        return names.pool_leader_worker_set(pool.name)
+    return names.pool_deployment(pool.name)
+
+
 def _selector(names: naming.Release, group: Group) -> dict[str, str]:
-    return names.router_selector if group.role == ROUTER else names.pool_selector(group.name)
+    if group.role == ROUTER:
+        return names.router_selector
+    if group.kind != "Deployment":
+        return names.pool_pods_selector(group.name)  # leaders and workers
+    return names.pool_selector(group.name)
+
+
+def _rolled_out(kube: Cluster, namespace: str, group: Group, pods: list[Pod]) -> bool:
+    """A Deployment by its own status; a multi-node pool when every pod of every group, leader
+    and workers, is there and Ready (pdctl reads no LeaderWorkerSet status)."""
+    if group.kind == "Deployment":
+        deployment = kube.deployment(namespace, group.deployment)
+        return bool(deployment and deployment.rolled_out)
+    live = [pod for pod in pods if not pod.terminating]
+    return len(live) == group.replicas * group.nodes and all(pod.ready for pod in live)
 
 
 def release_pods(release: str, namespace: str) -> dict[str, list[str]]:
@@ -150,13 +185,12 @@ class Watch:
             for pod in pods:
                 self._explain(pod, warnings.get(pod.name, []))
                 self.seen[pod.name] = (group, pod)
-            deployment = self.kube.deployment(namespace, group.deployment)
             observed.append(
                 replace(
                     group,
                     pods=pods,
                     ready=sum(pod.ready and not pod.terminating for pod in pods),
-                    rolled_out=bool(deployment and deployment.rolled_out),
+                    rolled_out=_rolled_out(self.kube, namespace, group, pods),
                 )
             )
         return observed

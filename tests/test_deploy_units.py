@@ -172,3 +172,53 @@ def test_live_view_draws_a_table_on_a_terminal() -> None:
     text = view.console.export_text()
     assert "release pd: waiting for every pod to be Ready (3s)" in text
     assert "Unschedulable: 1 Insufficient nvidia.com/gpu." in text
+
+
+class _PodsOnly:
+    """A stand-in for pdctl.cluster.Cluster (a test double): the pods each selector finds."""
+
+    def __init__(self, pods: dict[str, list[Pod]]) -> None:
+        self._pods = pods
+        self.selectors: list[dict[str, str]] = []
+
+    def events(self, namespace: str) -> list[object]:
+        return []
+
+    def pods(self, namespace: str, selector: dict[str, str]) -> list[Pod]:
+        self.selectors.append(selector)
+        return self._pods.get(selector.get("model", "router"), [])
+
+    def deployment(self, namespace: str, name: str) -> None:
+        raise AssertionError(f"a multi-node pool has no Deployment {name} to read")
+
+    def logs(self, namespace: str, pod: str, lines: int) -> list[str]:
+        return []
+
+
+@pytest.mark.parametrize("asset", ["values-22-llama405b-multinode", "values-24-disaggregatedset"])
+def test_multi_node_pools_are_ready_when_every_pod_of_every_group_is(
+    rendered: Render, helm4: Helm, asset: str
+) -> None:
+    """A LeaderWorkerSet or DisaggregatedSet pool: its leaders and workers are its pods (selected
+    without the component label) and it is rolled out when replicas x nodes of them are Ready."""
+    from pdctl.release import Watch
+    from tests.helpers import ASSETS
+
+    names = naming.Release("pd")
+    groups = [
+        g for g in groups_of(rendered(helm4, ASSETS / f"{asset}.yaml"), names) if g.role != "router"
+    ]
+    assert groups and all(g.kind != "Deployment" for g in groups)
+    group = groups[0]
+    wanted = group.replicas * group.nodes
+
+    def pods(ready: int) -> list[Pod]:
+        return [Pod(f"{group.name}-{i}", {}, "Running", i < ready, 0) for i in range(wanted)]
+
+    for ready, rolled_out in ((wanted - 1, False), (wanted, True)):
+        kube = _PodsOnly({group.name: pods(ready)})
+        observed = Watch(kube, names, [group]).observe()  # type: ignore[arg-type]
+        assert (observed[0].ready, observed[0].rolled_out) == (ready, rolled_out)
+        assert kube.selectors == [names.pool_pods_selector(group.name)]
+    short = _PodsOnly({group.name: pods(wanted)[:-1]})  # a worker not created yet
+    assert not Watch(short, names, [group]).observe()[0].rolled_out  # type: ignore[arg-type]
