@@ -590,10 +590,10 @@ class StatusReport:
         }
 
 
-def status(
-    release: str, namespace: str, helm_path: str | None = None, events: int = 10
-) -> StatusReport:
-    """The release as helm recorded it and as the cluster runs it."""
+def _installed(
+    release: str, namespace: str, helm_path: str | None
+) -> tuple[Cluster, Helm, list[dict[str, Any]]]:
+    """The cluster, helm, and the release's history; ReleaseNotFound when there is none."""
     from pdctl import helm as helm_mod
     from pdctl.cluster import connect
 
@@ -605,6 +605,16 @@ def status(
             f"release {release!r} not found in namespace {namespace!r}",
             hint="helm list -A shows the releases; pass --release and -n",
         )
+    return kube, helm, entries
+
+
+def status(
+    release: str, namespace: str, helm_path: str | None = None, events: int = 10
+) -> StatusReport:
+    """The release as helm recorded it and as the cluster runs it."""
+    from pdctl import helm as helm_mod
+
+    kube, helm, entries = _installed(release, namespace, helm_path)
     last = entries[-1]
     names = naming.Release(release, namespace)
     objects = manifests.parse(helm_mod.manifest(helm, release, namespace))
@@ -656,16 +666,8 @@ def uninstall(
     a claim helm would delete is refused without delete_data (InputError), before anything is
     removed."""
     from pdctl import helm as helm_mod
-    from pdctl.cluster import connect
 
-    kube = connect()
-    helm = helm_mod.find_helm(helm_path)
-    entries = helm_mod.history(helm, release, namespace)
-    if not entries:
-        raise helm_mod.ReleaseNotFound(
-            f"release {release!r} not found in namespace {namespace!r}",
-            hint="helm list -A shows the releases; pass --release and -n",
-        )
+    kube, helm, entries = _installed(release, namespace, helm_path)
     claims = {
         obj["metadata"]["name"]: (obj["metadata"].get("annotations") or {}).get(KEEP_POLICY)
         == "keep"
