@@ -48,15 +48,9 @@ def root(
     _errors.DEBUG["enabled"] = debug
 
 
-app.command()(validate)
-app.command()(template)
-app.command()(version)
-app.command()(plan)
-app.command()(init)
-app.command()(verify)
-app.command()(deploy)
-app.command()(status)
-app.command()(uninstall)
+# In the order of the work: size, write, check, render, install, watch, prove, remove.
+for command in (plan, init, validate, template, deploy, status, verify, uninstall, version):
+    app.command()(command)
 
 
 def main() -> None:

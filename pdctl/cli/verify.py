@@ -150,8 +150,7 @@ def verify(
     ] = False,
     output: OutputOpt = OutputFormat.text,
 ) -> None:
-    """Smoke-test a deployment through its router and prove PD with the engines' counters
-    (exit 1 if a check fails)."""
+    """Smoke-test a deployment and prove PD from the engines' counters (exit 1 if a check fails)."""
     from pdctl.verify.checks import Settings, run
 
     settings = Settings(
