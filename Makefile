@@ -15,7 +15,7 @@ DIST ?= dist
 
 export PDCTL_HELM ?= $(CURDIR)/$(HELM4)
 
-.PHONY: demo test lint schema docs corpus golden setup helm package clean
+.PHONY: demo test lint schema docs corpus golden setup helm package clean checkov
 
 setup: $(VENV)/.installed helm
 
@@ -52,8 +52,9 @@ lint: setup
 schema: setup
 	$(BIN)/python scripts/build_schema.py
 
-# docs/production-stack.md (from helm/files/production-stack.yaml) and helm/README.md, the values
-# reference (from the schema and values.yaml); a test checks both are current.
+# docs/production-stack.md (from helm/files/production-stack.yaml), helm/README.md, the values
+# reference (from the schema and values.yaml), and the Grafana dashboard
+# helm/files/dashboards/pd-stack.json (scripts/build_dashboard.py); a test checks all are current.
 docs: setup
 	$(BIN)/python scripts/build_docs.py
 
@@ -68,6 +69,23 @@ golden: setup
 test: setup lint
 	$(BIN)/python -m pytest -n 2 -q
 
+# checkov (Kubernetes checks) over the chart rendered with every tutorial asset: at most 6 distinct
+# failed checks, each listed with its reason in docs/production-checklist.md
+# (scripts/checkov_assets.py). CI runs it after `make test`. checkov has its own virtualenv: it pulls
+# about 100 packages (boto3, networkx, ...), some 290 MB and three minutes to install, too heavy for
+# the `test` extra.
+CHECKOV_VENV := .venv-checkov
+CHECKOV_VERSION := 3.3.30
+
+$(CHECKOV_VENV)/.installed: Makefile
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/pip install --quiet --upgrade pip
+	$(CHECKOV_VENV)/bin/pip install --quiet 'checkov==$(CHECKOV_VERSION)'
+	touch $@
+
+checkov: helm $(CHECKOV_VENV)/.installed
+	$(PYTHON) scripts/checkov_assets.py --checkov $(CHECKOV_VENV)/bin/checkov --helm $(HELM4)
+
 # Release artifacts for the version in pdctl/__init__.py (chart version and appVersion are the
 # same, tests/test_versions.py): the chart archive $(DIST)/pd-stack-<version>.tgz, to push with
 # `helm push $(DIST)/pd-stack-<version>.tgz oci://<registry>/<path>`, and pdctl's sdist and wheel
@@ -80,4 +98,4 @@ package: setup
 	$(BIN)/python -m build --outdir $(DIST) .
 
 clean:
-	rm -rf $(VENV) .tools .pytest_cache .ruff_cache .hypothesis dist
+	rm -rf $(VENV) $(CHECKOV_VENV) .tools .pytest_cache .ruff_cache .hypothesis dist

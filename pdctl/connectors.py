@@ -104,7 +104,7 @@ class Table:
     tutorial_lmcache: Connector  # the PD tutorial's lmcacheConfig form
     kv_transfer_fields: dict[str, dict[str, str]]
     v0_engine: dict[str, str]  # the vLLM versions that still have the V0 engine, and why
-    router_images: dict[str, dict[str, str]]  # by routerSpec.type: repository, tag, why
+    router_images: dict[str, dict[str, Any]]  # by routerSpec.type (llm-d: its release table)
     transfer_evidence: dict[str, Any]
     raw: dict[str, Any]  # the file as loaded (for the schema builder)
 

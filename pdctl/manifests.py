@@ -72,6 +72,10 @@ def _router(obj: Manifest, container: Manifest) -> dict[str, str]:
         routing = f"vllm-router PD ({connector})" if connector else "vllm-router PD"
     elif "--decoder-init-port" in args:  # LMCache's PD proxy (routerSpec.type lmcache-proxy)
         routing = f"LMCache PD proxy (notifications on port {_flag(args, '--proxy-port')})"
+    elif "--endpoint-selector" in args:  # the llm-d router's EPP (routerSpec.type llm-d)
+        routing = "llm-d EPP, standalone (Envoy in the pod)"
+    elif "--pool-name" in args:
+        routing = f"llm-d EPP behind a Gateway (InferencePool {_flag(args, '--pool-name')})"
     return {"name": obj["metadata"]["name"], "image": container["image"], "routing": routing}
 
 
@@ -90,7 +94,8 @@ def _pool(obj: Manifest, container: Manifest, labels: dict[str, str]) -> Pool:
         transfer_ports={
             port["name"]: port["containerPort"]
             for port in container.get("ports", [])
-            if port.get("name") != "http"
+            # http: the engine port; vllm: vLLM's own port behind the llm-d decode sidecar.
+            if port.get("name") not in ("http", "vllm")
         },
     )
 

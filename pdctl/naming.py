@@ -56,6 +56,18 @@ class Release:
     def pool_chat_templates(self, pool: str) -> str:
         return f"{self.pool_prefix(pool)}-chat-templates"
 
+    def pool_disruption_budget(self, pool: str) -> str:
+        """A pool's PodDisruptionBudget (modelSpec.pdb), named as production-stack's."""
+        return f"{self.pool_prefix(pool)}-pdb-vllm"
+
+    def pool_scaled_object(self, pool: str) -> str:
+        """A pool's KEDA ScaledObject (modelSpec.keda), named as production-stack's."""
+        return f"{self.pool_prefix(pool)}-scaledobject"
+
+    def role_scaler(self, pool: str) -> str:
+        """The DisaggregatedSetRoleScaler of a pool with scalingMode External (LWS names it)."""
+        return f"{self.disaggregated_set}-{pool}"
+
     def pool_workload(self, pool: str, spec: Mapping[str, Any], in_set: bool = False) -> str:
         """The workload the chart renders for one pool: its LeaderWorkerSet (multiNode), its
         Deployment, or, with a DisaggregatedSet (in_set), the set itself."""
@@ -113,6 +125,49 @@ class Release:
     @property
     def router_role_binding(self) -> str:
         return f"{self.name}-router-pod-reader"
+
+    @property
+    def router_config(self) -> str:
+        """The router's ConfigMap (routerSpec.type llm-d: the EPP's and Envoy's configuration)."""
+        return f"{self.name}-router-config"
+
+    @property
+    def inference_pool(self) -> str:
+        """llm-d gateway mode: the InferencePool of the release's engine pods."""
+        return f"{self.name}-inference-pool"
+
+    @property
+    def http_route(self) -> str:
+        """llm-d gateway mode: the HTTPRoute from the Gateway to the InferencePool."""
+        return f"{self.name}-route"
+
+    def engine_monitor(self, kind: str) -> str:
+        """The engines' ServiceMonitor or PodMonitor (servingEngineSpec.serviceMonitor, ...)."""
+        return f"{self.name}-engine-{kind.lower()}"
+
+    def router_monitor(self, kind: str) -> str:
+        """The router's ServiceMonitor or PodMonitor (routerSpec.serviceMonitor, podMonitor)."""
+        return f"{self.name}-router-{kind.lower()}"
+
+    @property
+    def engine_network_policy(self) -> str:
+        """The engines' NetworkPolicy (servingEngineSpec.networkPolicy)."""
+        return f"{self.name}-engine-networkpolicy"
+
+    @property
+    def dashboard(self) -> str:
+        """The Grafana dashboard's ConfigMap (grafanaDashboards)."""
+        return f"{self.name}-grafana-pd-stack"
+
+    @property
+    def router_autoscaler(self) -> str:
+        """The router's HorizontalPodAutoscaler (routerSpec.autoscaling)."""
+        return f"{self.name}-router-hpa"
+
+    @property
+    def router_disruption_budget(self) -> str:
+        """The router's PodDisruptionBudget (llm-d with more than one EPP replica)."""
+        return f"{self.name}-router-pdb"
 
     @property
     def router_test(self) -> str:

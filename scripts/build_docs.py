@@ -1,7 +1,8 @@
 """Write the generated pages: docs/production-stack.md from helm/files/production-stack.yaml
 (every key of vLLM production-stack's chart with pd-stack's status for it: taken the same, taken
-differently, or refused and why) and helm/README.md, the chart's values reference
-(scripts/values_reference.py).
+differently, or refused and why), helm/README.md, the chart's values reference
+(scripts/values_reference.py), and the chart's Grafana dashboard
+(helm/files/dashboards/pd-stack.json, scripts/build_dashboard.py).
 
 Usage: python scripts/build_docs.py [--check]   (--check: exit 1 if a page is stale)
 """
@@ -12,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import build_dashboard
 import values_reference
 import yaml
 
@@ -71,14 +73,18 @@ def render() -> str:
 
 
 def main() -> int:
-    pages = {TARGET: render(), VALUES_REFERENCE: values_reference.render()}
+    pages = {
+        TARGET: render(),
+        VALUES_REFERENCE: values_reference.render(),
+        build_dashboard.TARGET: build_dashboard.render(),
+    }
     if "--check" in sys.argv[1:]:
         stale = [p for p, text in pages.items() if not p.is_file() or p.read_text("utf-8") != text]
         for path in stale:
             print(f"{path.relative_to(ROOT)} is stale: run `make docs`", file=sys.stderr)
         return 1 if stale else 0
     for path, text in pages.items():
-        path.parent.mkdir(exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         print(f"wrote {path.relative_to(ROOT)}")
     return 0

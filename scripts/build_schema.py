@@ -1,8 +1,9 @@
 """Write helm/values.schema.json from schemas/values.schema.yaml (the one source), the
 connector table helm/files/connectors.yaml (`kvTransfer.connector` takes the table's connector
 names, and each connector's own kvTransfer keys are its `values`; a key two connectors share must
-be defined identically) and helm/files/production-stack.yaml (the production-stack keys pd-stack
-refuses become properties that take anything, so the refusal's own message reaches the user).
+be defined identically; routerSpec.llmd.version takes its llm-d router releases) and
+helm/files/production-stack.yaml (the production-stack keys pd-stack refuses become properties
+that take anything, so the refusal's own message reaches the user).
 
 The source names Kubernetes types it does not define, as `$ref: "#/definitions/<name>"` with
 Kubernetes' own names (io.k8s.api.core.v1.Affinity, ...). This script copies each of them, and
@@ -184,6 +185,11 @@ def add_connectors(kv_transfer: dict[str, Any], table: dict[str, Any]) -> None:
             owners.setdefault(key, name)
 
 
+def add_llmd_releases(llmd: dict[str, Any], table: dict[str, Any]) -> None:
+    """routerSpec.llmd.version takes the llm-d router releases of the table (routerImages.llm-d)."""
+    llmd["properties"]["version"]["enum"] = list(table["routerImages"]["llm-d"]["releases"])
+
+
 def _definition(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
     """A schema with its local $ref followed."""
     while "$ref" in node:
@@ -214,7 +220,9 @@ def add_refused(schema: dict[str, Any], table: dict[str, Any]) -> None:
 def build() -> dict[str, Any]:
     schema: dict[str, Any] = yaml.safe_load(SOURCE.read_text(encoding="utf-8"))
     own = schema.setdefault("definitions", {})
-    add_connectors(own["kvTransfer"], yaml.safe_load(CONNECTORS.read_text(encoding="utf-8")))
+    connectors = yaml.safe_load(CONNECTORS.read_text(encoding="utf-8"))
+    add_connectors(own["kvTransfer"], connectors)
+    add_llmd_releases(own["llmd"], connectors)
     add_refused(schema, yaml.safe_load(PRODUCTION_STACK.read_text(encoding="utf-8")))
     clash = sorted(name for name in own if name.startswith(KUBERNETES_PREFIX))
     if clash:

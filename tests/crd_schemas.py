@@ -1,6 +1,9 @@
 """Rendered custom resources against their CRDs' own OpenAPI schemas, strictly.
 
-The CRDs are vendored from kubernetes-sigs/lws release v0.10.0 (tests/fixtures/crds/README.md).
+The CRDs are vendored from kubernetes-sigs/lws release v0.10.0, and for the llm-d router's gateway
+mode from kubernetes-sigs/gateway-api-inference-extension v1.6.0 (InferencePool) and
+kubernetes-sigs/gateway-api v1.5.1 standard channel (HTTPRoute), KEDA v2.20.2 (ScaledObject) and
+prometheus-operator v0.93.0 (ServiceMonitor, PodMonitor) (tests/fixtures/crds/README.md).
 A CRD's openAPIV3Schema is an OpenAPI v3 structural schema; it is checked here with the
 `jsonschema` library after one change, the strictness Kubernetes' own pruning implies: an object
 schema with `properties` and without `x-kubernetes-preserve-unknown-fields` takes no other keys
@@ -31,6 +34,14 @@ FILES = {
     ("disaggregatedset.x-k8s.io/v1", "DisaggregatedSet"): (
         "disaggregatedset.x-k8s.io_disaggregatedsets.yaml"
     ),
+    ("inference.networking.k8s.io/v1", "InferencePool"): (
+        "inference.networking.k8s.io_inferencepools.yaml"
+    ),
+    ("gateway.networking.k8s.io/v1", "HTTPRoute"): "gateway.networking.k8s.io_httproutes.yaml",
+    # Autoscaling and monitoring (KEDA v2.20.2, prometheus-operator v0.93.0; the fixtures' README).
+    ("keda.sh/v1alpha1", "ScaledObject"): "keda.sh_scaledobjects.yaml",
+    ("monitoring.coreos.com/v1", "ServiceMonitor"): "monitoring.coreos.com_servicemonitors.yaml",
+    ("monitoring.coreos.com/v1", "PodMonitor"): "monitoring.coreos.com_podmonitors.yaml",
 }
 
 
@@ -64,8 +75,8 @@ def is_custom(obj: dict[str, Any]) -> bool:
 
 
 def errors(obj: dict[str, Any], kube_version: str) -> list[str]:
-    """Every way a rendered LeaderWorkerSet or DisaggregatedSet fails its CRD or, for its metadata
-    and pod templates, Kubernetes `kube_version`."""
+    """Every way a rendered custom resource (LeaderWorkerSet, DisaggregatedSet, InferencePool,
+    HTTPRoute) fails its CRD or, for its metadata and pod templates, Kubernetes `kube_version`."""
     import jsonschema
     import kubernetes_validate
 

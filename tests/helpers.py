@@ -141,3 +141,9 @@ def stop(proc: subprocess.Popen[Any]) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=5)
+
+
+def extended(resources: dict[str, Any]) -> dict[str, Any]:
+    """Extended resources (GPUs, RDMA NICs) of a requests or limits mapping: without cpu and
+    memory, whose limits the chart derives from the requests (limitsFromRequests)."""
+    return {key: value for key, value in resources.items() if key not in ("cpu", "memory")}

@@ -63,7 +63,20 @@ RESOURCES = [{"requests": {"cpu": "1", "memory": "1Gi"}}, {"requests": {"cpu": "
 API_KEYS = ["sk-1", {"secretName": "key", "secretKey": "k"}, {"secretName": "key"}, 5]
 PROBES = [{"periodSeconds": 3, "httpGet": {"path": "/health", "port": "router-port"}},
           {"successThreshold": 2}, {"periodSeconds": 0}]  # fmt: skip
-ROUTER_TYPES = ["production-stack", "vllm-router", "lmcache-proxy"]
+ROUTER_TYPES = ["production-stack", "vllm-router", "lmcache-proxy", "llm-d"]
+LLMD = [
+    {"mode": "gateway"},
+    {"mode": "gateway", "gateway": {"name": "gw"}},
+    {"gateway": {"name": "gw"}},
+    {"gateway": {"name": "gw", "failureMode": "FailClosed"}},
+    {"sidecar": {"modelServerPort": 8000}},
+    {"sidecar": {"modelServerPort": 5600}},
+    {"version": "v0.9.0", "scheduler": {"stageOrder": "prefill-first"}},
+    {"scheduler": {"decider": "prefix-based", "nonCachedTokens": 0}},
+    {"scheduler": {"config": "apiVersion: llm-d.ai/v1\nkind: EndpointPickerConfig\n"}},
+    {"epp": {"flags": {"v": 3}}},
+    {"epp": {"flags": {"pool-name": "x"}}},
+]
 LMCACHE_PROXY = [{}, {"scriptPath": "/p/proxy.py"}, {"scriptConfigMap": "p", "notifyPort": 7600},
                  {"scriptConfigMap": "p", "scriptPath": "/p.py"}]  # fmt: skip
 STRATEGIES = [{"type": "Recreate"}, {"type": "Recreate", "rollingUpdate": {"maxSurge": 1}}]
@@ -195,6 +208,7 @@ MUTATIONS = st.one_of(
     st.tuples(st.just("engine.enableEngine"), st.sampled_from([False])),
     st.tuples(st.just("router.type"), st.sampled_from(ROUTER_TYPES)),
     st.tuples(st.just("router.lmcacheProxy"), st.sampled_from(LMCACHE_PROXY)),
+    st.tuples(st.just("router.llmd"), st.sampled_from(LLMD)),
     st.tuples(st.just("kvTransfer.lmcache"), st.sampled_from([{"proxyHost": "elsewhere"},
                                                              {"proxyPort": 7600}])),
     st.tuples(st.just("router.routingLogic"), st.sampled_from(ROUTING)),

@@ -22,6 +22,7 @@ from tests.helpers import (
     Render,
     container,
     env_of,
+    extended,
     load_values,
     render_file,
     write_values,
@@ -101,10 +102,11 @@ def test_nixl_has_no_host_level_settings_by_default(nixl: list[manifests.Manifes
     for pool in ("qwen-prefill", "qwen-decode"):
         spec = pod(nixl, pool)["spec"]
         assert not spec.get("hostIPC")
-        assert "capabilities" not in engine(nixl, pool)["securityContext"]
+        # Every capability dropped (the chart's default), none added back.
+        assert engine(nixl, pool)["securityContext"]["capabilities"] == {"drop": ["ALL"]}
         env = env_of(engine(nixl, pool))
         assert "UCX_TLS" not in env and "UCX_NET_DEVICES" not in env
-        assert set(engine(nixl, pool)["resources"]["limits"]) == {"nvidia.com/gpu"}
+        assert set(extended(engine(nixl, pool)["resources"]["limits"])) == {"nvidia.com/gpu"}
 
 
 # ---- NIXL xPyD (tutorial 18) -------------------------------------------------------------
@@ -121,7 +123,7 @@ def test_xpyd_pools(xpyd: list[manifests.Manifest]) -> None:
     assert prefill["spec"]["replicas"] == 2 and decode["spec"]["replicas"] == 1
     assert arg(engine(xpyd, "llama-prefill")["args"], "--tensor-parallel-size") == "1"
     assert arg(engine(xpyd, "llama-decode")["args"], "--tensor-parallel-size") == "2"
-    assert engine(xpyd, "llama-decode")["resources"]["limits"] == {"nvidia.com/gpu": "2"}
+    assert extended(engine(xpyd, "llama-decode")["resources"]["limits"]) == {"nvidia.com/gpu": "2"}
     # Two TP workers: /dev/shm is memory-backed; side-channel ports cover both TP ranks.
     volumes = {v["name"]: v for v in pod(xpyd, "llama-decode")["spec"]["volumes"]}
     assert volumes["dshm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "16Gi"}
@@ -234,9 +236,9 @@ def test_mooncake_per_role(mooncake: list[manifests.Manifest]) -> None:
 def test_mooncake_rdma_options(mooncake: list[manifests.Manifest]) -> None:
     for pool in ("qwen-prefill", "qwen-decode"):
         c = engine(mooncake, pool)
-        assert c["resources"]["limits"] == {"nvidia.com/gpu": "1", "rdma/ib": "1"}
+        assert extended(c["resources"]["limits"]) == {"nvidia.com/gpu": "1", "rdma/ib": "1"}
         assert c["resources"]["requests"]["rdma/ib"] == "1"
-        assert c["securityContext"]["capabilities"] == {"add": ["IPC_LOCK"]}
+        assert c["securityContext"]["capabilities"] == {"add": ["IPC_LOCK"], "drop": ["ALL"]}
         assert c["securityContext"]["allowPrivilegeEscalation"] is False
 
 
@@ -334,7 +336,7 @@ def test_pynccl_seed_pair(seed: list[manifests.Manifest]) -> None:
         assert c["args"][:2] == ["serve", "meta-llama/Meta-Llama-3.1-8B-Instruct"]
         assert arg(c["args"], "--max-model-len") == "2000"
         assert arg(c["args"], "--gpu-memory-utilization") == "0.8"
-        assert c["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+        assert extended(c["resources"]["limits"]) == {"nvidia.com/gpu": "1"}
         env = env_of(c)
         assert env["VLLM_USE_V1"] == "0"
         # $(POD_IP) in the prefill's args is expanded by Kubernetes from this env entry.
@@ -396,8 +398,8 @@ def test_rdma_hetero_tp(rdma: list[manifests.Manifest]) -> None:
         assert env["UCX_NET_DEVICES"] == "mlx5_0:1"
         assert c["securityContext"]["capabilities"]["add"] == ["IPC_LOCK"]
     assert arg(prefill["args"], "--pipeline-parallel-size") == "1"
-    assert prefill["resources"]["limits"] == {"nvidia.com/gpu": "2", "rdma/ib": "1"}
-    assert decode["resources"]["limits"] == {"nvidia.com/gpu": "4", "rdma/ib": "1"}
+    assert extended(prefill["resources"]["limits"]) == {"nvidia.com/gpu": "2", "rdma/ib": "1"}
+    assert extended(decode["resources"]["limits"]) == {"nvidia.com/gpu": "4", "rdma/ib": "1"}
     assert set(ports(rdma, "decode-tp4")) == {"http"} | {f"nixl-side-{i}" for i in range(4)}
     prefill_pod = pod(rdma, "prefill-tp2")["spec"]
     assert prefill_pod["hostIPC"] is True
@@ -415,7 +417,7 @@ def dp(helm4: Helm, rendered: Render) -> list[manifests.Manifest]:
 def test_dp_and_stated_version(dp: list[manifests.Manifest]) -> None:
     decode = engine(dp, "decode-dp")
     assert arg(decode["args"], "--data-parallel-size") == "2"
-    assert decode["resources"]["limits"] == {"nvidia.com/gpu": "2"}
+    assert extended(decode["resources"]["limits"]) == {"nvidia.com/gpu": "2"}
     # One side-channel port per DP rank (base 6600).
     assert ports(dp, "decode-dp") == {"http": 8000, "nixl-side-0": 6600, "nixl-side-1": 6601}
     assert env_of(decode)["VLLM_NIXL_SIDE_CHANNEL_PORT"] == "6600"

@@ -94,7 +94,13 @@ def test_hf_token_only_from_secret(
     objects: list[manifests.Manifest], deployment: str, pool: str
 ) -> None:
     env = env_of(container(objects, deployment))
-    assert env["HF_TOKEN"] == {"secretKeyRef": {"name": "pd-secrets", "key": f"hf_token_{pool}"}}
+    # A file of a Secret volume that huggingface_hub reads (HF_TOKEN_PATH), never a value in env.
+    assert "HF_TOKEN" not in env
+    assert env["HF_TOKEN_PATH"] == "/var/run/secrets/huggingface/token"
+    pod = manifests.find(objects, "Deployment", deployment)["spec"]["template"]["spec"]
+    volume = next(v for v in pod["volumes"] if v["name"] == "hf-token")
+    assert volume["secret"]["secretName"] == "pd-secrets"
+    assert volume["secret"]["items"] == [{"key": f"hf_token_{pool}", "path": "token"}]
     secret = manifests.find(objects, "Secret", "pd-secrets")
     assert f"hf_token_{pool}" in secret["data"]
     rendered_values = [entry.get("value", "") for entry in container(objects, deployment)["env"]]
@@ -109,7 +115,8 @@ def test_engine_resources_and_cache(
 ) -> None:
     engine = container(objects, deployment)
     assert engine["resources"]["requests"] == {"cpu": "8", "memory": "30Gi", "nvidia.com/gpu": "1"}
-    assert engine["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    # The limits are the requests (servingEngineSpec.limitsFromRequests): Guaranteed QoS.
+    assert engine["resources"]["limits"] == engine["resources"]["requests"]
     claim = manifests.find(objects, "PersistentVolumeClaim", f"pd-{pool}-storage-claim")
     assert claim["spec"]["resources"]["requests"]["storage"] == "50Gi"
     pod = manifests.find(objects, "Deployment", deployment)["spec"]["template"]["spec"]

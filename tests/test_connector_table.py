@@ -65,11 +65,13 @@ def chart_env(
     gets (HF_*, POD_IP, UCX_*, VLLM_API_KEY, VLLM_USE_V1 from vllmConfig.v1) and the user's own."""
     engine = values.get("servingEngineSpec", {})
     user = [*engine.get("env", []), *spec.get("env", [])]
-    common = {"HF_HOME", "POD_IP", "HF_TOKEN", "UCX_TLS", "UCX_NET_DEVICES"}
+    common = {"HF_HOME", "POD_IP", "HF_TOKEN_PATH", "UCX_TLS", "UCX_NET_DEVICES"}
     if "v1" in spec.get("vllmConfig", {}):
         common.add("VLLM_USE_V1")
     if "vllmApiKey" in engine:
         common.add("VLLM_API_KEY")
+    if (values.get("routerSpec") or {}).get("type") == "llm-d":  # the sidecar's keep-alive
+        common.add("VLLM_HTTP_TIMEOUT_KEEP_ALIVE")
     return {e["name"] for e in container["env"]} - common - {e["name"] for e in user}
 
 
@@ -87,7 +89,12 @@ def rendered_pools(
 @pytest.mark.parametrize("path", VALUES_FILES, ids=lambda p: p.name)
 def test_rendered_pools_follow_the_table(helm4: Helm, rendered: Render, path: Path) -> None:
     for pool, container, env in rendered_pools(helm4, rendered, path):
-        ports = {p["name"]: p["containerPort"] for p in container["ports"] if p["name"] != "http"}
+        # http: the engine port; vllm: vLLM's own port behind the llm-d decode sidecar.
+        ports = {
+            p["name"]: p["containerPort"]
+            for p in container["ports"]
+            if p["name"] not in ("http", "vllm")
+        }
         assert ports == dict(pool.listeners()), pool.name
         args = [str(a) for a in container["args"]]
         connector = pool.connector

@@ -80,11 +80,18 @@ def test_init_output_validates_renders_and_passes_kubernetes_schemas(
         assert (
             claim["spec"]["resources"]["requests"]["storage"] == f"{planned['pod']['cache_gib']}Gi"
         )
-        token = env_of(engine).get("HF_TOKEN")
+        token = env_of(engine).get("HF_TOKEN_PATH")  # a file of the Secret's key
+        pod = manifests.find(objects, "Deployment", release.pool_deployment(spec["name"]))
+        volumes = {v["name"]: v for v in pod["spec"]["template"]["spec"]["volumes"]}
         if plan["model"]["gated"]:
-            assert token == {"secretKeyRef": {"name": "hf-token", "key": "token"}}
+            assert token == "/var/run/secrets/huggingface/token"
+            secret = volumes["hf-token"]["secret"]
+            assert (secret["secretName"], secret["items"]) == (
+                "hf-token",
+                [{"key": "token", "path": "token"}],
+            )
         else:
-            assert token is None
+            assert token is None and "hf-token" not in volumes
     assert plan["gpus_used"] <= gpus
 
 

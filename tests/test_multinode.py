@@ -186,7 +186,8 @@ def test_leaders_alone_are_served_and_discovered(helm4: Helm, tmp_path: Path) ->
         assert limits["nvidia.com/gpu"] == "8" and limits["rdma/ib"] == "4"
         assert "IPC_LOCK" in part["container"]["securityContext"]["capabilities"]["add"]
         env = {e["name"] for e in part["container"]["env"]}
-        assert {"VLLM_NIXL_SIDE_CHANNEL_HOST", "VLLM_NIXL_SIDE_CHANNEL_PORT", "HF_TOKEN"} <= env
+        needed = {"VLLM_NIXL_SIDE_CHANNEL_HOST", "VLLM_NIXL_SIDE_CHANNEL_PORT", "HF_TOKEN_PATH"}
+        assert needed <= env
     lws = manifests.find(objects, "LeaderWorkerSet", RELEASE.pool_leader_worker_set("decode"))
     volumes = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["volumes"]
     assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "64Gi"}} in volumes

@@ -18,6 +18,7 @@ from tests.helpers import (
     ASSETS,
     ROOT,
     env_of,
+    extended,
     helm_template_result,
     load_values,
     render_file,
@@ -79,6 +80,7 @@ REFUSED_BY = [
 ROUTER_BASES = {
     "vllm-router": NIXL,
     "lmcache-proxy": load_values(ASSETS / "values-19-lmcache-pd.yaml"),
+    "llm-d": load_values(ASSETS / "values-25-llm-d-router.yaml"),
 }
 
 
@@ -211,7 +213,8 @@ def test_a_disabled_pool_is_left_out(helm4: Helm, tmp_path: Path) -> None:
     objects = render_file(helm4, write_values(tmp_path, values))
     engines = [o for o in objects if o["kind"] == "Deployment" and "vllm" in o["metadata"]["name"]]
     assert [
-        o["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] for o in engines
+        extended(o["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"])
+        for o in engines
     ] == [
         {"nvidia.com/gpu": "1"},
         {"nvidia.com/gpu": "1"},

@@ -29,7 +29,12 @@ from pdctl.cli.app import app
 from pdctl.verify.checks import Settings, run
 from pdctl.verify.report import Report, Status
 from pdctl.verify.targets import from_urls
-from tests.doubles.vllm_engine import Behaviour, KvRegistry, VllmEngineDouble
+from tests.doubles.vllm_engine import (
+    PREFILL_REQUEST_PARAMS,
+    Behaviour,
+    KvRegistry,
+    VllmEngineDouble,
+)
 from tests.helpers import stop
 
 ROUTER = Path(sys.executable).parent / "vllm-router"
@@ -168,14 +173,7 @@ def test_router_drives_the_nixl_round_trip(stack: Stack) -> None:
     assert prefill.path == decode.path == "/v1/chat/completions"
     assert prefill.body["max_tokens"] == 1 and prefill.body["stream"] is False
     assert "stream_options" not in prefill.body
-    assert prefill.body["kv_transfer_params"] == {
-        "do_remote_decode": True,
-        "do_remote_prefill": False,
-        "remote_engine_id": None,
-        "remote_block_ids": None,
-        "remote_host": None,
-        "remote_port": None,
-    }
+    assert prefill.body["kv_transfer_params"] == PREFILL_REQUEST_PARAMS
     params = decode.body["kv_transfer_params"]
     assert params["do_remote_prefill"] is True
     assert params["remote_engine_id"] == stack.prefill.engine_id

@@ -27,6 +27,8 @@ two in step. Called once, from checks.yaml. Connector facts come from files/conn
 {{- if .Values.routerSpec.enableRouter -}}
 {{- include "pd-stack.checks.router" (dict "root" . "pools" $pools) -}}
 {{- end -}}
+{{- include "pd-stack.checks.autoscaling" (dict "root" . "pools" $pools) -}}
+{{- include "pd-stack.checks.monitoring" . -}}
 {{- end -}}
 
 {{/* Checks of one pool (dict root spec). */}}
@@ -247,6 +249,8 @@ the Service <release>-<pool>-engine-service[.<namespace>[.svc[.cluster.local]]] 
 {{- include "pd-stack.checks.vllmRouter" $root -}}
 {{- else if eq $type "lmcache-proxy" -}}
 {{- include "pd-stack.checks.lmcacheProxy" $root -}}
+{{- else if eq $type "llm-d" -}}
+{{- include "pd-stack.checks.llmd" $root -}}
 {{- else -}}
 {{- include "pd-stack.checks.staticBackends" $root -}}
 {{- include "pd-stack.checks.routerLabels" . -}}
@@ -275,6 +279,88 @@ the Service <release>-<pool>-engine-service[.<namespace>[.svc[.cluster.local]]] 
 {{- fail (printf "[PD017] %s static needs at least one prefill and one decode URL: set routerSpec.vllmRouter.prefillUrls/decodeUrls or add pools with role prefill and decode" (ternary "routerSpec.serviceDiscovery" "routerSpec.vllmRouter.serviceDiscovery" (ne $shared ""))) -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
+
+{{/*
+The llm-d router (routerSpec.type llm-d; the root): its endpoint picker finds pods by label, so no
+static discovery; gateway settings only in gateway mode, with a Gateway to attach to; one sidecar
+--kv-connector (and one Mooncake bootstrap port) for the release; the tensor parallelism llm-d's
+P/D guide requires of a pair (files/connectors.yaml routers.llm-d.tp); vLLM's port behind the
+sidecar free; the scheduler settings the release has. Facts: _router-llmd.tpl.
+*/}}
+{{- define "pd-stack.checks.llmd" -}}
+{{- $root := . -}}
+{{- $llmd := include "pd-stack.llmdValues" . | fromJson -}}
+{{- $row := include "pd-stack.llmdRelease" . | fromJson -}}
+{{- $gateway := $llmd.gateway | default dict -}}
+{{- $mode := include "pd-stack.llmdMode" . -}}
+{{- if eq (toString .Values.routerSpec.serviceDiscovery) "static" -}}
+{{- fail "[PD022] routerSpec.serviceDiscovery is static but the llm-d router's endpoint picker finds the release's engine pods by label (or through its InferencePool): remove routerSpec.serviceDiscovery" -}}
+{{- end -}}
+{{- if and (eq $mode "gateway") (ne $gateway.httpRoute false) (not $gateway.name) -}}
+{{- fail "[PD022] routerSpec.llmd.gateway.name is required with routerSpec.llmd.mode gateway: the HTTPRoute attaches to that Gateway (or set gateway.httpRoute: false and route to the InferencePool yourself)" -}}
+{{- end -}}
+{{- if and (ne $mode "gateway") (or $gateway.name $gateway.namespace $gateway.sectionName) -}}
+{{- fail "[PD022] routerSpec.llmd.gateway names a Gateway but routerSpec.llmd.mode is standalone, which renders no InferencePool or HTTPRoute: set routerSpec.llmd.mode: gateway, or remove gateway.name, namespace and sectionName" -}}
+{{- end -}}
+{{- $scheduler := $llmd.scheduler | default dict -}}
+{{- if and $scheduler.stageOrder (not $row.stageOrder) -}}
+{{- fail (printf "[PD022] routerSpec.llmd.scheduler.stageOrder needs llm-d-router v0.10.0 or later (disagg-profile-handler's stageOrder, PR #2342) but routerSpec.llmd.version is %s: remove it or use a newer release" $row.version) -}}
+{{- end -}}
+{{- with $scheduler.config -}}
+{{- $config := fromYaml . -}}
+{{- if or (hasKey $config "Error") (ne (toString $config.kind) "EndpointPickerConfig") -}}
+{{- fail "[PD022] routerSpec.llmd.scheduler.config is not an EndpointPickerConfig (a YAML mapping with kind: EndpointPickerConfig): the endpoint picker would not start" -}}
+{{- end -}}
+{{- if ne (toString $config.apiVersion) $row.configApiVersion -}}
+{{- fail (printf "[PD022] routerSpec.llmd.scheduler.config has apiVersion %q but llm-d-router %s reads %s: use that apiVersion" (toString $config.apiVersion) $row.version $row.configApiVersion) -}}
+{{- end -}}
+{{- end -}}
+{{- $pools := include "pd-stack.llmdPools" . | fromJsonArray -}}
+{{- $needed := list -}}
+{{- range $pools -}}{{- $needed = append $needed .sidecarConnector -}}{{- end -}}
+{{- if gt (len (uniq $needed)) 1 -}}
+{{- fail (printf "[PD022] the engine pools need different llm-d sidecar --kv-connector values (%s); use one connector for the release" (join ", " (uniq $needed))) -}}
+{{- end -}}
+{{- $bootstrap := include "pd-stack.llmdBootstrapPorts" . | fromJsonArray -}}
+{{- range $bootstrap -}}
+{{- if ne (int .port) (int (first $bootstrap).port) -}}
+{{- fail (printf "[PD022] %s.kvTransfer.bootstrapPort is %d but prefill pool %q announces %d: the llm-d sidecar asks every prefill pod on one --mooncake-bootstrap-port; give the prefill pools the same bootstrapPort" (include "pd-stack.poolPath" (dict "root" $root "spec" (dict "name" .pool))) (int .port) (first $bootstrap).pool (int (first $bootstrap).port)) -}}
+{{- end -}}
+{{- end -}}
+{{- include "pd-stack.checks.llmdTP" (dict "root" $root "pools" $pools) -}}
+{{- $vllmPort := int (include "pd-stack.llmdModelServerPort" .) -}}
+{{- $port := int .Values.servingEngineSpec.containerPort -}}
+{{- if eq $vllmPort $port -}}
+{{- fail (printf "[PD022] routerSpec.llmd.sidecar.modelServerPort is %d, servingEngineSpec.containerPort too: in a decode pod the sidecar listens on containerPort and vLLM moves to modelServerPort; give them different ports" $vllmPort) -}}
+{{- end -}}
+{{- range $pools -}}
+{{- if eq .role "decode" -}}
+{{- range include "pd-stack.connectorPorts" (dict "root" $root "spec" .spec) | fromYamlArray -}}
+{{- if eq (int .containerPort) $vllmPort -}}
+{{- fail (printf "[PD022] routerSpec.llmd.sidecar.modelServerPort %d is also the decode pods' %s port: vLLM's HTTP port behind the sidecar must be free; choose another modelServerPort" $vllmPort .name) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The tensor parallelism llm-d's P/D guide requires of each prefill/decode pair (dict root
+pools; pools: pd-stack.llmdPools): equal (Mooncake), or decode at least prefill (NIXL). */}}
+{{- define "pd-stack.checks.llmdTP" -}}
+{{- $root := .root -}}
+{{- range $p := .pools -}}{{- if eq $p.role "prefill" -}}
+{{- range $d := $.pools -}}{{- if eq $d.role "decode" -}}
+{{- $path := include "pd-stack.poolPath" (dict "root" $root "spec" $d.spec) -}}
+{{- $pTP := int $p.tensorParallel -}}{{- $dTP := int $d.tensorParallel -}}
+{{- if and (eq (toString $d.tp) "equal") (ne $pTP $dTP) -}}
+{{- fail (printf "[PD022] %s.vllmConfig.tensorParallelSize is %d but prefill pool %q has %d: with the llm-d router %s needs the same tensor parallelism on both sides (llm-d's P/D guide)" $path $dTP $p.pool $pTP $d.spec.kvTransfer.connector) -}}
+{{- end -}}
+{{- if and (eq (toString $d.tp) "decodeAtLeastPrefill") (lt $dTP $pTP) -}}
+{{- fail (printf "[PD022] %s.vllmConfig.tensorParallelSize is %d but prefill pool %q has %d: with the llm-d router %s needs decode TP >= prefill TP (llm-d's P/D guide: the reverse crashes decode); raise the decode pool's TP or lower the prefill pool's" $path $dTP $p.pool $pTP $d.spec.kvTransfer.connector) -}}
+{{- end -}}
+{{- end -}}{{- end -}}
+{{- end -}}{{- end -}}
 {{- end -}}
 
 {{/*
@@ -532,6 +618,79 @@ role with several slices. scalingMode means something only in a DisaggregatedSet
 {{- end -}}
 {{- if and $external (gt (int ($set.slices | default 1)) 1) -}}
 {{- fail (printf "[PD021] %s.slices is %d but %s.scalingMode is External: the DisaggregatedSet webhook refuses External scaling with more than one slice (alpha restriction in LWS v0.10.0)" $at (int $set.slices) (include "pd-stack.poolPath" (dict "root" .root "spec" (first $external)))) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Autoscalers that cannot own the replicas they are given (PD023): a KEDA ScaledObject on a pool
+whose connector or router needs exactly one replica, on a DisaggregatedSet role the set itself
+scales, with bounds KEDA refuses (CheckReplicaCountBoundsAreValid at v2.20.2: min <= max, idle <
+min; an unset min counts 0, a min of 0 counts 1, an unset max 100) or with no trigger; and a router
+HPA on a router that must stay one pod, without a CPU request to measure, or with min > max.
+*/}}
+{{- define "pd-stack.checks.autoscaling" -}}
+{{- $root := .root -}}
+{{- $proxy := include "pd-stack.isLMCacheProxy" $root -}}
+{{- range $spec := .pools -}}
+{{- $ctx := dict "root" $root "spec" $spec -}}
+{{- if include "pd-stack.poolAutoscaled" $ctx -}}
+{{- $path := printf "%s.keda" (include "pd-stack.poolPath" $ctx) -}}
+{{- $keda := $spec.keda -}}
+{{- $conn := include "pd-stack.poolConnector" $ctx | fromJson -}}
+{{- if and $conn (eq $conn.pairing "1P1D") (include "pd-stack.flagsOn" (dict "conn" $conn "when" $conn.pairingWhen)) -}}
+{{- fail (printf "[PD023] %s: %s (%s) pairs exactly one prefill pod with one decode pod, so its pools keep one replica; remove keda" $path $conn.name $conn.settingsKey) -}}
+{{- end -}}
+{{- if and $proxy (eq (include "pd-stack.poolRole" $ctx) "decode") $conn (hasKey ($conn.routers | default dict) "lmcache-proxy") -}}
+{{- fail (printf "[PD023] %s: LMCache's PD proxy reaches each decode pool through its Service, where a sender's KV must land on the pod the request decodes on, so a decode pool keeps one replica; remove keda (add decode pools for more)" $path) -}}
+{{- end -}}
+{{- if and (eq (include "pd-stack.poolKind" $ctx) "DisaggregatedSet") (ne (toString $spec.scalingMode) "External") -}}
+{{- fail (printf "[PD023] %s: the DisaggregatedSet sets this role's replicas itself; set %s.scalingMode: External so that the ScaledObject scales its DisaggregatedSetRoleScaler" $path (include "pd-stack.poolPath" $ctx)) -}}
+{{- end -}}
+{{- $min := ternary 0 (int $keda.minReplicaCount) (kindIs "invalid" $keda.minReplicaCount) -}}
+{{- if and (not (kindIs "invalid" $keda.minReplicaCount)) (eq $min 0) -}}{{- $min = 1 -}}{{- end -}}
+{{- $max := ternary 100 (int $keda.maxReplicaCount) (kindIs "invalid" $keda.maxReplicaCount) -}}
+{{- if gt $min $max -}}
+{{- fail (printf "[PD023] %s.minReplicaCount %d is above maxReplicaCount %d (KEDA's default maximum is 100); KEDA refuses the ScaledObject" $path $min $max) -}}
+{{- end -}}
+{{- if and (not (kindIs "invalid" $keda.idleReplicaCount)) (ge (int $keda.idleReplicaCount) $min) -}}
+{{- fail (printf "[PD023] %s.idleReplicaCount %d must be below the minimum of %d (minReplicaCount; unset counts 0, and 0 counts 1); KEDA refuses the ScaledObject" $path (int $keda.idleReplicaCount) $min) -}}
+{{- end -}}
+{{- if and (not $keda.triggers) (not (include "pd-stack.kedaTriggers" $ctx | fromYamlArray)) -}}
+{{- fail (printf "[PD023] %s has no trigger: give triggers, or leave waitingRequests above 0 (or set kvCacheUsage or ttftSeconds for the pool's role)" $path) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- $scaling := $root.Values.routerSpec.autoscaling | default dict -}}
+{{- if and $root.Values.routerSpec.enableRouter $scaling.enabled -}}
+{{- $type := include "pd-stack.routerType" $root -}}
+{{- if or (eq $type "llm-d") (eq $type "lmcache-proxy") -}}
+{{- fail (printf "[PD023] routerSpec.autoscaling: routerSpec.type %s runs as one pod (%s); remove autoscaling" $type (ternary "the llm-d endpoint picker keeps the scheduling state: one active replica, the others stand by" "the LMCache senders report each transfer to the one proxy behind the router Service" (eq $type "llm-d"))) -}}
+{{- end -}}
+{{- if not (dig "requests" "cpu" "" ($root.Values.routerSpec.resources | default dict)) -}}
+{{- fail "[PD023] routerSpec.autoscaling scales on CPU utilization, a share of the container's CPU request: set routerSpec.resources.requests.cpu" -}}
+{{- end -}}
+{{- if gt (int ($scaling.minReplicas | default 1)) (int ($scaling.maxReplicas | default 3)) -}}
+{{- fail (printf "[PD023] routerSpec.autoscaling.minReplicas %d is above maxReplicas %d; Kubernetes refuses the HorizontalPodAutoscaler" (int ($scaling.minReplicas | default 1)) (int ($scaling.maxReplicas | default 3))) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Monitors that would scrape nothing or twice (PD024): a ServiceMonitor and a PodMonitor of the same
+pods, and a router monitor for LMCache's PD proxy, which exports no metrics. */}}
+{{- define "pd-stack.checks.monitoring" -}}
+{{- range $where := list "servingEngineSpec" "routerSpec" -}}
+{{- $spec := get $.Values $where -}}
+{{- if and (dig "serviceMonitor" "enabled" false $spec) (dig "podMonitor" "enabled" false $spec) -}}
+{{- fail (printf "[PD024] %s.serviceMonitor and %s.podMonitor are both enabled: Prometheus would scrape every pod twice and double every sum; enable one" $where $where) -}}
+{{- end -}}
+{{- end -}}
+{{- $router := .Values.routerSpec -}}
+{{- if and $router.enableRouter (not (include "pd-stack.routerMetricsPort" .)) -}}
+{{- range $kind := list "serviceMonitor" "podMonitor" -}}
+{{- if dig $kind "enabled" false $router -}}
+{{- fail (printf "[PD024] routerSpec.%s: routerSpec.type %s exports no Prometheus metrics (LMCache's PD proxy serves only its completion routes); disable it" $kind (include "pd-stack.routerType" $)) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

@@ -39,6 +39,16 @@ names the LeaderWorkerSets it creates <name>-<slice>-<revision>-<pool>. */}}
 {{- printf "%s-chat-templates" (include "pd-stack.poolFullname" .) -}}
 {{- end -}}
 
+{{/* A pool's PodDisruptionBudget (modelSpec.pdb), named as production-stack's. */}}
+{{- define "pd-stack.poolDisruptionBudgetName" -}}
+{{- printf "%s-pdb-vllm" (include "pd-stack.poolFullname" .) -}}
+{{- end -}}
+
+{{/* A pool's KEDA ScaledObject (modelSpec.keda), named as production-stack's. */}}
+{{- define "pd-stack.poolScaledObjectName" -}}
+{{- printf "%s-scaledobject" (include "pd-stack.poolFullname" .) -}}
+{{- end -}}
+
 {{- define "pd-stack.secretName" -}}
 {{- printf "%s-secrets" .Release.Name -}}
 {{- end -}}
@@ -72,6 +82,50 @@ chart's own, <release>-router-service-account. */}}
 
 {{- define "pd-stack.routerRoleBindingName" -}}
 {{- printf "%s-router-pod-reader" .Release.Name -}}
+{{- end -}}
+
+{{/* The router's configuration (routerSpec.type llm-d: the EPP's and Envoy's). */}}
+{{- define "pd-stack.routerConfigName" -}}
+{{- printf "%s-router-config" .Release.Name -}}
+{{- end -}}
+
+{{/* llm-d gateway mode: the InferencePool of the release's engine pods and the HTTPRoute to it. */}}
+{{- define "pd-stack.inferencePoolName" -}}
+{{- printf "%s-inference-pool" .Release.Name -}}
+{{- end -}}
+
+{{- define "pd-stack.httpRouteName" -}}
+{{- printf "%s-route" .Release.Name -}}
+{{- end -}}
+
+{{/* prometheus-operator scrape objects (servingEngineSpec/routerSpec serviceMonitor, podMonitor);
+the ServiceMonitors are named as production-stack's. .kind: ServiceMonitor or PodMonitor. */}}
+{{- define "pd-stack.engineMonitorName" -}}
+{{- printf "%s-engine-%s" .root.Release.Name (lower .kind) -}}
+{{- end -}}
+
+{{- define "pd-stack.routerMonitorName" -}}
+{{- printf "%s-router-%s" .root.Release.Name (lower .kind) -}}
+{{- end -}}
+
+{{/* The engines' NetworkPolicy (servingEngineSpec.networkPolicy). */}}
+{{- define "pd-stack.engineNetworkPolicyName" -}}
+{{- printf "%s-engine-networkpolicy" .Release.Name -}}
+{{- end -}}
+
+{{/* The ConfigMap of the Grafana dashboard (grafanaDashboards), named as production-stack's
+<release>-grafana-<dashboard file>. */}}
+{{- define "pd-stack.dashboardName" -}}
+{{- printf "%s-grafana-pd-stack" .Release.Name -}}
+{{- end -}}
+
+{{/* The router's HorizontalPodAutoscaler (routerSpec.autoscaling), named as production-stack's. */}}
+{{- define "pd-stack.routerAutoscalerName" -}}
+{{- printf "%s-router-hpa" .Release.Name -}}
+{{- end -}}
+
+{{- define "pd-stack.routerDisruptionBudgetName" -}}
+{{- printf "%s-router-pdb" .Release.Name -}}
 {{- end -}}
 
 {{- define "pd-stack.routerTestName" -}}
@@ -243,7 +297,9 @@ docker/Dockerfile installs vLLM and LMCache into the venv /opt/venv), else pytho
 {{- define "pd-stack.engineArgs" -}}
 {{- $spec := .spec -}}
 {{- $vllm := $spec.vllmConfig | default dict -}}
-{{- $args := list "serve" $spec.modelURL "--host" "0.0.0.0" "--port" (toString .root.Values.servingEngineSpec.containerPort) -}}
+{{- /* Behind the llm-d decode sidecar vLLM moves to the sidecar's model-server port. */ -}}
+{{- $port := ternary (include "pd-stack.llmdModelServerPort" .root) (toString .root.Values.servingEngineSpec.containerPort) (eq (include "pd-stack.llmdSidecarPool" .) "true") -}}
+{{- $args := list "serve" $spec.modelURL "--host" "0.0.0.0" "--port" $port -}}
 {{- if hasKey $vllm "maxModelLen" -}}{{- $args = concat $args (list "--max-model-len" (toString $vllm.maxModelLen)) -}}{{- end -}}
 {{- if hasKey $vllm "tensorParallelSize" -}}{{- $args = concat $args (list "--tensor-parallel-size" (toString $vllm.tensorParallelSize)) -}}{{- end -}}
 {{- if hasKey $vllm "gpuMemoryUtilization" -}}{{- $args = concat $args (list "--gpu-memory-utilization" (toString $vllm.gpuMemoryUtilization)) -}}{{- end -}}
@@ -294,12 +350,9 @@ duplicate env names) and users can override UCX_* and LMCACHE_*.
 {{- $vllm := $spec.vllmConfig | default dict -}}
 {{- $env := list (dict "name" "HF_HOME" "value" "/data") -}}
 {{- $env = append $env (dict "name" "POD_IP" "valueFrom" (dict "fieldRef" (dict "fieldPath" "status.podIP"))) -}}
-{{- if $spec.hf_token -}}
-{{- $ref := dict "name" (include "pd-stack.secretName" .root) "key" (printf "hf_token_%s" $spec.name) -}}
-{{- if kindIs "map" $spec.hf_token -}}
-{{- $ref = dict "name" $spec.hf_token.secretName "key" $spec.hf_token.secretKey -}}
-{{- end -}}
-{{- $env = append $env (dict "name" "HF_TOKEN" "valueFrom" (dict "secretKeyRef" $ref)) -}}
+{{- if include "pd-stack.hfTokenRef" . | fromJson -}}
+{{- /* The token is a file of a Secret volume (pd-stack.hfTokenDir), not env. */ -}}
+{{- $env = append $env (dict "name" "HF_TOKEN_PATH" "value" (printf "%s/token" (include "pd-stack.hfTokenDir" .))) -}}
 {{- end -}}
 {{- with include "pd-stack.engineApiKeyRef" .root | fromJson -}}
 {{- $env = append $env (dict "name" "VLLM_API_KEY" "valueFrom" (dict "secretKeyRef" .)) -}}
@@ -309,6 +362,11 @@ duplicate env names) and users can override UCX_* and LMCACHE_*.
 {{- end -}}
 {{- if eq (toString ($vllm.v0 | default "")) "1" -}}
 {{- $env = append $env (dict "name" "VLLM_USE_V1" "value" "0") -}}
+{{- end -}}
+{{- if include "pd-stack.isLlmd" .root -}}
+{{- /* The llm-d sidecar keeps connections to prefill and decode vLLM idle up to 90 s (Go's
+       default); vLLM's keep-alive (5 s) would reset them: llm-d's P/D guide sets 120. */ -}}
+{{- $env = append $env (dict "name" "VLLM_HTTP_TIMEOUT_KEEP_ALIVE" "value" "120") -}}
 {{- end -}}
 {{- with $vllm.prometheusMultiprocDir -}}
 {{- $env = append $env (dict "name" "PROMETHEUS_MULTIPROC_DIR" "value" .) -}}
@@ -346,6 +404,13 @@ duplicate env names) and users can override UCX_* and LMCACHE_*.
 {{- if hasKey $spec "requestMemory" -}}{{- $_ := set $requests "memory" $spec.requestMemory -}}{{- end -}}
 {{- if hasKey $spec "limitCPU" -}}{{- $_ := set $limits "cpu" (toString $spec.limitCPU) -}}{{- end -}}
 {{- if hasKey $spec "limitMemory" -}}{{- $_ := set $limits "memory" $spec.limitMemory -}}{{- end -}}
+{{- /* servingEngineSpec.limitsFromRequests: a CPU or memory request without a limit is the limit
+       too, so the pod is Guaranteed QoS (values.yaml says why). */ -}}
+{{- if ne (toString (dig "limitsFromRequests" true .root.Values.servingEngineSpec)) "false" -}}
+{{- range $resource := list "cpu" "memory" -}}
+{{- if and (hasKey $requests $resource) (not (hasKey $limits $resource)) -}}{{- $_ := set $limits $resource (get $requests $resource) -}}{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- $gpus := int ($spec.requestGPU | default 0) -}}
 {{- if gt $gpus 0 -}}
 {{- $gpuType := $spec.requestGPUType | default "nvidia.com/gpu" -}}
@@ -387,7 +452,7 @@ names an existing Secret, or none when its names are "" (production-stack's defa
 {{- define "pd-stack.healthProbe" -}}
 httpGet:
   path: {{ dig "httpGet" "path" "/health" .timings }}
-  port: {{ dig "httpGet" "port" .port .timings }}
+  port: {{ ternary .port (dig "httpGet" "port" .port .timings) (eq (toString .force) "true") }}
 {{ toYaml (omit .timings "httpGet") }}
 {{- end -}}
 

@@ -329,7 +329,7 @@ proxy runs the engines' LMCache.
 {{- end -}}
 {{- end -}}
 {{- with $first -}}
-{{- $_ := set $out "image" (printf "%s:%s" .spec.repository (toString .spec.tag)) -}}
+{{- $_ := set $out "image" (include "pd-stack.poolImage" (dict "spec" .spec)) -}}
 {{- $_ := set $out "pythonCtx" (dict "spec" .spec) -}}
 {{- $_ := set $out "pullSecret" (.spec.imagePullSecret | default "") -}}
 {{- end -}}

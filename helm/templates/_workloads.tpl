@@ -131,6 +131,10 @@ no probes (they serve no HTTP).
 {{- $engine := .root.Values.servingEngineSpec -}}
 {{- $tp := int (include "pd-stack.parallelGPUs" $ctx) -}}
 {{- $net := $spec.network | default dict -}}
+{{- /* The llm-d router's decode sidecar (_router-llmd.tpl) in decode pods that serve HTTP: it takes
+       the engine port, vLLM moves to the sidecar's model-server port (named vllm), probed there. */ -}}
+{{- $sidecar := and (ne $part "worker") (eq (include "pd-stack.llmdSidecarPool" $ctx) "true") -}}
+{{- $probePort := ternary "vllm" "http" $sidecar -}}
 {{- /* The connector's annotations win over podAnnotations: vllm-router reads the bootstrap port from them. */ -}}
 {{- $annotations := merge (include "pd-stack.connectorAnnotations" $ctx | fromYaml) ($spec.podAnnotations | default dict) -}}
 {{- $csc := deepCopy ($engine.containerSecurityContext | default dict) -}}
@@ -172,6 +176,7 @@ spec:
   hostIPC: true
   {{- end }}
   automountServiceAccountToken: false
+  terminationGracePeriodSeconds: {{ include "pd-stack.poolGracePeriod" $ctx }}
   {{- with $spec.nodeName }}
   nodeName: {{ . }}
   {{- end }}
@@ -193,6 +198,10 @@ spec:
         nodeSelectorTerms:
           {{- toYaml $spec.nodeSelectorTerms | nindent 10 }}
   {{- end }}
+  {{- with $spec.topologySpreadConstraints }}
+  topologySpreadConstraints:
+    {{- include "pd-stack.topologySpread" (dict "constraints" . "selector" (include "pd-stack.poolPodsSelector" $ctx)) | nindent 4 }}
+  {{- end }}
   {{- with $spec.imagePullSecret }}
   imagePullSecrets:
     - name: {{ . }}
@@ -201,14 +210,18 @@ spec:
   securityContext:
     {{- toYaml . | nindent 4 }}
   {{- end }}
-  {{- with $spec.initContainer }}
+  {{- $inits := list }}
+  {{- if $spec.initContainer }}{{- $inits = include "pd-stack.engineInitContainer" $ctx | fromYamlArray }}{{- end }}
+  {{- if $sidecar }}{{- $inits = concat $inits (include "pd-stack.llmdSidecarContainer" $ctx | fromYamlArray) }}{{- end }}
+  {{- with $inits }}
   initContainers:
-    {{- include "pd-stack.engineInitContainer" $ctx | nindent 4 }}
+    {{- toYaml . | nindent 4 }}
   {{- end }}
   containers:
     - name: vllm
-      image: "{{ $spec.repository }}:{{ $spec.tag }}"
-      imagePullPolicy: {{ $engine.imagePullPolicy }}
+      {{- $image := include "pd-stack.poolImage" $ctx }}
+      image: {{ $image | quote }}
+      imagePullPolicy: {{ include "pd-stack.pullPolicy" (dict "policy" $engine.imagePullPolicy "image" $image) }}
       {{- if eq $part "pod" }}
       command: [{{ include "pd-stack.vllmExecutable" $ctx | quote }}]
       args:
@@ -230,17 +243,26 @@ spec:
       {{- end }}
       ports:
         {{- include "pd-stack.enginePorts" $ctx | nindent 8 }}
+        {{- if $sidecar }}
+        - name: vllm
+          containerPort: {{ include "pd-stack.llmdModelServerPort" .root }}
+          protocol: TCP
+        {{- end }}
       {{- with ($spec.resources | default (include "pd-stack.engineResources" $ctx | fromYaml)) }}
       resources:
         {{- toYaml . | nindent 8 }}
       {{- end }}
       {{- if ne $part "worker" }}
       startupProbe:
-        {{- include "pd-stack.healthProbe" (dict "port" "http" "timings" $engine.startupProbe) | nindent 8 }}
+        {{- include "pd-stack.healthProbe" (dict "port" $probePort "force" $sidecar "timings" (include "pd-stack.poolProbeTimings" (dict "root" .root "spec" $spec "kind" "startupProbe") | fromYaml)) | nindent 8 }}
       readinessProbe:
-        {{- include "pd-stack.healthProbe" (dict "port" "http" "timings" $engine.readinessProbe) | nindent 8 }}
+        {{- include "pd-stack.healthProbe" (dict "port" $probePort "force" $sidecar "timings" (include "pd-stack.poolProbeTimings" (dict "root" .root "spec" $spec "kind" "readinessProbe") | fromYaml)) | nindent 8 }}
       livenessProbe:
-        {{- include "pd-stack.healthProbe" (dict "port" "http" "timings" $engine.livenessProbe) | nindent 8 }}
+        {{- include "pd-stack.healthProbe" (dict "port" $probePort "force" $sidecar "timings" (include "pd-stack.poolProbeTimings" (dict "root" .root "spec" $spec "kind" "livenessProbe") | fromYaml)) | nindent 8 }}
+      {{- with include "pd-stack.engineDrain" $ctx }}
+      lifecycle:
+        {{- . | nindent 8 }}
+      {{- end }}
       {{- end }}
       {{- with $csc }}
       securityContext:
@@ -249,6 +271,11 @@ spec:
       volumeMounts:
         - name: hf-cache
           mountPath: /data
+        {{- if include "pd-stack.hfTokenRef" $ctx | fromJson }}
+        - name: hf-token
+          mountPath: {{ include "pd-stack.hfTokenDir" $ctx }}
+          readOnly: true
+        {{- end }}
         {{- if or $spec.shmSize (gt $tp 1) }}
         - name: dshm
           mountPath: /dev/shm
@@ -271,6 +298,15 @@ spec:
       {{- else }}
       emptyDir: {}
       {{- end }}
+    {{- with include "pd-stack.hfTokenRef" $ctx | fromJson }}
+    - name: hf-token
+      secret:
+        secretName: {{ .name }}
+        defaultMode: 0444
+        items:
+          - key: {{ .key }}
+            path: token
+    {{- end }}
     {{- if $spec.chatTemplate }}
     - name: chat-templates
       {{- if $spec.chatTemplateConfigMap }}

@@ -263,6 +263,24 @@ def context(plan: sizing.Plan, options: InitOptions, out: Path | None) -> dict[s
         "kv_connector": w.kv_connector,
         "role_label": naming.ROLE,
         "router_image": connectors.load().router_images[ROUTER],
+        "startup": _startup(plan),
+    }
+
+
+def _startup(plan: sizing.Plan) -> dict[str, Any]:
+    """The engines' startup budget (sizing.startup_seconds) as failureThreshold periods of the
+    chart's startup probe (servingEngineSpec.startupProbe.periodSeconds)."""
+    from pdctl import chart
+
+    defaults = chart.default_values(bundled_chart_dir()).get("servingEngineSpec", {})
+    period = int(defaults.get("startupProbe", {}).get("periodSeconds", 10))
+    seconds = sizing.startup_seconds(plan.request.arch)
+    return {
+        "threshold": -(-seconds // period),
+        "period": period,
+        "minutes": -(-seconds // 60),
+        "download_mibps": sizing.STARTUP_DOWNLOAD_MIB_S,
+        "base_minutes": sizing.STARTUP_BASE_S // 60,
     }
 
 

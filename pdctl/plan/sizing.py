@@ -74,6 +74,13 @@ HOST_GIB_PER_WORKER = 4  # Python runtime, CUDA context, tokenizer per GPU worke
 SHM_GIB_PER_WORKER = 2  # vLLM's Kubernetes guide mounts a 2Gi /dev/shm for a one-GPU pod
 CACHE_HEADROOM = 1.1  # the cache volume: checkpoint x 1.1 + 2 GiB (tokenizer, config, revisions)
 CACHE_EXTRA_GIB = 2
+# The engine's startup budget (docs/sizing.md: "Startup budget"): the checkpoint downloaded at
+# STARTUP_DOWNLOAD_MIB_S into an empty cache, plus STARTUP_BASE_S for the rest (reading the
+# weights onto the GPUs, torch.compile, CUDA graph capture, the KV connector's start). Both are
+# assumptions chosen to be generous, not measurements: a pod that needs longer is restarted by its
+# startup probe and starts the download again.
+STARTUP_DOWNLOAD_MIB_S = 100
+STARTUP_BASE_S = 600
 
 
 # ============================================================================ model arithmetic
@@ -925,6 +932,12 @@ class Pod:
 
 def _round_up(value: float, step: int) -> int:
     return int(math.ceil(value / step) * step)
+
+
+def startup_seconds(arch: ModelArch) -> int:
+    """Seconds an engine of `arch` may need from start to serving with an empty model cache."""
+    download = checkpoint_bytes(arch) / (STARTUP_DOWNLOAD_MIB_S * 2**20)
+    return int(math.ceil(download + STARTUP_BASE_S))
 
 
 def pod(arch: ModelArch, workers: int) -> Pod:

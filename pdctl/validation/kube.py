@@ -7,9 +7,10 @@ from typing import Any
 from pdctl.findings import Finding, Severity
 
 DEFAULT_KUBE_VERSION = "1.35"
-# Kinds of the LWS controller: their pod templates and metadata are checked as Kubernetes
-# objects (the CRD schemas themselves are checked in the test suite, tests/crd_schemas.py).
-CUSTOM_KINDS = {"LeaderWorkerSet", "DisaggregatedSet"}
+# Kinds of the LWS controller, and the llm-d router's gateway-mode InferencePool and HTTPRoute:
+# their pod templates and metadata are checked as Kubernetes objects (the CRD schemas themselves
+# are checked in the test suite, tests/crd_schemas.py).
+CUSTOM_KINDS = {"LeaderWorkerSet", "DisaggregatedSet", "InferencePool", "HTTPRoute"}
 
 
 def _check_custom(obj: dict[str, Any], name: str, kube_version: str) -> list[Finding]:

@@ -168,10 +168,10 @@ case(
     chart="[PD019] cacheserverSpec: production-stack's cacheserverSpec is not supported by pd-stack",
 )
 case(
-    "pd019-keda",
-    f"PD019 {P}[1].keda",
-    edited(NIXL, put(1, "keda", {"enabled": True, "maxReplicaCount": 4})),
-    chart=f"[PD019] {P}[1].keda: production-stack's keda is not supported by pd-stack",
+    "pd019-ray-spec",
+    f"PD019 {P}[1].raySpec",
+    edited(NIXL, put(1, "raySpec", {"enabled": True})),
+    chart=f"[PD019] {P}[1].raySpec: production-stack's raySpec is not supported by pd-stack",
 )
 # production-stack's routerSpec keys: static discovery, and the production-stack router's own
 # flags with vllm-router.
@@ -865,6 +865,167 @@ case(
     f"PD021 {P}[0].scalingMode",
     edited(MULTI, put(0, "scalingMode", "External")),
     chart=f"[PD021] {P}[0].scalingMode is set but servingEngineSpec.disaggregatedSet is not enabled",
+)
+
+# The llm-d router (routerSpec.type llm-d, tutorial 25)
+LLMD = "values-25-llm-d-router.yaml"
+
+
+def llmd_router(values: dict[str, Any]) -> None:
+    """Another asset's pools behind the llm-d router (its own router keys dropped)."""
+    router_spec = values["routerSpec"]
+    for key in ("vllmRouter", "lmcacheProxy", "routingLogic", "extraArgs", "repository", "tag"):
+        router_spec.pop(key, None)
+    router_spec["type"] = "llm-d"
+
+
+case(
+    "pd017-llmd-lmcache",
+    "PD017 routerSpec.type",
+    edited(LMCACHE, llmd_router, put(0, "kvTransfer.lmcache.proxyHost", "lmcache-proxy")),
+    chart=f"[PD017] routerSpec.type llm-d cannot route {P}[0]",
+)
+case(
+    "pd017-llmd-pynccl",
+    "PD017 routerSpec.type",
+    edited(SEED, llmd_router),
+    chart=f"[PD017] routerSpec.type llm-d cannot route {P}[0]",
+)
+case(
+    "pd022-llmd-gateway-without-name",
+    "PD022 routerSpec.llmd.gateway.name",
+    edited(LLMD, router("llmd.mode", "gateway")),
+    chart="[PD022] routerSpec.llmd.gateway.name is required with routerSpec.llmd.mode gateway",
+)
+case(
+    "pd022-llmd-gateway-in-standalone",
+    "PD022 routerSpec.llmd.gateway.name",
+    edited(LLMD, router("llmd.gateway", {"name": "inference-gateway"})),
+    chart="[PD022] routerSpec.llmd.gateway names a Gateway but routerSpec.llmd.mode is standalone",
+)
+case(
+    "pd022-llmd-nixl-decode-tp",
+    f"PD022 {P}[1].vllmConfig.tensorParallelSize",
+    edited(LLMD, put(0, "vllmConfig.tensorParallelSize", 2), put(0, "requestGPU", 2)),
+    chart=f"[PD022] {P}[1].vllmConfig.tensorParallelSize is 1 but prefill pool",
+)
+case(
+    "pd022-llmd-model-server-port",
+    "PD022 routerSpec.llmd.sidecar.modelServerPort",
+    edited(LLMD, router("llmd.sidecar", {"modelServerPort": 5600})),
+    chart="[PD022] routerSpec.llmd.sidecar.modelServerPort 5600 is also the decode pods' nixl-side-0 port",
+)
+case(
+    "pd022-llmd-static-discovery",
+    "PD022 routerSpec.serviceDiscovery",
+    edited(LLMD, router("serviceDiscovery", "static")),
+    chart="[PD022] routerSpec.serviceDiscovery is static but the llm-d router's endpoint picker",
+)
+case(
+    "pd022-llmd-stage-order-v0-9",
+    "PD022 routerSpec.llmd.scheduler.stageOrder",
+    edited(
+        LLMD, router("llmd.version", "v0.9.0"), router("llmd.scheduler.stageOrder", "prefill-first")
+    ),
+    chart="[PD022] routerSpec.llmd.scheduler.stageOrder needs llm-d-router v0.10.0",
+)
+case(
+    "schema-llmd-failure-mode-failclosed",
+    "SCHEMA routerSpec.llmd.gateway.failureMode",
+    edited(
+        LLMD,
+        router("llmd.mode", "gateway"),
+        router("llmd.gateway", {"name": "gw", "failureMode": "FailClosed"}),
+    ),
+    chart="failureMode",
+)
+case(
+    "schema-llmd-non-cached-tokens-zero",
+    "SCHEMA routerSpec.llmd.scheduler.nonCachedTokens",
+    edited(
+        LLMD,
+        router("llmd.scheduler.decider", "prefix-based"),
+        router("llmd.scheduler.nonCachedTokens", 0),
+    ),
+    chart="nonCachedTokens",
+)
+
+# Autoscalers (issue 9): KEDA ScaledObjects per pool, the router's HPA
+KEDA = {"enabled": True, "minReplicaCount": 1, "maxReplicaCount": 3}
+case(
+    "pd023-keda-on-a-1p1d-connector",
+    f"PD023 {P}[0].keda",
+    edited(SEED, put(0, "keda", KEDA)),
+    chart=f"[PD023] {P}[0].keda: PyNcclConnector",
+)
+case(
+    "pd023-keda-min-above-max",
+    f"PD023 {P}[1].keda.minReplicaCount",
+    edited(NIXL, put(1, "keda", {"enabled": True, "minReplicaCount": 4, "maxReplicaCount": 2})),
+    chart=f"[PD023] {P}[1].keda.minReplicaCount 4 is above maxReplicaCount 2",
+)
+case(
+    "pd023-keda-idle-not-below-min",
+    f"PD023 {P}[0].keda.idleReplicaCount",
+    edited(NIXL, put(0, "keda", {"enabled": True, "idleReplicaCount": 0})),
+    chart=f"[PD023] {P}[0].keda.idleReplicaCount 0 must be below the minimum of 0",
+)
+case(
+    "pd023-keda-without-triggers",
+    f"PD023 {P}[0].keda",
+    edited(NIXL, put(0, "keda", {"enabled": True, "waitingRequests": 0})),
+    chart=f"[PD023] {P}[0].keda has no trigger",
+)
+case(
+    "pd023-keda-on-a-static-role",
+    f"PD023 {P}[0].keda",
+    edited(DSET, put(0, "keda", KEDA)),
+    chart=f"[PD023] {P}[0].keda: the DisaggregatedSet sets this role's replicas itself",
+)
+case(
+    "pd023-keda-on-lmcache-proxy-decode",
+    f"PD023 {P}[1].keda",
+    edited(LMCACHE, put(1, "keda", KEDA)),
+    chart=f"[PD023] {P}[1].keda: LMCache's PD proxy reaches each decode pool",
+)
+case(
+    "pd023-router-autoscaling-lmcache-proxy",
+    "PD023 routerSpec.autoscaling",
+    edited(LMCACHE, router("autoscaling", {"enabled": True})),
+    chart="[PD023] routerSpec.autoscaling: routerSpec.type lmcache-proxy runs as one pod",
+)
+case(
+    "pd023-router-autoscaling-without-cpu-request",
+    "PD023 routerSpec.autoscaling",
+    edited(
+        NIXL,
+        router("autoscaling", {"enabled": True}),
+        router("resources", {"requests": {"cpu": None}}),
+    ),
+    chart="[PD023] routerSpec.autoscaling scales on CPU utilization",
+)
+case(
+    "pd023-router-autoscaling-min-above-max",
+    "PD023 routerSpec.autoscaling.minReplicas",
+    edited(NIXL, router("autoscaling", {"enabled": True, "minReplicas": 5, "maxReplicas": 2})),
+    chart="[PD023] routerSpec.autoscaling.minReplicas 5 is above maxReplicas 2",
+)
+case(
+    "pd024-service-and-pod-monitor",
+    "PD024 servingEngineSpec.podMonitor",
+    edited(
+        NIXL,
+        lambda v: v["servingEngineSpec"].update(
+            serviceMonitor={"enabled": True}, podMonitor={"enabled": True}
+        ),
+    ),
+    chart="[PD024] servingEngineSpec.serviceMonitor and servingEngineSpec.podMonitor are both enabled",
+)
+case(
+    "pd024-lmcache-proxy-monitor",
+    "PD024 routerSpec.serviceMonitor",
+    edited(LMCACHE, router("serviceMonitor", {"enabled": True})),
+    chart="[PD024] routerSpec.serviceMonitor: routerSpec.type lmcache-proxy exports no Prometheus metrics",
 )
 
 if __name__ == "__main__":

@@ -53,6 +53,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 BLOCK_SIZE = 16
+# What a PD router sends prefill with NixlConnector: compute the prompt, keep the KV blocks for a
+# remote decode (vLLM's NIXL PD proxy, tests/v1/kv_connector/nixl_integration/toy_proxy_server.py;
+# vllm-router and llm-d's sidecar send the same).
+PREFILL_REQUEST_PARAMS: dict[str, Any] = {
+    "do_remote_decode": True,
+    "do_remote_prefill": False,
+    "remote_engine_id": None,
+    "remote_block_ids": None,
+    "remote_host": None,
+    "remote_port": None,
+}
 BYTES_PER_TOKEN = 2 * 28 * 8 * 128 * 2  # K and V, layers x kv heads x head dim x bf16 (made up)
 _BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0)
 _BYTE_BUCKETS = (1e4, 1e5, 1e6, 1e7, 1e8, 1e9)

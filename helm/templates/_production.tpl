@@ -1,0 +1,306 @@
+{{/*
+Production settings every workload shares: image references and pull policy, per-pool probes, the
+engines' drain before they stop, topology spread, and the router's API token. Pool helpers take
+(dict "root" $ "spec" <modelSpec entry>).
+*/}}
+
+{{/* An image reference: repository:tag, with @digest when a digest is given (dict repository tag
+digest). The tag stays readable (and the chart still reads vLLM's version from it); the digest is
+what the kubelet pulls. */}}
+{{- define "pd-stack.imageRef" -}}
+{{- printf "%s:%s" .repository (toString .tag) -}}
+{{- with .digest -}}@{{ . }}{{- end -}}
+{{- end -}}
+
+{{/* A pool's engine image (modelSpec.repository, tag and digest). */}}
+{{- define "pd-stack.poolImage" -}}
+{{- include "pd-stack.imageRef" (dict "repository" .spec.repository "tag" .spec.tag "digest" (.spec.digest | default "")) -}}
+{{- end -}}
+
+{{/* The pull policy of an image (dict policy image): the policy given, else IfNotPresent for an
+image pinned by digest (it cannot change) and Always for a tag (which can move: the kubelet asks
+the registry what the tag names now and pulls only layers it lacks). */}}
+{{- define "pd-stack.pullPolicy" -}}
+{{- if .policy -}}{{ .policy }}
+{{- else if contains "@" .image -}}IfNotPresent
+{{- else -}}Always
+{{- end -}}
+{{- end -}}
+
+{{/* The timings (and httpGet path and port) of one engine probe of a pool, as YAML (dict root spec
+kind, kind startupProbe|readinessProbe|livenessProbe): the pool's own over servingEngineSpec's,
+key by key. pd-stack.healthProbe makes the probe. */}}
+{{- define "pd-stack.poolProbeTimings" -}}
+{{- $shared := get .root.Values.servingEngineSpec .kind | default dict -}}
+{{- toYaml (merge (deepCopy (get .spec .kind | default dict)) (deepCopy $shared)) -}}
+{{- end -}}
+
+{{/* Seconds a pool's pods get to stop: modelSpec.terminationGracePeriodSeconds, else
+servingEngineSpec's. */}}
+{{- define "pd-stack.poolGracePeriod" -}}
+{{- if hasKey .spec "terminationGracePeriodSeconds" -}}{{ int .spec.terminationGracePeriodSeconds }}
+{{- else -}}{{ int (.root.Values.servingEngineSpec.terminationGracePeriodSeconds | default 30) }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The engine's preStop drain (servingEngineSpec.drain), as a container lifecycle in YAML, or nothing
+when drain is off. On deletion the pod leaves its Service's endpoints and the routers' discovery
+(both drop terminating pods) while the hook runs: it waits delaySeconds for them to notice, then
+until vLLM reports no running and no waiting request (vllm:num_requests_running and
+vllm:num_requests_waiting on /metrics, which VLLM_API_KEY does not guard), so that the requests in
+flight finish before vLLM gets SIGTERM. A prefill pool then waits delaySeconds more: the decode
+engines read its KV blocks after its own request ended. The hook stops 10 seconds before the grace
+period ends, leaving vLLM time to exit. The image's Python runs it (vLLM images have no curl).
+*/}}
+{{- define "pd-stack.engineDrain" -}}
+{{- $drain := .root.Values.servingEngineSpec.drain | default dict -}}
+{{- if ne (toString (dig "enabled" true $drain)) "false" -}}
+{{- $delay := int ($drain.delaySeconds | default 5) -}}
+{{- $budget := max 0 (sub (int (include "pd-stack.poolGracePeriod" .)) 10) -}}
+{{- $hold := ternary $delay 0 (eq (include "pd-stack.poolRole" .) "prefill") -}}
+{{- $script := list
+  "import sys, time, urllib.request"
+  "port, delay, budget, hold = (int(a) for a in sys.argv[1:5])"
+  "end = time.time() + budget"
+  "time.sleep(min(delay, budget))"
+  "while time.time() < end:"
+  "    try:"
+  "        text = urllib.request.urlopen('http://127.0.0.1:%d/metrics' % port, timeout=5).read().decode()"
+  "    except Exception:"
+  "        break"
+  "    busy = sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(('vllm:num_requests_running{', 'vllm:num_requests_waiting{')))"
+  "    if busy == 0:"
+  "        break"
+  "    time.sleep(1)"
+  "time.sleep(max(0, min(hold, end - time.time())))"
+-}}
+{{- /* vLLM's own port: in a decode pod with the llm-d router's sidecar, the sidecar's model-server port. */ -}}
+{{- $port := .root.Values.servingEngineSpec.containerPort -}}
+{{- if eq (include "pd-stack.llmdSidecarPool" .) "true" -}}{{- $port = include "pd-stack.llmdModelServerPort" .root -}}{{- end -}}
+{{- $command := list (include "pd-stack.pythonExecutable" .) "-c" (join "\n" $script) (toString $port) (toString $delay) (toString $budget) (toString $hold) -}}
+{{- toYaml (dict "preStop" (dict "exec" (dict "command" $command))) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The router's preStop (routerSpec.drain): a pause of delaySeconds, so that the router Service's
+endpoints drop the pod before the router stops taking connections. */}}
+{{- define "pd-stack.routerDrain" -}}
+{{- $drain := .Values.routerSpec.drain | default dict -}}
+{{- if ne (toString (dig "enabled" true $drain)) "false" -}}
+{{- $command := list "/bin/sh" "-c" (printf "sleep %d" (int ($drain.delaySeconds | default 5))) -}}
+{{- toYaml (dict "preStop" (dict "exec" (dict "command" $command))) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* topologySpreadConstraints as given (dict constraints selector), each without a labelSelector
+given the workload's own pods (selector: "key: value" lines of a selector helper). */}}
+{{- define "pd-stack.topologySpread" -}}
+{{- $out := list -}}
+{{- range .constraints -}}
+{{- $constraint := deepCopy . -}}
+{{- if not (hasKey $constraint "labelSelector") -}}
+{{- $_ := set $constraint "labelSelector" (dict "matchLabels" ($.selector | fromYaml)) -}}
+{{- end -}}
+{{- $out = append $out $constraint -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
+{{/* Every pod of one pool (dict root spec): its engines and, for a multi-node pool, their workers. */}}
+{{- define "pd-stack.poolPodsSelector" -}}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+model: {{ .spec.name }}
+{{- end -}}
+
+{{/*
+The router pod's API token. The pod says automountServiceAccountToken: false; only the container
+that discovers pods through the API (the router container, or the llm-d EPP) mounts what the
+ServiceAccount admission controller would have: a bound token of 3607 seconds, which the kubelet
+renews, the cluster's CA and the namespace (Kubernetes' "Managing Service Accounts", bound service
+account token volume). Envoy, static discovery and LMCache's proxy get none.
+*/}}
+{{- define "pd-stack.routerTokenVolume" -}}
+name: kube-api-access
+projected:
+  defaultMode: 0444
+  sources:
+    - serviceAccountToken:
+        path: token
+        expirationSeconds: 3607
+    - configMap:
+        name: kube-root-ca.crt
+        items:
+          - key: ca.crt
+            path: ca.crt
+    - downwardAPI:
+        items:
+          - path: namespace
+            fieldRef:
+              apiVersion: v1
+              fieldPath: metadata.namespace
+{{- end -}}
+
+{{- define "pd-stack.routerTokenMount" -}}
+name: kube-api-access
+mountPath: /var/run/secrets/kubernetes.io/serviceaccount
+readOnly: true
+{{- end -}}
+
+{{/* The Secret key of a pool's Hugging Face token (modelSpec.hf_token), as JSON {name, key}, or {}:
+a string is stored in <release>-secrets under hf_token_<pool> (secret.yaml), a map names an
+existing Secret. */}}
+{{- define "pd-stack.hfTokenRef" -}}
+{{- $token := .spec.hf_token -}}
+{{- $ref := dict -}}
+{{- if kindIs "map" $token -}}
+{{- $ref = dict "name" $token.secretName "key" $token.secretKey -}}
+{{- else if $token -}}
+{{- $ref = dict "name" (include "pd-stack.secretName" .root) "key" (printf "hf_token_%s" .spec.name) -}}
+{{- end -}}
+{{- toJson $ref -}}
+{{- end -}}
+
+{{/* Where the engine container reads its Hugging Face token: a file of a Secret volume, named by
+HF_TOKEN_PATH, which huggingface_hub reads when HF_TOKEN is not set (constants.HF_TOKEN_PATH,
+utils/_auth.get_token), so the token is in no environment (kubectl describe, /proc/<pid>/environ,
+child processes). */}}
+{{- define "pd-stack.hfTokenDir" -}}
+/var/run/secrets/huggingface
+{{- end -}}
+
+{{/* The budget of a PodDisruptionBudget from production-stack's pdb keys (the pdb mapping):
+minAvailable or maxUnavailable as given, else maxUnavailable 1; and the unhealthy pod eviction
+policy (default AlwaysAllow). */}}
+{{- define "pd-stack.disruptionBudgetSpec" -}}
+{{- if not (kindIs "invalid" .minAvailable) -}}
+minAvailable: {{ .minAvailable }}
+{{- else -}}
+maxUnavailable: {{ ternary 1 .maxUnavailable (kindIs "invalid" .maxUnavailable) }}
+{{- end }}
+unhealthyPodEvictionPolicy: {{ .unhealthyPodEvictionPolicy | default "AlwaysAllow" }}
+{{- end -}}
+
+{{/* ---- Autoscaling ------------------------------------------------------------------------- */}}
+
+{{/* "true" when an autoscaler owns a pool's replicas (modelSpec.keda.enabled): its workload then
+has no replicas. */}}
+{{- define "pd-stack.poolAutoscaled" -}}
+{{- if dig "keda" "enabled" false .spec -}}true{{- end -}}
+{{- end -}}
+
+{{/* What a pool's ScaledObject scales (its scaleTargetRef), as YAML: the pool's Deployment, its
+LeaderWorkerSet (LWS has the /scale subresource), or, for a DisaggregatedSet role, the role's
+DisaggregatedSetRoleScaler <set>-<pool> (scalingMode External; files/workloads.yaml). */}}
+{{- define "pd-stack.poolScaleTarget" -}}
+{{- include "pd-stack.workloadTable" .root -}}
+{{- $kind := include "pd-stack.poolKind" . -}}
+{{- if eq $kind "Deployment" -}}
+apiVersion: apps/v1
+kind: Deployment
+name: {{ include "pd-stack.poolDeploymentName" . }}
+{{- else if eq $kind "LeaderWorkerSet" -}}
+apiVersion: {{ .root.pdStackWorkloads.lws.apiVersion }}
+kind: LeaderWorkerSet
+name: {{ include "pd-stack.poolLeaderWorkerSetName" . }}
+{{- else -}}
+apiVersion: {{ .root.pdStackWorkloads.disaggregatedSet.roleScaler.apiVersion }}
+kind: {{ .root.pdStackWorkloads.disaggregatedSet.roleScaler.kind }}
+name: {{ printf "%s-%s" (include "pd-stack.disaggregatedSetName" .root) .spec.name }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The default KEDA triggers of a pool (modelSpec.keda without triggers), as a YAML list: Prometheus
+queries (KEDA's prometheus scaler, pkg/scalers/prometheus_scaler.go at v2.20.2: serverAddress,
+query, threshold) over the pool's series, selected by namespace and model (the chart's monitors
+copy the pod label model onto every series, podTargetLabels). Per role:
+- every pool: vllm:num_requests_waiting summed over the pool, AverageValue (KEDA divides by the
+  replicas: waiting requests per engine), threshold waitingRequests (default 5);
+- decode and both: the engines' mean vllm:kv_cache_usage_perc, Value (the HPA scales by
+  current/target), threshold kvCacheUsage (default 0.8): a full KV cache preempts requests;
+- prefill and both, with ttftSeconds: the pool's p90 of vllm:time_to_first_token_seconds over 2
+  minutes, Value: queueing in front of prefill shows there first.
+*/}}
+{{- define "pd-stack.kedaTriggers" -}}
+{{- $keda := .spec.keda -}}
+{{- $role := include "pd-stack.poolRole" . -}}
+{{- $address := $keda.serverAddress | default "http://prometheus-operated.monitoring.svc:9090" -}}
+{{- $series := printf "namespace=%q,model=%q" .root.Release.Namespace .spec.name -}}
+{{- $triggers := list -}}
+{{- $waiting := ternary 5 $keda.waitingRequests (kindIs "invalid" $keda.waitingRequests) -}}
+{{- if $waiting -}}
+{{- $query := printf "sum(vllm:num_requests_waiting{%s})" $series -}}
+{{- $triggers = append $triggers (dict "type" "prometheus" "name" "waiting-requests" "metricType" "AverageValue" "metadata" (dict "serverAddress" $address "query" $query "threshold" (toString $waiting))) -}}
+{{- end -}}
+{{- $kv := ternary 0.8 $keda.kvCacheUsage (kindIs "invalid" $keda.kvCacheUsage) -}}
+{{- if and (ne $role "prefill") $kv -}}
+{{- $query := printf "avg(vllm:kv_cache_usage_perc{%s})" $series -}}
+{{- $triggers = append $triggers (dict "type" "prometheus" "name" "kv-cache-usage" "metricType" "Value" "metadata" (dict "serverAddress" $address "query" $query "threshold" (toString $kv))) -}}
+{{- end -}}
+{{- if and (ne $role "decode") $keda.ttftSeconds -}}
+{{- $query := printf "histogram_quantile(0.9, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{%s}[2m])))" $series -}}
+{{- $triggers = append $triggers (dict "type" "prometheus" "name" "ttft-p90" "metricType" "Value" "metadata" (dict "serverAddress" $address "query" $query "threshold" (toString $keda.ttftSeconds))) -}}
+{{- end -}}
+{{- toYaml $triggers -}}
+{{- end -}}
+
+{{/* ---- Monitoring -------------------------------------------------------------------------- */}}
+
+{{/* The pod labels every scraped series gets as Prometheus labels (app_kubernetes_io_instance,
+model, pd_stack_io_role): the dashboard and the KEDA default triggers select by them. */}}
+{{- define "pd-stack.monitorPodLabels" -}}
+- app.kubernetes.io/instance
+- model
+- pd-stack.io/role
+{{- end -}}
+
+{{/* The scrape endpoints of a monitor (dict monitor port) as a one-item YAML list, production-stack's
+keys: /metrics of the named port. */}}
+{{- define "pd-stack.monitorEndpoints" -}}
+{{- $m := .monitor -}}
+{{- $endpoint := dict "port" .port "path" "/metrics" -}}
+{{- range $key := list "interval" "scrapeTimeout" "metricRelabelings" "relabelings" -}}
+{{- with get $m $key -}}{{- $_ := set $endpoint $key . -}}{{- end -}}
+{{- end -}}
+{{- if hasKey $m "honorLabels" -}}{{- $_ := set $endpoint "honorLabels" $m.honorLabels -}}{{- end -}}
+{{- toYaml (list $endpoint) -}}
+{{- end -}}
+
+{{/* The name of the router's port that serves its Prometheus metrics on /metrics (a Service port
+and a container port of that name): the production-stack router's HTTP port, vllm-router's
+--prometheus-port and the llm-d endpoint picker's --metrics-port (both "metrics"); "" for LMCache's
+PD proxy, which has none. */}}
+{{- define "pd-stack.routerMetricsPort" -}}
+{{- $type := include "pd-stack.routerType" . -}}
+{{- if eq $type "production-stack" -}}http
+{{- else if or (eq $type "vllm-router") (eq $type "llm-d") -}}metrics
+{{- end -}}
+{{- end -}}
+
+{{/* ---- NetworkPolicy ----------------------------------------------------------------------- */}}
+
+{{/* Every engine pod of the release, leaders and workers, as a label selector (YAML). */}}
+{{- define "pd-stack.enginePodsSelector" -}}
+matchLabels:
+  app.kubernetes.io/instance: {{ .Release.Name }}
+matchExpressions:
+  - key: app.kubernetes.io/component
+    operator: In
+    values: [serving-engine, serving-engine-worker]
+{{- end -}}
+
+{{/* The engine ports the release's router connects to, as a JSON list of port names: the HTTP port,
+and each pool's connector port the router type reaches (files/connectors.yaml routers.<type>:
+vllm-router asks a Mooncake prefill's bootstrap server, bootstrapPort). */}}
+{{- define "pd-stack.routerEnginePorts" -}}
+{{- $type := include "pd-stack.routerType" . -}}
+{{- $ports := list "http" -}}
+{{- range $spec := include "pd-stack.pools" . | fromJsonArray -}}
+{{- $conn := include "pd-stack.poolConnector" (dict "root" $ "spec" $spec) | fromJson -}}
+{{- if and (eq $type "vllm-router") (eq (include "pd-stack.poolRole" (dict "root" $ "spec" $spec)) "prefill") -}}
+{{- with dig "routers" "vllm-router" "bootstrapPort" "" $conn -}}{{- $ports = append $ports . -}}{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toJson (uniq $ports) -}}
+{{- end -}}

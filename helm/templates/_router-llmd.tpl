@@ -1,0 +1,396 @@
+{{/*
+The llm-d router (routerSpec.type llm-d): llm-d-router's endpoint picker (EPP), in standalone mode
+with an Envoy proxy in the same pod (the EPP selects this release's engine pods by label: no
+Gateway, no CRDs), in gateway mode behind your Gateway through an InferencePool and an HTTPRoute;
+and the decode sidecar every decode pod runs in front of vLLM. Every image, flag and config
+field comes from the release row of files/connectors.yaml routerImages.llm-d (routerSpec.llmd.version);
+sources: llm-d/llm-d-router at tag v0.10.0 (config/charts/routerlib, pkg/epp/server/options.go,
+pkg/sidecar/proxy/options.go, deploy/config/pd-epp-config.yaml, docs/disaggregation.md).
+*/}}
+
+{{/* "true" when routerSpec.type is llm-d and the router is rendered. */}}
+{{- define "pd-stack.isLlmd" -}}
+{{- if and .Values.routerSpec.enableRouter (eq (include "pd-stack.routerType" .) "llm-d") -}}true{{- end -}}
+{{- end -}}
+
+{{/* routerSpec.llmd, or {}. */}}
+{{- define "pd-stack.llmdValues" -}}
+{{- toJson (.Values.routerSpec.llmd | default dict) -}}
+{{- end -}}
+
+{{/* standalone (default) or gateway. */}}
+{{- define "pd-stack.llmdMode" -}}
+{{- dig "mode" "standalone" (include "pd-stack.llmdValues" . | fromJson) -}}
+{{- end -}}
+
+{{/* The release row (routerImages.llm-d.releases.<version>) as JSON, with "version" added; {} for
+a version the table does not have (the schema allows only the table's). */}}
+{{- define "pd-stack.llmdRelease" -}}
+{{- include "pd-stack.connectorTable" . -}}
+{{- $table := index .pdStackConnectors.routerImages "llm-d" -}}
+{{- $version := dig "version" $table.default (include "pd-stack.llmdValues" . | fromJson) -}}
+{{- $row := get $table.releases $version | default dict -}}
+{{- toJson (merge (dict "version" $version) $row) -}}
+{{- end -}}
+
+{{/* An image of the release (dict "root" $ "which" epp|sidecar|envoy): the row's repository, or
+routerSpec.llmd.<epp|sidecar|proxy>.repository (a mirror), with the row's tag. */}}
+{{- define "pd-stack.llmdImage" -}}
+{{- $row := include "pd-stack.llmdRelease" .root | fromJson -}}
+{{- $image := index $row.images .which -}}
+{{- $key := ternary "proxy" .which (eq .which "envoy") -}}
+{{- $repository := dig $key "repository" $image.repository (include "pd-stack.llmdValues" .root | fromJson) -}}
+{{- printf "%s:%s" $repository $image.tag -}}
+{{- end -}}
+
+{{/* The llm-d facts (files/connectors.yaml routers.llm-d) of every pool whose connector the llm-d
+router routes, as a JSON list with the pool's "pool", "role", "tensorParallel" and "spec" added. */}}
+{{- define "pd-stack.llmdPools" -}}
+{{- $found := list -}}
+{{- range $spec := include "pd-stack.pools" . | fromJsonArray -}}
+{{- $ctx := dict "root" $ "spec" $spec -}}
+{{- with dig "routers" "llm-d" dict (include "pd-stack.poolConnector" $ctx | fromJson) -}}
+{{- $tp := int (include "pd-stack.parallelSize" (dict "ctx" $ctx "key" "tensorParallelSize")) -}}
+{{- $found = append $found (merge (dict "pool" $spec.name "role" (include "pd-stack.poolRole" $ctx) "tensorParallel" $tp "spec" $spec) .) -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $found -}}
+{{- end -}}
+
+{{/* The decode sidecar's --kv-connector: the pools' connector's (routers.llm-d.sidecarConnector);
+the checks refuse pools that need different ones. */}}
+{{- define "pd-stack.llmdSidecarConnector" -}}
+{{- $needed := list -}}
+{{- range include "pd-stack.llmdPools" . | fromJsonArray -}}{{- $needed = append $needed .sidecarConnector -}}{{- end -}}
+{{- first (uniq $needed) | default "nixlv2" -}}
+{{- end -}}
+
+{{/* The prefill pools' bootstrap ports (routers.llm-d.bootstrapPort, Mooncake), as a JSON list of
+{pool, port}: the sidecar queries every prefill pod on one --mooncake-bootstrap-port. */}}
+{{- define "pd-stack.llmdBootstrapPorts" -}}
+{{- $ports := list -}}
+{{- range include "pd-stack.llmdPools" . | fromJsonArray -}}
+{{- if and .bootstrapPort (eq .role "prefill") -}}
+{{- $ctx := dict "root" $ "spec" .spec -}}
+{{- $ports = append $ports (dict "pool" .pool "port" (int (include "pd-stack.connectorPort" (dict "ctx" $ctx "port" .bootstrapPort)))) -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $ports -}}
+{{- end -}}
+
+{{/* vLLM's port in decode pods behind the sidecar (routerSpec.llmd.sidecar.modelServerPort). */}}
+{{- define "pd-stack.llmdModelServerPort" -}}
+{{- dig "sidecar" "modelServerPort" 8200 (include "pd-stack.llmdValues" . | fromJson) | int -}}
+{{- end -}}
+
+{{/* "true" when a pool's pods run the decode sidecar (ctx: root, spec): a decode pool, routed by
+llm-d. vLLM then listens on the model-server port and the sidecar on servingEngineSpec.containerPort. */}}
+{{- define "pd-stack.llmdSidecarPool" -}}
+{{- if and (include "pd-stack.isLlmd" .root) (eq (include "pd-stack.poolRole" .) "decode") -}}true{{- end -}}
+{{- end -}}
+
+{{/* The EPP's pod selector in standalone mode and the InferencePool's in gateway mode: the
+release's engine pods (the component label leaves out the workers of multi-node engines). */}}
+{{- define "pd-stack.llmdEndpointSelector" -}}
+{{- include "pd-stack.engineSelector" . -}}
+{{- end -}}
+
+{{/* The EPP's ports: ext_proc gRPC, gRPC health, Prometheus metrics (the EPP's defaults,
+pkg/epp/server/options.go: --grpc-port 9002, --grpc-health-port 9003, --metrics-port 9090). */}}
+{{- define "pd-stack.llmdEppPorts" -}}
+{{- toJson (dict "grpc" 9002 "health" 9003 "metrics" 9090) -}}
+{{- end -}}
+
+{{/*
+Arguments of the EPP (pkg/epp/server/options.go at v0.10.0; the same flags at v0.9.0). Standalone:
+--endpoint-selector (full selector syntax) and --endpoint-target-ports, so the runner starts no
+InferencePool reconciler (cmd/epp/runner/runner.go: startCrdReconcilers only without a selector).
+Gateway: --pool-name/--pool-namespace of the InferencePool (--pool-group defaults to
+inference.networking.k8s.io). --metrics-endpoint-auth=false: metrics auth needs a ClusterRole for
+tokenreviews and subjectaccessreviews, and this chart grants the EPP namespaced reads only.
+--tracing=false: the EPP's default is on, exporting to an OTLP endpoint nobody configured.
+More than one replica: --ha-enable-leader-election (active-passive; a Lease in the namespace).
+Then routerSpec.llmd.epp.flags as --name=value and routerSpec.extraArgs.
+*/}}
+{{- define "pd-stack.llmdEppArgs" -}}
+{{- $router := .Values.routerSpec -}}
+{{- $llmd := include "pd-stack.llmdValues" . | fromJson -}}
+{{- $ports := include "pd-stack.llmdEppPorts" . | fromJson -}}
+{{- $args := list -}}
+{{- if eq (include "pd-stack.llmdMode" .) "gateway" -}}
+{{- $args = concat $args (list "--pool-name" (include "pd-stack.inferencePoolName" .) "--pool-namespace" .Release.Namespace) -}}
+{{- else -}}
+{{- $args = concat $args (list "--endpoint-selector" (include "pd-stack.selectorArgs" (dict "selector" (include "pd-stack.llmdEndpointSelector" .)))) -}}
+{{- $args = concat $args (list "--endpoint-target-ports" (toString (int .Values.servingEngineSpec.containerPort))) -}}
+{{- end -}}
+{{- $args = concat $args (list "--config-file" "/config/epp-config.yaml") -}}
+{{- $args = concat $args (list "--grpc-port" (toString $ports.grpc) "--grpc-health-port" (toString $ports.health) "--metrics-port" (toString $ports.metrics)) -}}
+{{- $args = concat $args (list "--metrics-endpoint-auth=false" "--tracing=false") -}}
+{{- if gt (int $router.replicaCount) 1 -}}{{- $args = append $args "--ha-enable-leader-election" -}}{{- end -}}
+{{- range $name, $value := dig "epp" "flags" dict $llmd -}}
+{{- $args = append $args (printf "--%s=%v" $name $value) -}}
+{{- end -}}
+{{- toYaml (concat $args ($router.extraArgs | default list)) -}}
+{{- end -}}
+
+{{/*
+The EPP configuration (EndpointPickerConfig; apiVersion from the release row): routerSpec.llmd.
+scheduler.config as given, else the chart's PD preset, after the llm-d-router repository's own P/D
+sample (deploy/config/pd-epp-config.yaml at v0.10.0) with our role label instead of llm-d.ai/role:
+label-selector-filter (metav1.LabelSelector parameters, filter/bylabel/selector.go) keeps prefill
+pods (pd-stack.io/role prefill) in the prefill profile and decode pods (decode, and both: a pod
+without the sidecar serves the whole request) in the decode profile; both profiles score prefix
+cache hits (approx-prefix-cache-producer + prefix-cache-scorer) and queue depth and take the best;
+disagg-profile-handler runs decode first, then prefill when its decider says so:
+always-disagg-pd-decider, or prefix-based-pd-decider with nonCachedTokens and promptTokens.
+*/}}
+{{- define "pd-stack.llmdEppConfig" -}}
+{{- $scheduler := dig "scheduler" dict (include "pd-stack.llmdValues" . | fromJson) -}}
+{{- $row := include "pd-stack.llmdRelease" . | fromJson -}}
+{{- if $scheduler.config -}}
+{{- $scheduler.config -}}
+{{- else -}}
+{{- $decider := ternary "prefix-based-pd-decider" "always-disagg-pd-decider" (eq ($scheduler.decider | default "always") "prefix-based") -}}
+{{- $role := "pd-stack.io/role" -}}
+{{- $plugins := list -}}
+{{- $plugins = append $plugins (dict "type" "label-selector-filter" "name" "prefill-pods" "parameters" (dict "matchExpressions" (list (dict "key" $role "operator" "In" "values" (list "prefill"))))) -}}
+{{- $plugins = append $plugins (dict "type" "label-selector-filter" "name" "decode-pods" "parameters" (dict "matchExpressions" (list (dict "key" $role "operator" "In" "values" (list "decode" "both"))))) -}}
+{{- $plugins = append $plugins (dict "type" "approx-prefix-cache-producer" "parameters" (dict "maxPrefixTokensToMatch" 16384 "lruCapacityPerServer" 31250)) -}}
+{{- $plugins = concat $plugins (list (dict "type" "prefix-cache-scorer") (dict "type" "queue-scorer") (dict "type" "max-score-picker")) -}}
+{{- if eq $decider "prefix-based-pd-decider" -}}
+{{- $plugins = append $plugins (dict "type" $decider "parameters" (dict "nonCachedTokens" (int ($scheduler.nonCachedTokens | default 16)) "promptTokens" (int ($scheduler.promptTokens | default 0)))) -}}
+{{- else -}}
+{{- $plugins = append $plugins (dict "type" $decider) -}}
+{{- end -}}
+{{- $handler := dict "deciders" (dict "prefill" $decider) -}}
+{{- with $scheduler.stageOrder -}}{{- $_ := set $handler "stageOrder" . -}}{{- end -}}
+{{- $plugins = append $plugins (dict "type" "disagg-profile-handler" "parameters" $handler) -}}
+{{- $profiles := list -}}
+{{- range $profile := list "prefill" "decode" -}}
+{{- $refs := list (dict "pluginRef" (printf "%s-pods" $profile)) (dict "pluginRef" "max-score-picker") (dict "pluginRef" "prefix-cache-scorer" "weight" 2) (dict "pluginRef" "queue-scorer" "weight" 1) -}}
+{{- $profiles = append $profiles (dict "name" $profile "plugins" $refs) -}}
+{{- end -}}
+{{- toYaml (dict "apiVersion" $row.configApiVersion "kind" "EndpointPickerConfig" "plugins" $plugins "schedulingProfiles" $profiles) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Envoy's configuration in standalone mode, after the llm-d-router-standalone chart's envoy preset
+(config/charts/llm-d-router-standalone/values.yaml at v0.10.0): a listener on the router's
+containerPort whose ext_proc filter hands each request to the EPP on 127.0.0.1:9002 (TLS: the EPP
+serves gRPC with a self-signed certificate unless --secure-serving=false; the only supported body
+mode is FULL_DUPLEX_STREAMED, llm-d-router README), then an ORIGINAL_DST cluster sends it to the
+pod the EPP wrote into x-gateway-destination-endpoint. /ready on 19001 for the readiness probe;
+the admin interface on loopback only.
+*/}}
+{{- define "pd-stack.llmdEnvoyConfig" -}}
+{{- $llmd := include "pd-stack.llmdValues" . | fromJson -}}
+{{- $ports := include "pd-stack.llmdEppPorts" . | fromJson -}}
+{{- $flags := dig "epp" "flags" dict $llmd -}}
+{{- $tls := not (and (hasKey $flags "secure-serving") (eq (toString (get $flags "secure-serving")) "false")) -}}
+{{- $hcm := "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager" -}}
+admin:
+  address:
+    socket_address: {address: 127.0.0.1, port_value: 19000}
+static_resources:
+  listeners:
+    - name: ready
+      address:
+        socket_address: {address: 0.0.0.0, port_value: 19001}
+      filter_chains:
+        - filters:
+            - name: envoy.filters.network.http_connection_manager
+              typed_config:
+                "@type": {{ $hcm }}
+                stat_prefix: ready
+                route_config:
+                  name: ready
+                  virtual_hosts: [{name: ready, domains: ["*"], routes: []}]
+                http_filters:
+                  - name: envoy.filters.http.health_check
+                    typed_config:
+                      "@type": type.googleapis.com/envoy.extensions.filters.http.health_check.v3.HealthCheck
+                      pass_through_mode: false
+                      headers: [{name: ":path", string_match: {exact: /ready}}]
+                  - name: envoy.filters.http.router
+                    typed_config:
+                      "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+    - name: llm
+      address:
+        socket_address: {address: 0.0.0.0, port_value: {{ int .Values.routerSpec.containerPort }}}
+      filter_chains:
+        - filters:
+            - name: envoy.filters.network.http_connection_manager
+              typed_config:
+                "@type": {{ $hcm }}
+                stat_prefix: http
+                normalize_path: true
+                merge_slashes: true
+                common_http_protocol_options: {headers_with_underscores_action: REJECT_REQUEST}
+                route_config:
+                  name: llm
+                  virtual_hosts:
+                    - name: llm
+                      domains: ["*"]
+                      routes:
+                        - match: {prefix: /}
+                          route: {cluster: original_destination_cluster, timeout: 86400s, idle_timeout: 86400s}
+                http_filters:
+                  - name: envoy.filters.http.ext_proc
+                    typed_config:
+                      "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor
+                      failure_mode_allow: {{ dig "proxy" "failOpen" true $llmd }}
+                      grpc_service:
+                        envoy_grpc: {cluster_name: ext_proc, authority: "localhost:{{ $ports.grpc }}"}
+                        timeout: 10s
+                      processing_mode:
+                        request_header_mode: SEND
+                        response_header_mode: SEND
+                        request_body_mode: FULL_DUPLEX_STREAMED
+                        response_body_mode: FULL_DUPLEX_STREAMED
+                        request_trailer_mode: SEND
+                        response_trailer_mode: SEND
+                      message_timeout: 1000s
+                  - name: envoy.filters.http.router
+                    typed_config:
+                      "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+                      suppress_envoy_headers: true
+  clusters:
+    - name: original_destination_cluster
+      type: ORIGINAL_DST
+      connect_timeout: 1000s
+      lb_policy: CLUSTER_PROVIDED
+      original_dst_lb_config:
+        use_http_header: true
+        http_header_name: x-gateway-destination-endpoint
+    - name: ext_proc
+      type: STATIC
+      connect_timeout: 10s
+      lb_policy: LEAST_REQUEST
+      typed_extension_protocol_options:
+        envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+          "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+          explicit_http_config:
+            http2_protocol_options: {}
+      {{- if $tls }}
+      transport_socket:
+        name: envoy.transport_sockets.tls
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext
+          common_tls_context:
+            validation_context: {}
+      {{- end }}
+      load_assignment:
+        cluster_name: ext_proc
+        endpoints:
+          - lb_endpoints:
+              - endpoint:
+                  address:
+                    socket_address: {address: 127.0.0.1, port_value: {{ $ports.grpc }}}
+{{- end -}}
+
+{{/*
+The decode sidecar (ctx: root, spec), a native sidecar (an init container with restartPolicy
+Always) of every decode pod, as a one-item YAML list. Flags of pkg/sidecar/proxy/options.go:
+--port (servingEngineSpec.containerPort, where the EPP sends requests), vLLM's port by the
+release's flag (--model-server-port; v0.9.0 --vllm-port), --kv-connector from the pools'
+connector, --secure-proxy=false (its default true serves HTTPS with a self-signed certificate, which
+Envoy's and the Gateway's plain-HTTP hop would fail on; llm-d's guides pass false),
+--mooncake-bootstrap-port for Mooncake (the prefill pools' bootstrap port), --prefill-max-retries.
+It answers GET /health itself and proxies everything but the completion routes (/metrics too) to vLLM.
+*/}}
+{{- define "pd-stack.llmdSidecarContainer" -}}
+{{- $root := .root -}}
+{{- $llmd := include "pd-stack.llmdValues" $root | fromJson -}}
+{{- $sidecar := $llmd.sidecar | default dict -}}
+{{- $row := include "pd-stack.llmdRelease" $root | fromJson -}}
+{{- $port := int $root.Values.servingEngineSpec.containerPort -}}
+{{- $args := list (printf "--port=%d" $port) (printf "%s=%d" $row.modelServerPortFlag (int (include "pd-stack.llmdModelServerPort" $root))) -}}
+{{- $connector := include "pd-stack.llmdSidecarConnector" $root -}}
+{{- $args = concat $args (list (printf "--kv-connector=%s" $connector) "--secure-proxy=false") -}}
+{{- with first (include "pd-stack.llmdBootstrapPorts" $root | fromJsonArray) -}}
+{{- $args = append $args (printf "--mooncake-bootstrap-port=%d" (int .port)) -}}
+{{- end -}}
+{{- with $sidecar.prefillMaxRetries -}}{{- $args = append $args (printf "--prefill-max-retries=%d" (int .)) -}}{{- end -}}
+{{- $args = concat $args ($sidecar.extraArgs | default list) -}}
+{{- $image := include "pd-stack.llmdImage" (dict "root" $root "which" "sidecar") -}}
+{{- $pull := include "pd-stack.pullPolicy" (dict "policy" $root.Values.routerSpec.imagePullPolicy "image" $image) -}}
+{{- $container := dict "name" "llm-d-routing-sidecar" "image" $image "imagePullPolicy" $pull "restartPolicy" "Always" "args" $args -}}
+{{- /* Its port is declared once, as the pod's "http" on the vLLM container (pd-stack.enginePorts):
+       the pool Service and the EPP reach the sidecar there; containers share the pod's network. */ -}}
+{{- $_ := set $container "readinessProbe" (dict "tcpSocket" (dict "port" $port) "periodSeconds" 5) -}}
+{{- $_ := set $container "livenessProbe" (dict "tcpSocket" (dict "port" $port) "periodSeconds" 10 "failureThreshold" 3) -}}
+{{- with $sidecar.resources -}}{{- $_ := set $container "resources" . -}}{{- end -}}
+{{- $_ := set $container "securityContext" (dict "allowPrivilegeEscalation" false "runAsNonRoot" true "capabilities" (dict "drop" (list "ALL")) "seccompProfile" (dict "type" "RuntimeDefault")) -}}
+{{- toYaml (list $container) -}}
+{{- end -}}
+
+{{/* A probe of the EPP container (dict "root" $ "kind" readiness|liveness): gRPC health on its
+health port, service inference-extension with one replica, readiness/liveness with leader
+election (config/charts/routerlib/templates/_deployment.yaml at v0.10.0), with the timings of
+routerSpec.<kind>Probe (its httpGet does not apply to the EPP). */}}
+{{- define "pd-stack.llmdEppProbe" -}}
+{{- $ports := include "pd-stack.llmdEppPorts" .root | fromJson -}}
+{{- $ha := gt (int .root.Values.routerSpec.replicaCount) 1 -}}
+{{- $user := get .root.Values.routerSpec (printf "%sProbe" .kind) | default dict -}}
+{{- $defaults := dict "readiness" (dict "periodSeconds" 2) "liveness" (dict "initialDelaySeconds" 5 "periodSeconds" 10) -}}
+{{- $probe := merge (omit $user "httpGet") (get $defaults .kind) -}}
+{{- $_ := set $probe "grpc" (dict "port" (int $ports.health) "service" (ternary .kind "inference-extension" $ha)) -}}
+{{- toYaml $probe -}}
+{{- end -}}
+
+{{/* The router pod's containers with routerSpec.type llm-d, as a YAML list: the EPP, and in
+standalone mode Envoy in front of it (its listener is the router's http port). */}}
+{{- define "pd-stack.llmdRouterContainers" -}}
+{{- $router := .Values.routerSpec -}}
+{{- $llmd := include "pd-stack.llmdValues" . | fromJson -}}
+{{- $ports := include "pd-stack.llmdEppPorts" . | fromJson -}}
+{{- $downward := list (dict "name" "NAMESPACE" "valueFrom" (dict "fieldRef" (dict "fieldPath" "metadata.namespace"))) (dict "name" "POD_NAME" "valueFrom" (dict "fieldRef" (dict "fieldPath" "metadata.name"))) -}}
+{{- $image := include "pd-stack.llmdImage" (dict "root" . "which" "epp") -}}
+{{- $epp := dict "name" "epp" "image" $image "imagePullPolicy" (include "pd-stack.pullPolicy" (dict "policy" $router.imagePullPolicy "image" $image)) -}}
+{{- $_ := set $epp "args" (include "pd-stack.llmdEppArgs" . | fromYamlArray) -}}
+{{- $_ := set $epp "env" (concat $downward (include "pd-stack.routerEnv" . | fromYamlArray)) -}}
+{{- $_ := set $epp "ports" (list (dict "name" "grpc" "containerPort" (int $ports.grpc) "protocol" "TCP") (dict "name" "grpc-health" "containerPort" (int $ports.health) "protocol" "TCP") (dict "name" "metrics" "containerPort" (int $ports.metrics) "protocol" "TCP")) -}}
+{{- with $router.resources -}}{{- $_ := set $epp "resources" . -}}{{- end -}}
+{{- $_ := set $epp "readinessProbe" (include "pd-stack.llmdEppProbe" (dict "root" . "kind" "readiness") | fromYaml) -}}
+{{- $_ := set $epp "livenessProbe" (include "pd-stack.llmdEppProbe" (dict "root" . "kind" "liveness") | fromYaml) -}}
+{{- with $router.containerSecurityContext -}}{{- $_ := set $epp "securityContext" . -}}{{- end -}}
+{{- $eppMounts := list (dict "name" "epp-config" "mountPath" "/config" "readOnly" true) (include "pd-stack.routerTokenMount" . | fromYaml) -}}
+{{- $_ := set $epp "volumeMounts" (concat $eppMounts ($router.extraVolumeMounts | default list)) -}}
+{{- $containers := list $epp -}}
+{{- if eq (include "pd-stack.llmdMode" .) "standalone" -}}
+{{- $proxy := $llmd.proxy | default dict -}}
+{{- $args := list "--service-node" "envoy-proxy" "--log-level" "warn" "--cpuset-threads" "--drain-strategy" "immediate" "--drain-time-s" "60" "-c" "/etc/envoy/envoy.yaml" -}}
+{{- $envoyImage := include "pd-stack.llmdImage" (dict "root" . "which" "envoy") -}}
+{{- $envoy := dict "name" "envoy" "image" $envoyImage "imagePullPolicy" (include "pd-stack.pullPolicy" (dict "policy" $router.imagePullPolicy "image" $envoyImage)) "command" (list "envoy") "args" $args -}}
+{{- $_ := set $envoy "ports" (list (dict "name" "http" "containerPort" (int $router.containerPort) "protocol" "TCP") (dict "name" "envoy-ready" "containerPort" 19001 "protocol" "TCP")) -}}
+{{- $_ := set $envoy "readinessProbe" (dict "httpGet" (dict "path" "/ready" "port" "envoy-ready") "periodSeconds" 5 "failureThreshold" 1) -}}
+{{- $_ := set $envoy "livenessProbe" (dict "httpGet" (dict "path" "/ready" "port" "envoy-ready") "periodSeconds" 10 "failureThreshold" 3) -}}
+{{- with $proxy.resources -}}{{- $_ := set $envoy "resources" . -}}{{- end -}}
+{{- with $router.containerSecurityContext -}}{{- $_ := set $envoy "securityContext" . -}}{{- end -}}
+{{- $_ := set $envoy "volumeMounts" (list (dict "name" "envoy-config" "mountPath" "/etc/envoy" "readOnly" true)) -}}
+{{- $containers = append $containers $envoy -}}
+{{- end -}}
+{{- toYaml $containers -}}
+{{- end -}}
+
+{{/* The router pod's volumes with routerSpec.type llm-d: the EPP's and Envoy's configuration files
+of the router ConfigMap, then routerSpec.extraVolumes. */}}
+{{- define "pd-stack.llmdRouterVolumes" -}}
+{{- $name := include "pd-stack.routerConfigName" . -}}
+{{- $volumes := list (dict "name" "epp-config" "configMap" (dict "name" $name "items" (list (dict "key" "epp-config.yaml" "path" "epp-config.yaml")))) -}}
+{{- if eq (include "pd-stack.llmdMode" .) "standalone" -}}
+{{- $volumes = append $volumes (dict "name" "envoy-config" "configMap" (dict "name" $name "items" (list (dict "key" "envoy.yaml" "path" "envoy.yaml")))) -}}
+{{- end -}}
+{{- toYaml (concat $volumes (.Values.routerSpec.extraVolumes | default list)) -}}
+{{- end -}}
+
+{{/* The router ConfigMap's data (routerSpec.type llm-d), as YAML: the EPP configuration and, in
+standalone mode, Envoy's. */}}
+{{- define "pd-stack.routerConfigData" -}}
+{{- $data := dict "epp-config.yaml" (include "pd-stack.llmdEppConfig" .) -}}
+{{- if eq (include "pd-stack.llmdMode" .) "standalone" -}}
+{{- $_ := set $data "envoy.yaml" (include "pd-stack.llmdEnvoyConfig" .) -}}
+{{- end -}}
+{{- toYaml $data -}}
+{{- end -}}
