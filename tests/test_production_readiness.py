@@ -497,7 +497,7 @@ def test_init_writes_the_startup_budget(tmp_path: Path) -> None:
 # ---- everything on, against Kubernetes' schemas -------------------------------------------------
 
 
-def everything_on(base: dict[str, Any]) -> dict[str, Any]:
+def everything_on(base: dict[str, Any], keda: bool) -> dict[str, Any]:
     values = copy.deepcopy(base)
     for spec in pools(values):
         spec["pdb"] = {"enabled": True}
@@ -511,18 +511,40 @@ def everything_on(base: dict[str, Any]) -> dict[str, Any]:
                 "whenUnsatisfiable": "DoNotSchedule",
             }
         ]
+        if keda:
+            spec["keda"] = {"enabled": True, "maxReplicaCount": 3}
+    prometheus = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "mon"}}}]
+    values["servingEngineSpec"] |= {
+        "networkPolicy": {"enabled": True, "metricsFrom": prometheus},
+        "serviceMonitor": {"enabled": True},
+    }
     router = values["routerSpec"]
     router |= {"pdb": {"enabled": True}, "terminationGracePeriodSeconds": 60}
+    router |= {
+        "autoscaling": {"enabled": True, "maxReplicas": 3},
+        "serviceMonitor": {"enabled": True},
+    }
+    router.setdefault("resources", {}).setdefault("requests", {})["cpu"] = "1"
+    values["grafanaDashboards"] = {"enabled": True}
     return values
 
 
-@pytest.mark.parametrize("base", [TUTORIAL, NIXL, MULTINODE], ids=["tutorial", "nixl", "multinode"])
+# The tutorial's LMCache pair is 1P1D: no autoscaler may add replicas (PD023).
+@pytest.mark.parametrize(
+    ("base", "keda"),
+    [(TUTORIAL, False), (NIXL, True), (MULTINODE, True)],
+    ids=["tutorial", "nixl", "multinode"],
+)
 def test_everything_on_renders_valid_objects(
-    helm: Helm, tmp_path: Path, base: dict[str, Any]
+    helm: Helm, tmp_path: Path, base: dict[str, Any], keda: bool
 ) -> None:
-    values = everything_on(base)
+    values = everything_on(base, keda)
     assert [f for f in findings(tmp_path, values) if f[2] == "error"] == []
     objects = render(helm, tmp_path, values)
+    kinds = {o["kind"] for o in objects}
+    assert {"PodDisruptionBudget", "HorizontalPodAutoscaler"} <= kinds
+    assert ("ScaledObject" in kinds) is keda
+    assert {"ServiceMonitor", "NetworkPolicy", "ConfigMap"} <= kinds
     for kube in KUBE_VERSIONS:
         assert_kube_valid(objects, kube)
 
