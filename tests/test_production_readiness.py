@@ -597,7 +597,7 @@ def test_keda_scales_each_role_on_its_own_signals(helm4: Helm, tmp_path: Path) -
         "name": RELEASE.pool_deployment(prefill["name"]),
     }
     assert (p["spec"]["minReplicaCount"], p["spec"]["maxReplicaCount"]) == (1, 4)
-    series = f'namespace="default",model="{prefill["name"]}"'
+    series = f'namespace="default",app_kubernetes_io_instance="pd",model="{prefill["name"]}"'
     assert [(t["name"], t["metricType"], t["metadata"]) for t in p["spec"]["triggers"]] == [
         (
             "waiting-requests",
@@ -623,7 +623,8 @@ def test_keda_scales_each_role_on_its_own_signals(helm4: Helm, tmp_path: Path) -
     kv = d["spec"]["triggers"][1]["metadata"]
     assert (
         kv["query"]
-        == f'avg(vllm:kv_cache_usage_perc{{namespace="default",model="{decode["name"]}"}})'
+        == f'avg(vllm:kv_cache_usage_perc{{namespace="default",app_kubernetes_io_instance="pd",'
+        f'model="{decode["name"]}"}})'
     )
     assert kv["threshold"] == "0.9"
     assert all(t["type"] == "prometheus" for t in p["spec"]["triggers"] + d["spec"]["triggers"])

@@ -213,8 +213,9 @@ name: {{ printf "%s-%s" (include "pd-stack.disaggregatedSetName" .root) .spec.na
 {{/*
 The default KEDA triggers of a pool (modelSpec.keda without triggers), as a YAML list: Prometheus
 queries (KEDA's prometheus scaler, pkg/scalers/prometheus_scaler.go at v2.20.2: serverAddress,
-query, threshold) over the pool's series, selected by namespace and model (the chart's monitors
-copy the pod label model onto every series, podTargetLabels). Per role:
+query, threshold) over the pool's series, selected by namespace, release and model (the chart's
+monitors copy the pod labels app.kubernetes.io/instance and model onto every series,
+podTargetLabels; two releases in one namespace may name pools alike). Per role:
 - every pool: vllm:num_requests_waiting summed over the pool, AverageValue (KEDA divides by the
   replicas: waiting requests per engine), threshold waitingRequests (default 5);
 - decode and both: the engines' mean vllm:kv_cache_usage_perc, Value (the HPA scales by
@@ -226,7 +227,7 @@ copy the pod label model onto every series, podTargetLabels). Per role:
 {{- $keda := .spec.keda -}}
 {{- $role := include "pd-stack.poolRole" . -}}
 {{- $address := $keda.serverAddress | default "http://prometheus-operated.monitoring.svc:9090" -}}
-{{- $series := printf "namespace=%q,model=%q" .root.Release.Namespace .spec.name -}}
+{{- $series := printf "namespace=%q,app_kubernetes_io_instance=%q,model=%q" .root.Release.Namespace .root.Release.Name .spec.name -}}
 {{- $triggers := list -}}
 {{- $waiting := ternary 5 $keda.waitingRequests (kindIs "invalid" $keda.waitingRequests) -}}
 {{- if $waiting -}}
