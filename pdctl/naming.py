@@ -166,7 +166,7 @@ class Release:
 
     @property
     def router_disruption_budget(self) -> str:
-        """The router's PodDisruptionBudget (llm-d with more than one EPP replica)."""
+        """The router's PodDisruptionBudget (routerSpec.pdb)."""
         return f"{self.name}-router-pdb"
 
     @property

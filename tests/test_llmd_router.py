@@ -138,7 +138,7 @@ def test_the_pd_preset_filters_by_our_role_label(helm: Helm) -> None:
 
 def test_prefix_based_decider_and_raw_config(helm4: Helm, tmp_path: Path) -> None:
     scheduler = {"decider": "prefix-based", "nonCachedTokens": 48, "promptTokens": 256}
-    scheduler["stageOrder"] = "prefill-first"
+    scheduler["stageOrder"] = "decode-first"
     config = epp_config(render(helm4, tmp_path, edited(STANDALONE, scheduler=scheduler)))
     plugins = {p.get("name", p["type"]): p for p in config["plugins"]}
     assert plugins["prefix-based-pd-decider"]["parameters"] == {
@@ -147,8 +147,22 @@ def test_prefix_based_decider_and_raw_config(helm4: Helm, tmp_path: Path) -> Non
     }
     assert plugins["disagg-profile-handler"]["parameters"] == {
         "deciders": {"prefill": "prefix-based-pd-decider"},
-        "stageOrder": "prefill-first",
+        "stageOrder": "decode-first",
     }
+    # v0.9.0's decider knows only nonCachedTokens (strict parameters: another stops the EPP).
+    scheduler = {"decider": "prefix-based"}
+    config = epp_config(
+        render(helm4, tmp_path, edited(STANDALONE, version="v0.9.0", scheduler=scheduler))
+    )
+    plugins = {p.get("name", p["type"]): p for p in config["plugins"]}
+    assert plugins["prefix-based-pd-decider"]["parameters"] == {"nonCachedTokens": 16}
+    # prefill-first prefills every request and takes no decider (v0.10.0 refuses one).
+    scheduler = {"stageOrder": "prefill-first"}
+    config = epp_config(render(helm4, tmp_path, edited(STANDALONE, scheduler=scheduler)))
+    types = [p["type"] for p in config["plugins"]]
+    assert not [t for t in types if t.endswith("-pd-decider")]
+    (handler,) = [p for p in config["plugins"] if p["type"] == "disagg-profile-handler"]
+    assert handler["parameters"] == {"stageOrder": "prefill-first"}
     own = "apiVersion: llm-d.ai/v1alpha1\nkind: EndpointPickerConfig\nplugins: []\n"
     objects = render(helm4, tmp_path, edited(STANDALONE, scheduler={"config": own}))
     data = manifests.find(objects, "ConfigMap", RELEASE.router_config)["data"]
@@ -238,11 +252,8 @@ def test_gateway_mode_renders_an_inference_pool_and_a_route(helm: Helm) -> None:
     service = manifests.find(objects, "Service", RELEASE.router_service)
     assert [p["name"] for p in service["spec"]["ports"]] == ["grpc-ext-proc", "metrics"]
     assert not [o for o in objects if o["kind"] == "Pod"]  # no helm test through the router
-    budget = manifests.find(objects, "PodDisruptionBudget", RELEASE.router_disruption_budget)
-    assert budget["spec"] == {
-        "minAvailable": 1,
-        "selector": {"matchLabels": RELEASE.router_selector},
-    }
+    # Only the elected leader is Ready: a budget would keep drains from ever evicting it.
+    assert not [o for o in objects if o["kind"] == "PodDisruptionBudget"]
     rules = manifests.find(objects, "Role", RELEASE.router_role)["rules"]
     resources = {(tuple(r["apiGroups"]), tuple(r["resources"])): r["verbs"] for r in rules}
     assert resources[(("inference.networking.k8s.io",), ("inferencepools",))] == [
@@ -320,7 +331,6 @@ def test_names_are_the_naming_modules(helm4: Helm) -> None:
         ("ConfigMap", RELEASE.router_config),
         ("InferencePool", RELEASE.inference_pool),
         ("HTTPRoute", RELEASE.http_route),
-        ("PodDisruptionBudget", RELEASE.router_disruption_budget),
         ("Deployment", RELEASE.router_deployment),
         ("Service", RELEASE.router_service),
     } <= names

@@ -429,6 +429,13 @@ def test_budgets_that_block_drains_are_warned(tmp_path: Path) -> None:
     pools(values)[1]["pdb"] = {"enabled": True}
     del values["routerSpec"]["pdb"]
     assert not [f for f in findings(tmp_path, values) if f[0] == "PD111"]
+    # llm-d with leader election: only the leader is Ready, whatever the budget's bounds.
+    values = copy.deepcopy(LLMD)
+    values["routerSpec"] |= {"replicaCount": 2, "pdb": {"enabled": True}}
+    found = [f for f in findings(tmp_path, values) if f[0] == "PD111"]
+    assert found == [("PD111", "routerSpec.pdb", "warning")]
+    values["routerSpec"]["replicaCount"] = 1
+    assert not [f for f in findings(tmp_path, values) if f[0] == "PD111"]
 
 
 def test_topology_spread_counts_the_workloads_own_pods(helm4: Helm, tmp_path: Path) -> None:
@@ -597,6 +604,8 @@ def test_keda_scales_each_role_on_its_own_signals(helm4: Helm, tmp_path: Path) -
         "name": RELEASE.pool_deployment(prefill["name"]),
     }
     assert (p["spec"]["minReplicaCount"], p["spec"]["maxReplicaCount"]) == (1, 4)
+    # Unset, the minimum is 1, not KEDA's 0: at zero the default triggers would see no metrics.
+    assert (d["spec"]["minReplicaCount"], d["spec"]["maxReplicaCount"]) == (1, 6)
     series = f'namespace="default",app_kubernetes_io_instance="pd",model="{prefill["name"]}"'
     assert [(t["name"], t["metricType"], t["metadata"]) for t in p["spec"]["triggers"]] == [
         (

@@ -307,6 +307,12 @@ sidecar free; the scheduler settings the release has. Facts: _router-llmd.tpl.
 {{- if and $scheduler.stageOrder (not $row.stageOrder) -}}
 {{- fail (printf "[PD022] routerSpec.llmd.scheduler.stageOrder needs llm-d-router v0.10.0 or later (disagg-profile-handler's stageOrder, PR #2342) but routerSpec.llmd.version is %s: remove it or use a newer release" $row.version) -}}
 {{- end -}}
+{{- if and $scheduler.promptTokens (not $row.promptTokens) -}}
+{{- fail (printf "[PD022] routerSpec.llmd.scheduler.promptTokens needs llm-d-router v0.10.0 or later (prefix-based-pd-decider's promptTokens, PR #933) but routerSpec.llmd.version is %s: remove it or use a newer release" $row.version) -}}
+{{- end -}}
+{{- if and (eq (toString $scheduler.stageOrder) "prefill-first") (eq (toString $scheduler.decider) "prefix-based") -}}
+{{- fail "[PD022] routerSpec.llmd.scheduler.decider is prefix-based but stageOrder prefill-first runs prefill on every request and takes no decider (disagg-profile-handler refuses one): use decider always, or stageOrder decode-first" -}}
+{{- end -}}
 {{- with $scheduler.config -}}
 {{- $config := fromYaml . -}}
 {{- if or (hasKey $config "Error") (ne (toString $config.kind) "EndpointPickerConfig") -}}
@@ -626,7 +632,9 @@ role with several slices. scalingMode means something only in a DisaggregatedSet
 Autoscalers that cannot own the replicas they are given (PD023): a KEDA ScaledObject on a pool
 whose connector or router needs exactly one replica, on a DisaggregatedSet role the set itself
 scales, with bounds KEDA refuses (CheckReplicaCountBoundsAreValid at v2.20.2: min <= max, idle <
-min; an unset min counts 0, a min of 0 counts 1, an unset max 100) or with no trigger; and a router
+min; a min of 0 counts 1, an unset max 100), with no trigger, or able to reach zero replicas with
+the default triggers, which read only the pool's own engines (at zero nothing would bring it back);
+and a router
 HPA on a router that must stay one pod, without a CPU request to measure, or with min > max.
 */}}
 {{- define "pd-stack.checks.autoscaling" -}}
@@ -647,14 +655,19 @@ HPA on a router that must stay one pod, without a CPU request to measure, or wit
 {{- if and (eq (include "pd-stack.poolKind" $ctx) "DisaggregatedSet") (ne (toString $spec.scalingMode) "External") -}}
 {{- fail (printf "[PD023] %s: the DisaggregatedSet sets this role's replicas itself; set %s.scalingMode: External so that the ScaledObject scales its DisaggregatedSetRoleScaler" $path (include "pd-stack.poolPath" $ctx)) -}}
 {{- end -}}
-{{- $min := ternary 0 (int $keda.minReplicaCount) (kindIs "invalid" $keda.minReplicaCount) -}}
-{{- if and (not (kindIs "invalid" $keda.minReplicaCount)) (eq $min 0) -}}{{- $min = 1 -}}{{- end -}}
+{{- $min := max 1 (int (include "pd-stack.kedaMinReplicas" $keda)) -}}
 {{- $max := ternary 100 (int $keda.maxReplicaCount) (kindIs "invalid" $keda.maxReplicaCount) -}}
 {{- if gt $min $max -}}
 {{- fail (printf "[PD023] %s.minReplicaCount %d is above maxReplicaCount %d (KEDA's default maximum is 100); KEDA refuses the ScaledObject" $path $min $max) -}}
 {{- end -}}
 {{- if and (not (kindIs "invalid" $keda.idleReplicaCount)) (ge (int $keda.idleReplicaCount) $min) -}}
-{{- fail (printf "[PD023] %s.idleReplicaCount %d must be below the minimum of %d (minReplicaCount; unset counts 0, and 0 counts 1); KEDA refuses the ScaledObject" $path (int $keda.idleReplicaCount) $min) -}}
+{{- fail (printf "[PD023] %s.idleReplicaCount %d must be below the minimum of %d (minReplicaCount; 0 counts 1); KEDA refuses the ScaledObject" $path (int $keda.idleReplicaCount) $min) -}}
+{{- end -}}
+{{- if not $keda.triggers -}}
+{{- $zero := ternary (printf "idleReplicaCount %d" (int $keda.idleReplicaCount)) "minReplicaCount 0" (not (kindIs "invalid" $keda.idleReplicaCount)) -}}
+{{- if or (not (kindIs "invalid" $keda.idleReplicaCount)) (eq (include "pd-stack.kedaMinReplicas" $keda) "0") -}}
+{{- fail (printf "[PD023] %s: %s lets the pool go to zero replicas, and the default triggers read only its own engines' metrics, which then vanish: nothing would scale it back up; keep minReplicaCount >= 1 without idleReplicaCount, or give triggers that see demand elsewhere" $path $zero) -}}
+{{- end -}}
 {{- end -}}
 {{- if and (not $keda.triggers) (not (include "pd-stack.kedaTriggers" $ctx | fromYamlArray)) -}}
 {{- fail (printf "[PD023] %s has no trigger: give triggers, or leave waitingRequests above 0 (or set kvCacheUsage or ttftSeconds for the pool's role)" $path) -}}

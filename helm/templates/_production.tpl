@@ -223,6 +223,12 @@ podTargetLabels; two releases in one namespace may name pools alike). Per role:
 - prefill and both, with ttftSeconds: the pool's p90 of vllm:time_to_first_token_seconds over 2
   minutes, Value: queueing in front of prefill shows there first.
 */}}
+{{/* A pool's KEDA minReplicaCount (modelSpec.keda): as given, else 1 (production-stack's example
+value), never KEDA's default of 0. */}}
+{{- define "pd-stack.kedaMinReplicas" -}}
+{{- ternary 1 .minReplicaCount (kindIs "invalid" .minReplicaCount) -}}
+{{- end -}}
+
 {{- define "pd-stack.kedaTriggers" -}}
 {{- $keda := .spec.keda -}}
 {{- $role := include "pd-stack.poolRole" . -}}

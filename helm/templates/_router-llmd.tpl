@@ -103,7 +103,7 @@ pkg/epp/server/options.go: --grpc-port 9002, --grpc-health-port 9003, --metrics-
 
 {{/*
 Arguments of the EPP (pkg/epp/server/options.go at v0.10.0; the same flags at v0.9.0). Standalone:
---endpoint-selector (full selector syntax) and --endpoint-target-ports, so the runner starts no
+--endpoint-selector (key=value pairs; v0.10.0 also takes set-based syntax) and --endpoint-target-ports, so the runner starts no
 InferencePool reconciler (cmd/epp/runner/runner.go: startCrdReconcilers only without a selector).
 Gateway: --pool-name/--pool-namespace of the InferencePool (--pool-group defaults to
 inference.networking.k8s.io). --metrics-endpoint-auth=false: metrics auth needs a ClusterRole for
@@ -142,7 +142,8 @@ pods (pd-stack.io/role prefill) in the prefill profile and decode pods (decode, 
 without the sidecar serves the whole request) in the decode profile; both profiles score prefix
 cache hits (approx-prefix-cache-producer + prefix-cache-scorer) and queue depth and take the best;
 disagg-profile-handler runs decode first, then prefill when its decider says so:
-always-disagg-pd-decider, or prefix-based-pd-decider with nonCachedTokens and promptTokens.
+always-disagg-pd-decider, or prefix-based-pd-decider with nonCachedTokens and (from v0.10.0, when
+above 0) promptTokens; with stageOrder prefill-first it runs prefill on every request, no decider.
 */}}
 {{- define "pd-stack.llmdEppConfig" -}}
 {{- $scheduler := dig "scheduler" dict (include "pd-stack.llmdValues" . | fromJson) -}}
@@ -157,13 +158,21 @@ always-disagg-pd-decider, or prefix-based-pd-decider with nonCachedTokens and pr
 {{- $plugins = append $plugins (dict "type" "label-selector-filter" "name" "decode-pods" "parameters" (dict "matchExpressions" (list (dict "key" $role "operator" "In" "values" (list "decode" "both"))))) -}}
 {{- $plugins = append $plugins (dict "type" "approx-prefix-cache-producer" "parameters" (dict "maxPrefixTokensToMatch" 16384 "lruCapacityPerServer" 31250)) -}}
 {{- $plugins = concat $plugins (list (dict "type" "prefix-cache-scorer") (dict "type" "queue-scorer") (dict "type" "max-score-picker")) -}}
+{{- $handler := dict -}}
+{{- if eq ($scheduler.stageOrder | default "") "prefill-first" -}}
+{{- /* Prefill-first runs prefill on every request and takes no decider (v0.10.0 refuses one). */ -}}
+{{- $_ := set $handler "stageOrder" "prefill-first" -}}
+{{- else -}}
 {{- if eq $decider "prefix-based-pd-decider" -}}
-{{- $plugins = append $plugins (dict "type" $decider "parameters" (dict "nonCachedTokens" (int ($scheduler.nonCachedTokens | default 16)) "promptTokens" (int ($scheduler.promptTokens | default 0)))) -}}
+{{- $parameters := dict "nonCachedTokens" (int ($scheduler.nonCachedTokens | default 16)) -}}
+{{- with $scheduler.promptTokens -}}{{- $_ := set $parameters "promptTokens" (int .) -}}{{- end -}}
+{{- $plugins = append $plugins (dict "type" $decider "parameters" $parameters) -}}
 {{- else -}}
 {{- $plugins = append $plugins (dict "type" $decider) -}}
 {{- end -}}
-{{- $handler := dict "deciders" (dict "prefill" $decider) -}}
+{{- $_ := set $handler "deciders" (dict "prefill" $decider) -}}
 {{- with $scheduler.stageOrder -}}{{- $_ := set $handler "stageOrder" . -}}{{- end -}}
+{{- end -}}
 {{- $plugins = append $plugins (dict "type" "disagg-profile-handler" "parameters" $handler) -}}
 {{- $profiles := list -}}
 {{- range $profile := list "prefill" "decode" -}}
@@ -260,6 +269,10 @@ static_resources:
       type: ORIGINAL_DST
       connect_timeout: 1000s
       lb_policy: CLUSTER_PROVIDED
+      # Envoy's default limits (1024 connections, pending and active requests per cluster) would
+      # answer 503 itself above 1024 requests in flight; the standalone chart's preset sets 40000.
+      circuit_breakers:
+        thresholds: [{max_connections: 40000, max_pending_requests: 40000, max_requests: 40000}]
       original_dst_lb_config:
         use_http_header: true
         http_header_name: x-gateway-destination-endpoint
@@ -267,6 +280,8 @@ static_resources:
       type: STATIC
       connect_timeout: 10s
       lb_policy: LEAST_REQUEST
+      circuit_breakers:
+        thresholds: [{max_connections: 40000, max_pending_requests: 40000, max_requests: 40000, max_retries: 1024}]
       typed_extension_protocol_options:
         envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
           "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions

@@ -87,6 +87,23 @@ def _scheduler(deployment: Deployment, scheduler: dict[str, Any]) -> Iterator[Is
             f"stageOrder, PR #2342) but routerSpec.llmd.version is {version}",
             "remove it or use a newer release",
         )
+    if scheduler.get("promptTokens") and row and not row.get("promptTokens"):
+        yield Issue(
+            (*LLMD, "scheduler", "promptTokens"),
+            "promptTokens needs llm-d-router v0.10.0 or later (prefix-based-pd-decider's "
+            f"promptTokens, PR #933) but routerSpec.llmd.version is {version}",
+            "remove it or use a newer release",
+        )
+    if (
+        scheduler.get("stageOrder") == "prefill-first"
+        and scheduler.get("decider") == "prefix-based"
+    ):
+        yield Issue(
+            (*LLMD, "scheduler", "decider"),
+            "decider is prefix-based but stageOrder prefill-first runs prefill on every request "
+            "and takes no decider (disagg-profile-handler refuses one)",
+            "use decider always, or stageOrder decode-first",
+        )
     text = scheduler.get("config")
     if not isinstance(text, str) or not text or not row:
         return

@@ -95,14 +95,22 @@ def disruption_budget(deployment: Deployment) -> Iterator[Issue]:
             )
     router = deployment.router
     budget = as_dict(router.get("pdb"))
-    if deployment.router_enabled and budget.get("enabled"):
-        why = _blocks(budget, as_int(router.get("replicaCount"), 1))
-        if why:
-            yield Issue(
-                ("routerSpec", "pdb"),
-                f"{why}: every node drain would wait for the router forever",
-                hint,
-            )
+    if not (deployment.router_enabled and budget.get("enabled")):
+        return
+    replicas = as_int(router.get("replicaCount"), 1)
+    if deployment.router_type == "llm-d" and replicas > 1:
+        # cmd/epp/runner/health.go (v0.10.0): with leader election only the leader is Ready.
+        why = f"of {replicas} llm-d EPP replicas only the elected leader is Ready, and no budget "
+        why += "lets the only Ready pod go"
+        hint = "remove routerSpec.pdb: a standby EPP takes over when the leader is evicted"
+    else:
+        why = _blocks(budget, replicas)
+    if why:
+        yield Issue(
+            ("routerSpec", "pdb"),
+            f"{why}: every node drain would wait for the router forever",
+            hint,
+        )
 
 
 def _is_set(value: Any) -> bool:
@@ -120,11 +128,22 @@ def _has_default_trigger(role: str, keda: dict[str, Any]) -> bool:
     )
 
 
+def _min_replicas(keda: dict[str, Any]) -> int:
+    """The minReplicaCount pd-stack.kedaMinReplicas renders: as given, else 1."""
+    return as_int(keda.get("minReplicaCount"), 1) if _is_set(keda.get("minReplicaCount")) else 1
+
+
+def _reaches_zero(keda: dict[str, Any]) -> str | None:
+    """The setting that lets a ScaledObject take its pool to zero replicas, or None."""
+    if _is_set(keda.get("idleReplicaCount")):
+        return f"idleReplicaCount {as_int(keda['idleReplicaCount'], 0)}"
+    return "minReplicaCount 0" if _min_replicas(keda) == 0 else None
+
+
 def _keda_bounds(keda: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    """KEDA's CheckReplicaCountBoundsAreValid (v2.20.2): (key, problem) for each violated bound."""
-    has_min = _is_set(keda.get("minReplicaCount"))
-    low = as_int(keda.get("minReplicaCount"), 0) if has_min else 0
-    low = 1 if has_min and low == 0 else low
+    """KEDA's CheckReplicaCountBoundsAreValid (v2.20.2): (key, problem) for each violated bound.
+    The chart renders minReplicaCount 1 when it is unset (KEDA's own default is 0)."""
+    low = max(_min_replicas(keda), 1)  # KEDA counts a minimum of 0 as 1 here
     high = as_int(keda.get("maxReplicaCount"), 100) if _is_set(keda.get("maxReplicaCount")) else 100
     if low > high:
         yield (
@@ -136,8 +155,7 @@ def _keda_bounds(keda: dict[str, Any]) -> Iterator[tuple[str, str]]:
         yield (
             "idleReplicaCount",
             f"idleReplicaCount {as_int(keda['idleReplicaCount'], 0)} must be below the minimum of "
-            f"{low} (minReplicaCount; unset counts 0, and 0 counts 1); KEDA refuses the "
-            "ScaledObject",
+            f"{low} (minReplicaCount; 0 counts 1); KEDA refuses the ScaledObject",
         )
 
 
@@ -185,6 +203,15 @@ def autoscalers(deployment: Deployment) -> Iterator[Issue]:
             )
         for key, problem in _keda_bounds(keda):
             yield Issue(pool.at("keda", key), problem)
+        zero = None if keda.get("triggers") else _reaches_zero(keda)
+        if zero:
+            yield Issue(
+                pool.at("keda"),
+                f"{zero} lets the pool go to zero replicas, and the default triggers read only its "
+                "own engines' metrics, which then vanish: nothing would scale it back up",
+                "keep minReplicaCount >= 1 without idleReplicaCount, or give triggers that see "
+                "demand elsewhere",
+            )
         if not keda.get("triggers") and not _has_default_trigger(pool.role, keda):
             yield Issue(
                 pool.at("keda"),

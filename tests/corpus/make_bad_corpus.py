@@ -930,6 +930,27 @@ case(
     chart="[PD022] routerSpec.llmd.scheduler.stageOrder needs llm-d-router v0.10.0",
 )
 case(
+    "pd022-llmd-prompt-tokens-v0-9",
+    "PD022 routerSpec.llmd.scheduler.promptTokens",
+    edited(
+        LLMD,
+        router("llmd.version", "v0.9.0"),
+        router("llmd.scheduler.decider", "prefix-based"),
+        router("llmd.scheduler.promptTokens", 512),
+    ),
+    chart="[PD022] routerSpec.llmd.scheduler.promptTokens needs llm-d-router v0.10.0",
+)
+case(
+    "pd022-llmd-prefill-first-with-prefix-decider",
+    "PD022 routerSpec.llmd.scheduler.decider",
+    edited(
+        LLMD,
+        router("llmd.scheduler.decider", "prefix-based"),
+        router("llmd.scheduler.stageOrder", "prefill-first"),
+    ),
+    chart="[PD022] routerSpec.llmd.scheduler.decider is prefix-based but stageOrder prefill-first",
+)
+case(
     "schema-llmd-failure-mode-failclosed",
     "SCHEMA routerSpec.llmd.gateway.failureMode",
     edited(
@@ -967,8 +988,14 @@ case(
 case(
     "pd023-keda-idle-not-below-min",
     f"PD023 {P}[0].keda.idleReplicaCount",
-    edited(NIXL, put(0, "keda", {"enabled": True, "idleReplicaCount": 0})),
-    chart=f"[PD023] {P}[0].keda.idleReplicaCount 0 must be below the minimum of 0",
+    edited(NIXL, put(0, "keda", {"enabled": True, "minReplicaCount": 2, "idleReplicaCount": 2})),
+    chart=f"[PD023] {P}[0].keda.idleReplicaCount 2 must be below the minimum of 2",
+)
+case(
+    "pd023-keda-to-zero-on-its-own-metrics",
+    f"PD023 {P}[0].keda",
+    edited(NIXL, put(0, "keda", {"enabled": True, "minReplicaCount": 0})),
+    chart=f"[PD023] {P}[0].keda: minReplicaCount 0 lets the pool go to zero replicas",
 )
 case(
     "pd023-keda-without-triggers",
