@@ -272,12 +272,14 @@ def test_multinode_workers_get_no_drain_or_probes(helm4: Helm, tmp_path: Path) -
 
 class MetricsDouble:
     """TEST DOUBLE of a vLLM engine's /metrics (NOT vLLM): it exports vllm:num_requests_running
-    and vllm:num_requests_waiting with the values in `running` and `waiting`."""
+    and vllm:num_requests_waiting with the values in `running` and `waiting`, after answering 503
+    to the first `failures` scrapes."""
 
     def __init__(self) -> None:
         self.running = 2.0
         self.waiting = 1.0
         self.scrapes = 0
+        self.failures = 0
         double = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -286,6 +288,9 @@ class MetricsDouble:
 
             def do_GET(self) -> None:  # noqa: N802
                 double.scrapes += 1
+                if double.scrapes <= double.failures:
+                    self.send_error(503)
+                    return
                 labels = 'engine="0",model_name="m"'
                 body = (
                     "# TYPE vllm:num_requests_running gauge\n"
@@ -334,6 +339,12 @@ def test_drain_waits_until_vllm_is_idle(
         [sys.executable, "-c", script, str(metrics_double.port), "0", "2", "0"], timeout=10
     )
     assert done.returncode == 0
+    # A failed scrape (an overloaded engine) is tried again, not taken for the end.
+    metrics_double.running, metrics_double.scrapes, metrics_double.failures = 0.0, 0, 2
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(metrics_double.port), "0", "30", "0"], timeout=10
+    )
+    assert done.returncode == 0 and metrics_double.scrapes == 3
     # No engine answering (vLLM already gone): it ends at once.
     quiet = subprocess.run([sys.executable, "-c", script, "1", "0", "30", "0"], timeout=10)
     assert quiet.returncode == 0

@@ -51,7 +51,8 @@ until vLLM reports no running and no waiting request (vllm:num_requests_running 
 vllm:num_requests_waiting on /metrics, which VLLM_API_KEY does not guard), so that the requests in
 flight finish before vLLM gets SIGTERM. A prefill pool then waits delaySeconds more: the decode
 engines read its KV blocks after its own request ended. The hook stops 10 seconds before the grace
-period ends, leaving vLLM time to exit. The image's Python runs it (vLLM images have no curl).
+period ends, leaving vLLM time to exit. A refused connection means vLLM is gone and ends the wait;
+a slow or failed scrape is tried again. The image's Python runs it (vLLM images have no curl).
 */}}
 {{- define "pd-stack.engineDrain" -}}
 {{- $drain := .root.Values.servingEngineSpec.drain | default dict -}}
@@ -67,8 +68,11 @@ period ends, leaving vLLM time to exit. The image's Python runs it (vLLM images 
   "while time.time() < end:"
   "    try:"
   "        text = urllib.request.urlopen('http://127.0.0.1:%d/metrics' % port, timeout=5).read().decode()"
-  "    except Exception:"
-  "        break"
+  "    except OSError as error:"
+  "        if isinstance(getattr(error, 'reason', error), ConnectionRefusedError):"
+  "            break"
+  "        time.sleep(1)"
+  "        continue"
   "    busy = sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(('vllm:num_requests_running{', 'vllm:num_requests_waiting{')))"
   "    if busy == 0:"
   "        break"
