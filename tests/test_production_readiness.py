@@ -250,7 +250,7 @@ def test_engines_drain_before_they_stop(helm4: Helm, tmp_path: Path) -> None:
     )
     command = engine(objects, prefill)["lifecycle"]["preStop"]["exec"]["command"]
     assert command[0] == "python3" and command[1] == "-c"
-    assert command[3:] == ["8000", "5", "110", "5"]  # port, delay, budget (grace - 10), hold
+    assert command[3:] == ["8000", "5", "110", "30"]  # port, delay, budget (grace - 10), hold
     command = engine(objects, decode)["lifecycle"]["preStop"]["exec"]["command"]
     assert command[3:] == ["8000", "5", "590", "0"]  # decode holds no KV for others
     values["servingEngineSpec"]["drain"] = {"enabled": False}

@@ -49,7 +49,7 @@ when drain is off. On deletion the pod leaves its Service's endpoints and the ro
 (both drop terminating pods) while the hook runs: it waits delaySeconds for them to notice, then
 until vLLM reports no running and no waiting request (vllm:num_requests_running and
 vllm:num_requests_waiting on /metrics, which VLLM_API_KEY does not guard), so that the requests in
-flight finish before vLLM gets SIGTERM. A prefill pool then waits delaySeconds more: the decode
+flight finish before vLLM gets SIGTERM. A prefill pool then waits holdSeconds more: the decode
 engines read its KV blocks after its own request ended. The hook stops 10 seconds before the grace
 period ends, leaving vLLM time to exit. A refused connection means vLLM is gone and ends the wait;
 a slow or failed scrape is tried again. The image's Python runs it (vLLM images have no curl).
@@ -59,7 +59,7 @@ a slow or failed scrape is tried again. The image's Python runs it (vLLM images 
 {{- if ne (toString (dig "enabled" true $drain)) "false" -}}
 {{- $delay := int ($drain.delaySeconds | default 5) -}}
 {{- $budget := max 0 (sub (int (include "pd-stack.poolGracePeriod" .)) 10) -}}
-{{- $hold := ternary $delay 0 (eq (include "pd-stack.poolRole" .) "prefill") -}}
+{{- $hold := ternary (int (ternary 30 $drain.holdSeconds (kindIs "invalid" $drain.holdSeconds))) 0 (eq (include "pd-stack.poolRole" .) "prefill") -}}
 {{- $script := list
   "import sys, time, urllib.request"
   "port, delay, budget, hold = (int(a) for a in sys.argv[1:5])"
