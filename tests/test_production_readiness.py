@@ -143,7 +143,16 @@ def test_hf_token_is_a_file_not_env(helm4: Helm, tmp_path: Path) -> None:
     assert volume["secret"]["items"] == [{"key": "hf_token_llama-prefill", "path": "token"}]
     values = copy.deepcopy(NIXL)
     pools(values)[0]["hf_token"] = {"secretName": "hf", "secretKey": "token"}
+    for spec in pools(values):  # a model download before the engine starts
+        spec["initContainer"] = {"name": "fetch", "image": "busybox:1.36", "mountPvcStorage": True}
     objects = render(helm4, tmp_path, values)
+    init = pod_spec(objects, RELEASE.pool_deployment(pools(values)[0]["name"]))["initContainers"][0]
+    assert env_of(init)["HF_TOKEN_PATH"] == "/var/run/secrets/huggingface/token"
+    assert {"name": "hf-token", "mountPath": "/var/run/secrets/huggingface", "readOnly": True} in (
+        init["volumeMounts"]
+    )
+    init = pod_spec(objects, RELEASE.pool_deployment(pools(values)[1]["name"]))["initContainers"][0]
+    assert "HF_TOKEN_PATH" not in env_of(init)
     volume = next(
         v
         for v in pod_spec(objects, RELEASE.pool_deployment(pools(values)[0]["name"]))["volumes"]

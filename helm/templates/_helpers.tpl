@@ -483,17 +483,22 @@ the pool's envFromSecret. */}}
 
 {{/* The pool's initContainer (modelSpec.initContainer, production-stack's form) as a one-item
 YAML list: env RELEASE_NAME then its own, envFromSecret, and the pool's /data volume when
-mountPvcStorage is true. */}}
+mountPvcStorage is true. With the pool's hf_token it reads the token as the engine does (a file
+named by HF_TOKEN_PATH), so that it may download a gated model. */}}
 {{- define "pd-stack.engineInitContainer" -}}
 {{- $init := .spec.initContainer -}}
 {{- $container := dict "name" $init.name "image" $init.image -}}
 {{- with $init.command -}}{{- $_ := set $container "command" . -}}{{- end -}}
 {{- with $init.args -}}{{- $_ := set $container "args" . -}}{{- end -}}
-{{- $_ := set $container "env" (concat (list (dict "name" "RELEASE_NAME" "value" .root.Release.Name)) ($init.env | default list)) -}}
+{{- $env := list (dict "name" "RELEASE_NAME" "value" .root.Release.Name) -}}
+{{- $token := include "pd-stack.hfTokenRef" . | fromJson -}}
+{{- if $token -}}{{- $env = append $env (dict "name" "HF_TOKEN_PATH" "value" (printf "%s/token" (include "pd-stack.hfTokenDir" .))) -}}{{- end -}}
+{{- $_ := set $container "env" (concat $env ($init.env | default list)) -}}
 {{- with .spec.envFromSecret -}}{{- $_ := set $container "envFrom" (list (dict "secretRef" (dict "name" .name))) -}}{{- end -}}
 {{- with $init.resources -}}{{- $_ := set $container "resources" . -}}{{- end -}}
 {{- $mounts := list -}}
 {{- if and $init.mountPvcStorage .spec.pvcStorage -}}{{- $mounts = append $mounts (dict "name" "hf-cache" "mountPath" "/data") -}}{{- end -}}
+{{- if $token -}}{{- $mounts = append $mounts (dict "name" "hf-token" "mountPath" (include "pd-stack.hfTokenDir" .) "readOnly" true) -}}{{- end -}}
 {{- $mounts = concat $mounts ($init.extraVolumeMounts | default list) -}}
 {{- with $mounts -}}{{- $_ := set $container "volumeMounts" . -}}{{- end -}}
 {{- with .root.Values.servingEngineSpec.containerSecurityContext -}}{{- $_ := set $container "securityContext" . -}}{{- end -}}
