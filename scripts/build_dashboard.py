@@ -4,9 +4,9 @@ The chart ships it in a ConfigMap with Grafana's sidecar label (grafanaDashboard
 queries read the series the chart's ServiceMonitors or PodMonitors scrape, which carry the pod
 labels app.kubernetes.io/instance, model and pd-stack.io/role as Prometheus labels
 app_kubernetes_io_instance, model and pd_stack_io_role (podTargetLabels). Every metric it queries
-is one vLLM 0.33.0 or vllm-router 0.1.17 exports; tests/test_dashboard.py lists each with its
-source. scripts/build_docs.py (`make docs`) writes it; `build_docs.py --check` (a test) finds it
-stale.
+is one vLLM 0.33.0, vllm-router 0.1.17 or llm-d-router v0.9.0/v0.10.0 exports;
+tests/test_dashboard.py lists each with its source. scripts/build_docs.py (`make docs`) writes
+it; `build_docs.py --check` (a test) finds it stale.
 """
 
 from __future__ import annotations
@@ -216,6 +216,25 @@ ROWS: list[tuple[str, list[tuple[str, str, str, list[tuple[str, str]]]]]] = [
                         f"sum(rate(vllm_router_pd_decode_errors_total{{{ENGINES}}}{RATE}))",
                         "decode",
                     ),
+                ],
+            ),
+        ],
+    ),
+    (
+        "Router (llm-d)",
+        [
+            (
+                "Disaggregation decisions",
+                "reqps",
+                "The endpoint picker's choice per request: prefill-decode (sent to a prefill pod "
+                "first) or decode-only (the decode pod computes the prompt itself: prefix-based "
+                "decider, or no prefill pod).",
+                [
+                    (
+                        "sum by (decision_type) "
+                        f"(rate(llm_d_epp_disagg_decision_total{{{ENGINES}}}{RATE}))",
+                        "{{decision_type}}",
+                    )
                 ],
             ),
         ],

@@ -60,8 +60,15 @@ METRICS: dict[str, str] = {
     "vllm_router_pd_request_duration_seconds_bucket": f"{_ROUTER}: histogram, label route",
     "vllm_router_pd_prefill_errors_total": f"{_ROUTER}: counter, after a failed prefill leg",
     "vllm_router_pd_decode_errors_total": f"{_ROUTER}: counter, after a failed decode leg",
+    "llm_d_epp_disagg_decision_total": (
+        "llm-d/llm-d-router v0.10.0 and v0.9.0, "
+        "pkg/epp/framework/plugins/scheduling/profilehandler/disagg/metrics.go "
+        "(LlmdDisaggDecisionCount: subsystem llm_d_epp, labels plugin_name, plugin_type, "
+        "model_name, decision_type); not run here"
+    ),
 }
-# Labels the dashboard reads besides the metrics' own (model_name, engine, source, route, le):
+# Labels the dashboard reads besides the metrics' own (model_name, engine, source, route, le,
+# decision_type):
 # the pod labels the chart's monitors copy onto every series (podTargetLabels).
 MONITOR_LABELS = {"namespace", "app_kubernetes_io_instance", "model", "pd_stack_io_role"}
 
@@ -113,7 +120,7 @@ def test_every_queried_metric_is_listed_with_its_source() -> None:
             if "by (" in expr
             else []
         )
-        assert labels <= MONITOR_LABELS | {"le", "source", "route"}, expr
+        assert labels <= MONITOR_LABELS | {"le", "source", "route", "decision_type"}, expr
 
 
 def test_the_pd_views_are_there() -> None:
@@ -133,6 +140,7 @@ def test_the_pd_views_are_there() -> None:
         "vllm:nixl_num_failed_transfers_total",
         "sum by (pd_stack_io_role) (rate(vllm:prompt_tokens_total",
         "sum by (pd_stack_io_role) (rate(vllm:generation_tokens_total",
+        "sum by (decision_type) (rate(llm_d_epp_disagg_decision_total",
     ):
         assert needed in text, needed
 
