@@ -304,11 +304,10 @@ sidecar free; the scheduler settings the release has. Facts: _router-llmd.tpl.
 {{- fail "[PD022] routerSpec.llmd.gateway names a Gateway but routerSpec.llmd.mode is standalone, which renders no InferencePool or HTTPRoute: set routerSpec.llmd.mode: gateway, or remove gateway.name, namespace and sectionName" -}}
 {{- end -}}
 {{- $scheduler := $llmd.scheduler | default dict -}}
-{{- if and $scheduler.stageOrder (not $row.stageOrder) -}}
-{{- fail (printf "[PD022] routerSpec.llmd.scheduler.stageOrder needs llm-d-router v0.10.0 or later (disagg-profile-handler's stageOrder, PR #2342) but routerSpec.llmd.version is %s: remove it or use a newer release" $row.version) -}}
+{{- range $key, $origin := dict "stageOrder" "disagg-profile-handler's stageOrder, PR #2342" "promptTokens" "prefix-based-pd-decider's promptTokens, PR #933" -}}
+{{- if and (get $scheduler $key) (not (get $row $key)) -}}
+{{- fail (printf "[PD022] routerSpec.llmd.scheduler.%s needs llm-d-router v0.10.0 or later (%s) but routerSpec.llmd.version is %s: remove it or use a newer release" $key $origin $row.version) -}}
 {{- end -}}
-{{- if and $scheduler.promptTokens (not $row.promptTokens) -}}
-{{- fail (printf "[PD022] routerSpec.llmd.scheduler.promptTokens needs llm-d-router v0.10.0 or later (prefix-based-pd-decider's promptTokens, PR #933) but routerSpec.llmd.version is %s: remove it or use a newer release" $row.version) -}}
 {{- end -}}
 {{- if and (eq (toString $scheduler.stageOrder) "prefill-first") (eq (toString $scheduler.decider) "prefix-based") -}}
 {{- fail "[PD022] routerSpec.llmd.scheduler.decider is prefix-based but stageOrder prefill-first runs prefill on every request and takes no decider (disagg-profile-handler refuses one): use decider always, or stageOrder decode-first" -}}

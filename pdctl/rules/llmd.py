@@ -78,22 +78,23 @@ def llmd_router(deployment: Deployment) -> Iterator[Issue]:
     yield from _sidecar(deployment)
 
 
+# Scheduler keys that only the release rows saying `<key>: true` take (the chart's PD022 alike).
+_NEWER_SCHEDULER_KEYS = {
+    "stageOrder": "disagg-profile-handler's stageOrder, PR #2342",
+    "promptTokens": "prefix-based-pd-decider's promptTokens, PR #933",
+}
+
+
 def _scheduler(deployment: Deployment, scheduler: dict[str, Any]) -> Iterator[Issue]:
     version, row = release(deployment)
-    if scheduler.get("stageOrder") and row and not row.get("stageOrder"):
-        yield Issue(
-            (*LLMD, "scheduler", "stageOrder"),
-            "stageOrder needs llm-d-router v0.10.0 or later (disagg-profile-handler's "
-            f"stageOrder, PR #2342) but routerSpec.llmd.version is {version}",
-            "remove it or use a newer release",
-        )
-    if scheduler.get("promptTokens") and row and not row.get("promptTokens"):
-        yield Issue(
-            (*LLMD, "scheduler", "promptTokens"),
-            "promptTokens needs llm-d-router v0.10.0 or later (prefix-based-pd-decider's "
-            f"promptTokens, PR #933) but routerSpec.llmd.version is {version}",
-            "remove it or use a newer release",
-        )
+    for key, origin in _NEWER_SCHEDULER_KEYS.items():
+        if scheduler.get(key) and row and not row.get(key):
+            yield Issue(
+                (*LLMD, "scheduler", key),
+                f"{key} needs llm-d-router v0.10.0 or later ({origin}) but "
+                f"routerSpec.llmd.version is {version}",
+                "remove it or use a newer release",
+            )
     if (
         scheduler.get("stageOrder") == "prefill-first"
         and scheduler.get("decider") == "prefix-based"
