@@ -267,6 +267,24 @@ def test_engines_drain_before_they_stop(helm4: Helm, tmp_path: Path) -> None:
     assert "lifecycle" not in engine(objects, prefill)
 
 
+def test_zero_seconds_are_taken_as_given(helm4: Helm, tmp_path: Path) -> None:
+    """0 is a value the schema allows, not a request for the default."""
+    values = copy.deepcopy(NIXL)
+    values["servingEngineSpec"] |= {
+        "terminationGracePeriodSeconds": 0,
+        "drain": {"delaySeconds": 0},
+    }
+    values["routerSpec"] |= {"terminationGracePeriodSeconds": 0, "drain": {"delaySeconds": 0}}
+    objects = render(helm4, tmp_path, values)
+    prefill = pools(values)[0]["name"]
+    assert pod_spec(objects, RELEASE.pool_deployment(prefill))["terminationGracePeriodSeconds"] == 0
+    command = engine(objects, prefill)["lifecycle"]["preStop"]["exec"]["command"]
+    assert command[3:5] == ["8000", "0"]  # port, delay
+    router = pod_spec(objects, RELEASE.router_deployment)
+    assert router["terminationGracePeriodSeconds"] == 0
+    assert router["containers"][0]["lifecycle"]["preStop"]["exec"]["command"][-1] == "sleep 0"
+
+
 def test_multinode_workers_get_no_drain_or_probes(helm4: Helm, tmp_path: Path) -> None:
     objects = render(helm4, tmp_path, MULTINODE)
     spec = pools(MULTINODE)[0]

@@ -36,11 +36,11 @@ key by key. pd-stack.healthProbe makes the probe. */}}
 {{- end -}}
 
 {{/* Seconds a pool's pods get to stop: modelSpec.terminationGracePeriodSeconds, else
-servingEngineSpec's. */}}
+servingEngineSpec's (0 included), else Kubernetes' default of 30. */}}
 {{- define "pd-stack.poolGracePeriod" -}}
-{{- if hasKey .spec "terminationGracePeriodSeconds" -}}{{ int .spec.terminationGracePeriodSeconds }}
-{{- else -}}{{ int (.root.Values.servingEngineSpec.terminationGracePeriodSeconds | default 30) }}
-{{- end -}}
+{{- $seconds := .root.Values.servingEngineSpec.terminationGracePeriodSeconds -}}
+{{- if hasKey .spec "terminationGracePeriodSeconds" -}}{{- $seconds = .spec.terminationGracePeriodSeconds -}}{{- end -}}
+{{- ternary 30 $seconds (kindIs "invalid" $seconds) | int -}}
 {{- end -}}
 
 {{/*
@@ -57,7 +57,7 @@ a slow or failed scrape is tried again. The image's Python runs it (vLLM images 
 {{- define "pd-stack.engineDrain" -}}
 {{- $drain := .root.Values.servingEngineSpec.drain | default dict -}}
 {{- if ne (toString (dig "enabled" true $drain)) "false" -}}
-{{- $delay := int ($drain.delaySeconds | default 5) -}}
+{{- $delay := int (ternary 5 $drain.delaySeconds (kindIs "invalid" $drain.delaySeconds)) -}}
 {{- $budget := max 0 (sub (int (include "pd-stack.poolGracePeriod" .)) 10) -}}
 {{- $hold := ternary (int (ternary 30 $drain.holdSeconds (kindIs "invalid" $drain.holdSeconds))) 0 (eq (include "pd-stack.poolRole" .) "prefill") -}}
 {{- $script := list
@@ -92,7 +92,8 @@ endpoints drop the pod before the router stops taking connections. */}}
 {{- define "pd-stack.routerDrain" -}}
 {{- $drain := .Values.routerSpec.drain | default dict -}}
 {{- if ne (toString (dig "enabled" true $drain)) "false" -}}
-{{- $command := list "/bin/sh" "-c" (printf "sleep %d" (int ($drain.delaySeconds | default 5))) -}}
+{{- $delay := ternary 5 $drain.delaySeconds (kindIs "invalid" $drain.delaySeconds) -}}
+{{- $command := list "/bin/sh" "-c" (printf "sleep %d" (int $delay)) -}}
 {{- toYaml (dict "preStop" (dict "exec" (dict "command" $command))) -}}
 {{- end -}}
 {{- end -}}
