@@ -44,8 +44,7 @@ def documented(section: str) -> set[str]:
     return found
 
 
-def render(helm: str, out: Path) -> list[Path]:
-    files = []
+def render(helm: str, out: Path) -> None:
     for values in sorted(ASSETS.glob("*.yaml")):
         target = out / values.name
         result = subprocess.run(
@@ -57,8 +56,6 @@ def render(helm: str, out: Path) -> list[Path]:
         if result.returncode != 0:
             raise SystemExit(f"helm template failed for {values.name}:\n{result.stderr}")
         target.write_text(result.stdout, encoding="utf-8")
-        files.append(target)
-    return files
 
 
 def scan(checkov: str, directory: Path) -> dict[str, Any]:

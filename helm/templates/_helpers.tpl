@@ -297,9 +297,7 @@ docker/Dockerfile installs vLLM and LMCache into the venv /opt/venv), else pytho
 {{- define "pd-stack.engineArgs" -}}
 {{- $spec := .spec -}}
 {{- $vllm := $spec.vllmConfig | default dict -}}
-{{- /* Behind the llm-d decode sidecar vLLM moves to the sidecar's model-server port. */ -}}
-{{- $port := ternary (include "pd-stack.llmdModelServerPort" .root) (toString .root.Values.servingEngineSpec.containerPort) (eq (include "pd-stack.llmdSidecarPool" .) "true") -}}
-{{- $args := list "serve" $spec.modelURL "--host" "0.0.0.0" "--port" $port -}}
+{{- $args := list "serve" $spec.modelURL "--host" "0.0.0.0" "--port" (include "pd-stack.vllmPort" .) -}}
 {{- if hasKey $vllm "maxModelLen" -}}{{- $args = concat $args (list "--max-model-len" (toString $vllm.maxModelLen)) -}}{{- end -}}
 {{- if hasKey $vllm "tensorParallelSize" -}}{{- $args = concat $args (list "--tensor-parallel-size" (toString $vllm.tensorParallelSize)) -}}{{- end -}}
 {{- if hasKey $vllm "gpuMemoryUtilization" -}}{{- $args = concat $args (list "--gpu-memory-utilization" (toString $vllm.gpuMemoryUtilization)) -}}{{- end -}}
@@ -352,7 +350,7 @@ duplicate env names) and users can override UCX_* and LMCACHE_*.
 {{- $env = append $env (dict "name" "POD_IP" "valueFrom" (dict "fieldRef" (dict "fieldPath" "status.podIP"))) -}}
 {{- if include "pd-stack.hfTokenRef" . | fromJson -}}
 {{- /* The token is a file of a Secret volume (pd-stack.hfTokenDir), not env. */ -}}
-{{- $env = append $env (dict "name" "HF_TOKEN_PATH" "value" (printf "%s/token" (include "pd-stack.hfTokenDir" .))) -}}
+{{- $env = concat $env (include "pd-stack.hfTokenEnv" . | fromYamlArray) -}}
 {{- end -}}
 {{- with include "pd-stack.engineApiKeyRef" .root | fromJson -}}
 {{- $env = append $env (dict "name" "VLLM_API_KEY" "valueFrom" (dict "secretKeyRef" .)) -}}
@@ -492,7 +490,7 @@ named by HF_TOKEN_PATH), so that it may download a gated model. */}}
 {{- with $init.args -}}{{- $_ := set $container "args" . -}}{{- end -}}
 {{- $env := list (dict "name" "RELEASE_NAME" "value" .root.Release.Name) -}}
 {{- $token := include "pd-stack.hfTokenRef" . | fromJson -}}
-{{- if $token -}}{{- $env = append $env (dict "name" "HF_TOKEN_PATH" "value" (printf "%s/token" (include "pd-stack.hfTokenDir" .))) -}}{{- end -}}
+{{- if $token -}}{{- $env = concat $env (include "pd-stack.hfTokenEnv" . | fromYamlArray) -}}{{- end -}}
 {{- $_ := set $container "env" (concat $env ($init.env | default list)) -}}
 {{- with .spec.envFromSecret -}}{{- $_ := set $container "envFrom" (list (dict "secretRef" (dict "name" .name))) -}}{{- end -}}
 {{- with $init.resources -}}{{- $_ := set $container "resources" . -}}{{- end -}}

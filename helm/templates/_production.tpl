@@ -1,6 +1,8 @@
 {{/*
-Production settings every workload shares: image references and pull policy, per-pool probes, the
-engines' drain before they stop, topology spread, and the router's API token. Pool helpers take
+Production settings every workload shares: image references and pull policy, per-pool probes and
+grace periods, the drains before engines and routers stop, topology spread, the router's API token,
+the Hugging Face token file and PodDisruptionBudget bounds. Autoscaling, monitoring and the
+NetworkPolicy have their own helper files. Pool helpers take
 (dict "root" $ "spec" <modelSpec entry>).
 */}}
 
@@ -79,10 +81,7 @@ a slow or failed scrape is tried again. The image's Python runs it (vLLM images 
   "    time.sleep(1)"
   "time.sleep(max(0, min(hold, end - time.time())))"
 -}}
-{{- /* vLLM's own port: in a decode pod with the llm-d router's sidecar, the sidecar's model-server port. */ -}}
-{{- $port := .root.Values.servingEngineSpec.containerPort -}}
-{{- if eq (include "pd-stack.llmdSidecarPool" .) "true" -}}{{- $port = include "pd-stack.llmdModelServerPort" .root -}}{{- end -}}
-{{- $command := list (include "pd-stack.pythonExecutable" .) "-c" (join "\n" $script) (toString $port) (toString $delay) (toString $budget) (toString $hold) -}}
+{{- $command := list (include "pd-stack.pythonExecutable" .) "-c" (join "\n" $script) (include "pd-stack.vllmPort" .) (toString $delay) (toString $budget) (toString $hold) -}}
 {{- toYaml (dict "preStop" (dict "exec" (dict "command" $command))) -}}
 {{- end -}}
 {{- end -}}
@@ -174,6 +173,12 @@ child processes). */}}
 /var/run/secrets/huggingface
 {{- end -}}
 
+{{/* The token file's env, HF_TOKEN_PATH, as a one-item YAML list. */}}
+{{- define "pd-stack.hfTokenEnv" -}}
+- name: HF_TOKEN_PATH
+  value: {{ include "pd-stack.hfTokenDir" . }}/token
+{{- end -}}
+
 {{/* The budget of a PodDisruptionBudget from production-stack's pdb keys (the pdb mapping):
 minAvailable or maxUnavailable as given, else maxUnavailable 1; and the unhealthy pod eviction
 policy (default AlwaysAllow). */}}
@@ -184,135 +189,4 @@ minAvailable: {{ .minAvailable }}
 maxUnavailable: {{ ternary 1 .maxUnavailable (kindIs "invalid" .maxUnavailable) }}
 {{- end }}
 unhealthyPodEvictionPolicy: {{ .unhealthyPodEvictionPolicy | default "AlwaysAllow" }}
-{{- end -}}
-
-{{/* ---- Autoscaling ------------------------------------------------------------------------- */}}
-
-{{/* "true" when an autoscaler owns a pool's replicas (modelSpec.keda.enabled): its workload then
-has no replicas. */}}
-{{- define "pd-stack.poolAutoscaled" -}}
-{{- if dig "keda" "enabled" false .spec -}}true{{- end -}}
-{{- end -}}
-
-{{/* What a pool's ScaledObject scales (its scaleTargetRef), as YAML: the pool's Deployment, its
-LeaderWorkerSet (LWS has the /scale subresource), or, for a DisaggregatedSet role, the role's
-DisaggregatedSetRoleScaler <set>-<pool> (scalingMode External; files/workloads.yaml). */}}
-{{- define "pd-stack.poolScaleTarget" -}}
-{{- include "pd-stack.workloadTable" .root -}}
-{{- $kind := include "pd-stack.poolKind" . -}}
-{{- if eq $kind "Deployment" -}}
-apiVersion: apps/v1
-kind: Deployment
-name: {{ include "pd-stack.poolDeploymentName" . }}
-{{- else if eq $kind "LeaderWorkerSet" -}}
-apiVersion: {{ .root.pdStackWorkloads.lws.apiVersion }}
-kind: LeaderWorkerSet
-name: {{ include "pd-stack.poolLeaderWorkerSetName" . }}
-{{- else -}}
-apiVersion: {{ .root.pdStackWorkloads.disaggregatedSet.roleScaler.apiVersion }}
-kind: {{ .root.pdStackWorkloads.disaggregatedSet.roleScaler.kind }}
-name: {{ printf "%s-%s" (include "pd-stack.disaggregatedSetName" .root) .spec.name }}
-{{- end -}}
-{{- end -}}
-
-{{/*
-The default KEDA triggers of a pool (modelSpec.keda without triggers), as a YAML list: Prometheus
-queries (KEDA's prometheus scaler, pkg/scalers/prometheus_scaler.go at v2.20.2: serverAddress,
-query, threshold) over the pool's series, selected by namespace, release and model (the chart's
-monitors copy the pod labels app.kubernetes.io/instance and model onto every series,
-podTargetLabels; two releases in one namespace may name pools alike). Per role:
-- every pool: vllm:num_requests_waiting summed over the pool, AverageValue (KEDA divides by the
-  replicas: waiting requests per engine), threshold waitingRequests (default 5);
-- decode and both: the engines' mean vllm:kv_cache_usage_perc, Value (the HPA scales by
-  current/target), threshold kvCacheUsage (default 0.8): a full KV cache preempts requests;
-- prefill and both, with ttftSeconds: the pool's p90 of vllm:time_to_first_token_seconds over 2
-  minutes, Value: queueing in front of prefill shows there first.
-*/}}
-{{/* A pool's KEDA minReplicaCount (modelSpec.keda): as given, else 1 (production-stack's example
-value), never KEDA's default of 0. */}}
-{{- define "pd-stack.kedaMinReplicas" -}}
-{{- ternary 1 .minReplicaCount (kindIs "invalid" .minReplicaCount) -}}
-{{- end -}}
-
-{{- define "pd-stack.kedaTriggers" -}}
-{{- $keda := .spec.keda -}}
-{{- $role := include "pd-stack.poolRole" . -}}
-{{- $address := $keda.serverAddress | default "http://prometheus-operated.monitoring.svc:9090" -}}
-{{- $series := printf "namespace=%q,app_kubernetes_io_instance=%q,model=%q" .root.Release.Namespace .root.Release.Name .spec.name -}}
-{{- $triggers := list -}}
-{{- $waiting := ternary 5 $keda.waitingRequests (kindIs "invalid" $keda.waitingRequests) -}}
-{{- if $waiting -}}
-{{- $query := printf "sum(vllm:num_requests_waiting{%s})" $series -}}
-{{- $triggers = append $triggers (dict "type" "prometheus" "name" "waiting-requests" "metricType" "AverageValue" "metadata" (dict "serverAddress" $address "query" $query "threshold" (toString $waiting))) -}}
-{{- end -}}
-{{- $kv := ternary 0.8 $keda.kvCacheUsage (kindIs "invalid" $keda.kvCacheUsage) -}}
-{{- if and (ne $role "prefill") $kv -}}
-{{- $query := printf "avg(vllm:kv_cache_usage_perc{%s})" $series -}}
-{{- $triggers = append $triggers (dict "type" "prometheus" "name" "kv-cache-usage" "metricType" "Value" "metadata" (dict "serverAddress" $address "query" $query "threshold" (toString $kv))) -}}
-{{- end -}}
-{{- if and (ne $role "decode") $keda.ttftSeconds -}}
-{{- $query := printf "histogram_quantile(0.9, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{%s}[2m])))" $series -}}
-{{- $triggers = append $triggers (dict "type" "prometheus" "name" "ttft-p90" "metricType" "Value" "metadata" (dict "serverAddress" $address "query" $query "threshold" (toString $keda.ttftSeconds))) -}}
-{{- end -}}
-{{- toYaml $triggers -}}
-{{- end -}}
-
-{{/* ---- Monitoring -------------------------------------------------------------------------- */}}
-
-{{/* The pod labels every scraped series gets as Prometheus labels (app_kubernetes_io_instance,
-model, pd_stack_io_role): the dashboard and the KEDA default triggers select by them. */}}
-{{- define "pd-stack.monitorPodLabels" -}}
-- app.kubernetes.io/instance
-- model
-- pd-stack.io/role
-{{- end -}}
-
-{{/* The scrape endpoints of a monitor (dict monitor port) as a one-item YAML list, production-stack's
-keys: /metrics of the named port. */}}
-{{- define "pd-stack.monitorEndpoints" -}}
-{{- $m := .monitor -}}
-{{- $endpoint := dict "port" .port "path" "/metrics" -}}
-{{- range $key := list "interval" "scrapeTimeout" "metricRelabelings" "relabelings" -}}
-{{- with get $m $key -}}{{- $_ := set $endpoint $key . -}}{{- end -}}
-{{- end -}}
-{{- if hasKey $m "honorLabels" -}}{{- $_ := set $endpoint "honorLabels" $m.honorLabels -}}{{- end -}}
-{{- toYaml (list $endpoint) -}}
-{{- end -}}
-
-{{/* The name of the router's port that serves its Prometheus metrics on /metrics (a Service port
-and a container port of that name): the production-stack router's HTTP port, vllm-router's
---prometheus-port and the llm-d endpoint picker's --metrics-port (both "metrics"); "" for LMCache's
-PD proxy, which has none. */}}
-{{- define "pd-stack.routerMetricsPort" -}}
-{{- $type := include "pd-stack.routerType" . -}}
-{{- if eq $type "production-stack" -}}http
-{{- else if or (eq $type "vllm-router") (eq $type "llm-d") -}}metrics
-{{- end -}}
-{{- end -}}
-
-{{/* ---- NetworkPolicy ----------------------------------------------------------------------- */}}
-
-{{/* Every engine pod of the release, leaders and workers, as a label selector (YAML). */}}
-{{- define "pd-stack.enginePodsSelector" -}}
-matchLabels:
-  app.kubernetes.io/instance: {{ .Release.Name }}
-matchExpressions:
-  - key: app.kubernetes.io/component
-    operator: In
-    values: [serving-engine, serving-engine-worker]
-{{- end -}}
-
-{{/* The engine ports the release's router connects to, as a JSON list of port names: the HTTP port,
-and each pool's connector port the router type reaches (files/connectors.yaml routers.<type>:
-vllm-router asks a Mooncake prefill's bootstrap server, bootstrapPort). */}}
-{{- define "pd-stack.routerEnginePorts" -}}
-{{- $type := include "pd-stack.routerType" . -}}
-{{- $ports := list "http" -}}
-{{- range $spec := include "pd-stack.pools" . | fromJsonArray -}}
-{{- $conn := include "pd-stack.poolConnector" (dict "root" $ "spec" $spec) | fromJson -}}
-{{- if and (eq $type "vllm-router") (eq (include "pd-stack.poolRole" (dict "root" $ "spec" $spec)) "prefill") -}}
-{{- with dig "routers" "vllm-router" "bootstrapPort" "" $conn -}}{{- $ports = append $ports . -}}{{- end -}}
-{{- end -}}
-{{- end -}}
-{{- toJson (uniq $ports) -}}
 {{- end -}}

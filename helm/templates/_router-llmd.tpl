@@ -23,6 +23,12 @@ pkg/sidecar/proxy/options.go, deploy/config/pd-epp-config.yaml, docs/disaggregat
 {{- dig "mode" "standalone" (include "pd-stack.llmdValues" . | fromJson) -}}
 {{- end -}}
 
+{{/* "true" when the llm-d router runs in gateway mode: an InferencePool and an HTTPRoute, and no
+Envoy in the router pod (the Gateway is the proxy). */}}
+{{- define "pd-stack.llmdGateway" -}}
+{{- if and (include "pd-stack.isLlmd" .) (eq (include "pd-stack.llmdMode" .) "gateway") -}}true{{- end -}}
+{{- end -}}
+
 {{/* The release row (routerImages.llm-d.releases.<version>) as JSON, with "version" added; {} for
 a version the table does not have (the schema allows only the table's). */}}
 {{- define "pd-stack.llmdRelease" -}}
@@ -89,10 +95,12 @@ llm-d. vLLM then listens on the model-server port and the sidecar on servingEngi
 {{- if and (include "pd-stack.isLlmd" .root) (eq (include "pd-stack.poolRole" .) "decode") -}}true{{- end -}}
 {{- end -}}
 
-{{/* The EPP's pod selector in standalone mode and the InferencePool's in gateway mode: the
-release's engine pods (the component label leaves out the workers of multi-node engines). */}}
-{{- define "pd-stack.llmdEndpointSelector" -}}
-{{- include "pd-stack.engineSelector" . -}}
+{{/* The port vLLM serves on in a pool's pods (ctx: root, spec): servingEngineSpec.containerPort, or
+behind the llm-d decode sidecar its model-server port. */}}
+{{- define "pd-stack.vllmPort" -}}
+{{- if include "pd-stack.llmdSidecarPool" . -}}{{ include "pd-stack.llmdModelServerPort" .root }}
+{{- else -}}{{ int .root.Values.servingEngineSpec.containerPort }}
+{{- end -}}
 {{- end -}}
 
 {{/* The EPP's ports: ext_proc gRPC, gRPC health, Prometheus metrics (the EPP's defaults,
@@ -120,7 +128,7 @@ Then routerSpec.llmd.epp.flags as --name=value and routerSpec.extraArgs.
 {{- if eq (include "pd-stack.llmdMode" .) "gateway" -}}
 {{- $args = concat $args (list "--pool-name" (include "pd-stack.inferencePoolName" .) "--pool-namespace" .Release.Namespace) -}}
 {{- else -}}
-{{- $args = concat $args (list "--endpoint-selector" (include "pd-stack.selectorArgs" (dict "selector" (include "pd-stack.llmdEndpointSelector" .)))) -}}
+{{- $args = concat $args (list "--endpoint-selector" (include "pd-stack.selectorArgs" (dict "selector" (include "pd-stack.engineSelector" .)))) -}}
 {{- $args = concat $args (list "--endpoint-target-ports" (toString (int .Values.servingEngineSpec.containerPort))) -}}
 {{- end -}}
 {{- $args = concat $args (list "--config-file" "/config/epp-config.yaml") -}}
@@ -370,7 +378,8 @@ standalone mode Envoy in front of it (its listener is the router's http port). *
 {{- $_ := set $epp "readinessProbe" (include "pd-stack.llmdEppProbe" (dict "root" . "kind" "readiness") | fromYaml) -}}
 {{- $_ := set $epp "livenessProbe" (include "pd-stack.llmdEppProbe" (dict "root" . "kind" "liveness") | fromYaml) -}}
 {{- with $router.containerSecurityContext -}}{{- $_ := set $epp "securityContext" . -}}{{- end -}}
-{{- $eppMounts := list (dict "name" "epp-config" "mountPath" "/config" "readOnly" true) (include "pd-stack.routerTokenMount" . | fromYaml) -}}
+{{- $eppMounts := list (dict "name" "epp-config" "mountPath" "/config" "readOnly" true) -}}
+{{- if include "pd-stack.routerUsesKubeAPI" . -}}{{- $eppMounts = append $eppMounts (include "pd-stack.routerTokenMount" . | fromYaml) -}}{{- end -}}
 {{- $_ := set $epp "volumeMounts" (concat $eppMounts ($router.extraVolumeMounts | default list)) -}}
 {{- $containers := list $epp -}}
 {{- if eq (include "pd-stack.llmdMode" .) "standalone" -}}

@@ -4,7 +4,7 @@ router can route the pools' connector is a fact of files/connectors.yaml (router
 checked in _checks.tpl.
 */}}
 
-{{/* routerSpec.type: production-stack (the default), vllm-router or lmcache-proxy. */}}
+{{/* routerSpec.type: production-stack (the default), vllm-router, lmcache-proxy or llm-d. */}}
 {{- define "pd-stack.routerType" -}}
 {{- .Values.routerSpec.type | default "production-stack" -}}
 {{- end -}}
@@ -20,8 +20,8 @@ router enabled): LMCache senders then report to it by default. */}}
 {{- if and .Values.routerSpec.enableRouter (eq (include "pd-stack.routerType" .) "lmcache-proxy") -}}true{{- end -}}
 {{- end -}}
 
-{{/* "true" when the router routes PD: production-stack's disaggregated_prefill, vllm-router, or
-LMCache's PD proxy. */}}
+{{/* "true" when the router routes PD: production-stack's disaggregated_prefill, vllm-router,
+LMCache's PD proxy or the llm-d router. */}}
 {{- define "pd-stack.routesPD" -}}
 {{- if ne (include "pd-stack.routerType" .) "production-stack" -}}true
 {{- else if eq (.Values.routerSpec.routingLogic | toString) "disaggregated_prefill" -}}true

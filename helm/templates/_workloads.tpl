@@ -245,7 +245,7 @@ spec:
         {{- include "pd-stack.enginePorts" $ctx | nindent 8 }}
         {{- if $sidecar }}
         - name: vllm
-          containerPort: {{ include "pd-stack.llmdModelServerPort" .root }}
+          containerPort: {{ include "pd-stack.vllmPort" $ctx }}
           protocol: TCP
         {{- end }}
       {{- with ($spec.resources | default (include "pd-stack.engineResources" $ctx | fromYaml)) }}
