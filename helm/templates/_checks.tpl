@@ -260,9 +260,7 @@ the Service <release>-<pool>-engine-service[.<namespace>[.svc[.cluster.local]]] 
 {{/* vllm-router's --kv-connector agrees with the pools, and static mode has workers (the root). */}}
 {{- define "pd-stack.checks.vllmRouter" -}}
 {{- $vr := .Values.routerSpec.vllmRouter | default dict -}}
-{{- $needed := list -}}
-{{- range include "pd-stack.vllmRouterPools" . | fromJsonArray -}}{{- $needed = append $needed .kvConnector -}}{{- end -}}
-{{- $needed = uniq $needed -}}
+{{- $needed := include "pd-stack.routerPoolsNeed" (dict "root" . "router" "vllm-router" "key" "kvConnector") | fromJsonArray -}}
 {{- if gt (len $needed) 1 -}}
 {{- fail (printf "[PD017] the engine pools need different vllm-router --kv-connector values (%s); use one connector for the release" (join ", " $needed)) -}}
 {{- end -}}
@@ -321,11 +319,10 @@ sidecar free; the scheduler settings the release has. Facts: _router-llmd.tpl.
 {{- fail (printf "[PD022] routerSpec.llmd.scheduler.config has apiVersion %q but llm-d-router %s reads %s: use that apiVersion" (toString $config.apiVersion) $row.version $row.configApiVersion) -}}
 {{- end -}}
 {{- end -}}
-{{- $pools := include "pd-stack.llmdPools" . | fromJsonArray -}}
-{{- $needed := list -}}
-{{- range $pools -}}{{- $needed = append $needed .sidecarConnector -}}{{- end -}}
-{{- if gt (len (uniq $needed)) 1 -}}
-{{- fail (printf "[PD022] the engine pools need different llm-d sidecar --kv-connector values (%s); use one connector for the release" (join ", " (uniq $needed))) -}}
+{{- $pools := include "pd-stack.routerPools" (dict "root" . "router" "llm-d") | fromJsonArray -}}
+{{- $needed := include "pd-stack.routerPoolsNeed" (dict "root" . "router" "llm-d" "key" "sidecarConnector") | fromJsonArray -}}
+{{- if gt (len $needed) 1 -}}
+{{- fail (printf "[PD022] the engine pools need different llm-d sidecar --kv-connector values (%s); use one connector for the release" (join ", " $needed)) -}}
 {{- end -}}
 {{- $bootstrap := include "pd-stack.llmdBootstrapPorts" . | fromJsonArray -}}
 {{- range $bootstrap -}}
@@ -351,7 +348,7 @@ sidecar free; the scheduler settings the release has. Facts: _router-llmd.tpl.
 {{- end -}}
 
 {{/* The tensor parallelism llm-d's P/D guide requires of each prefill/decode pair (dict root
-pools; pools: pd-stack.llmdPools): equal (Mooncake), or decode at least prefill (NIXL). */}}
+pools; pools: pd-stack.routerPools of llm-d): equal (Mooncake), or decode at least prefill (NIXL). */}}
 {{- define "pd-stack.checks.llmdTP" -}}
 {{- $root := .root -}}
 {{- range $p := .pools -}}{{- if eq $p.role "prefill" -}}

@@ -49,33 +49,17 @@ routerSpec.llmd.<epp|sidecar|proxy>.repository (a mirror), with the row's tag. *
 {{- printf "%s:%s" $repository $image.tag -}}
 {{- end -}}
 
-{{/* The llm-d facts (files/connectors.yaml routers.llm-d) of every pool whose connector the llm-d
-router routes, as a JSON list with the pool's "pool", "role", "tensorParallel" and "spec" added. */}}
-{{- define "pd-stack.llmdPools" -}}
-{{- $found := list -}}
-{{- range $spec := include "pd-stack.pools" . | fromJsonArray -}}
-{{- $ctx := dict "root" $ "spec" $spec -}}
-{{- with dig "routers" "llm-d" dict (include "pd-stack.poolConnector" $ctx | fromJson) -}}
-{{- $tp := int (include "pd-stack.parallelSize" (dict "ctx" $ctx "key" "tensorParallelSize")) -}}
-{{- $found = append $found (merge (dict "pool" $spec.name "role" (include "pd-stack.poolRole" $ctx) "tensorParallel" $tp "spec" $spec) .) -}}
-{{- end -}}
-{{- end -}}
-{{- toJson $found -}}
-{{- end -}}
-
 {{/* The decode sidecar's --kv-connector: the pools' connector's (routers.llm-d.sidecarConnector);
 the checks refuse pools that need different ones. */}}
 {{- define "pd-stack.llmdSidecarConnector" -}}
-{{- $needed := list -}}
-{{- range include "pd-stack.llmdPools" . | fromJsonArray -}}{{- $needed = append $needed .sidecarConnector -}}{{- end -}}
-{{- first (uniq $needed) | default "nixlv2" -}}
+{{- first (include "pd-stack.routerPoolsNeed" (dict "root" . "router" "llm-d" "key" "sidecarConnector") | fromJsonArray) | default "nixlv2" -}}
 {{- end -}}
 
 {{/* The prefill pools' bootstrap ports (routers.llm-d.bootstrapPort, Mooncake), as a JSON list of
 {pool, port}: the sidecar queries every prefill pod on one --mooncake-bootstrap-port. */}}
 {{- define "pd-stack.llmdBootstrapPorts" -}}
 {{- $ports := list -}}
-{{- range include "pd-stack.llmdPools" . | fromJsonArray -}}
+{{- range include "pd-stack.routerPools" (dict "root" . "router" "llm-d") | fromJsonArray -}}
 {{- if and .bootstrapPort (eq .role "prefill") -}}
 {{- $ctx := dict "root" $ "spec" .spec -}}
 {{- $ports = append $ports (dict "pool" .pool "port" (int (include "pd-stack.connectorPort" (dict "ctx" $ctx "port" .bootstrapPort)))) -}}

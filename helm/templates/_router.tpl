@@ -45,30 +45,38 @@ checks refuse the two keys disagreeing. LMCache's PD proxy always takes the pool
 {{- if eq (include "pd-stack.routerDiscovery" .) "k8s" -}}true{{- end -}}
 {{- end -}}
 
-{{/* The vllm-router facts (files/connectors.yaml routers.vllm-router) of every pool's connector that
-vllm-router routes, as a JSON list with the pool's context fields "pool" and "role" added. */}}
-{{- define "pd-stack.vllmRouterPools" -}}
+{{/* A router's facts (files/connectors.yaml routers.<router>) for every pool whose connector that
+router routes (dict root router), as a JSON list with the pool's "pool", "role", "tensorParallel"
+and "spec" added. */}}
+{{- define "pd-stack.routerPools" -}}
 {{- $found := list -}}
-{{- range $spec := include "pd-stack.pools" . | fromJsonArray -}}
-{{- $ctx := dict "root" $ "spec" $spec -}}
-{{- $conn := include "pd-stack.poolConnector" $ctx | fromJson -}}
-{{- with dig "routers" "vllm-router" dict $conn -}}
-{{- $found = append $found (merge (dict "pool" $spec.name "role" (include "pd-stack.poolRole" $ctx)) .) -}}
+{{- range $spec := include "pd-stack.pools" .root | fromJsonArray -}}
+{{- $ctx := dict "root" $.root "spec" $spec -}}
+{{- with dig "routers" $.router dict (include "pd-stack.poolConnector" $ctx | fromJson) -}}
+{{- $tp := int (include "pd-stack.parallelSize" (dict "ctx" $ctx "key" "tensorParallelSize")) -}}
+{{- $found = append $found (merge (dict "pool" $spec.name "role" (include "pd-stack.poolRole" $ctx) "tensorParallel" $tp "spec" $spec) .) -}}
 {{- end -}}
 {{- end -}}
 {{- toJson $found -}}
 {{- end -}}
 
+{{/* The distinct values of one router fact over the pools it routes (dict root router key), as a
+JSON list: one --kv-connector for the whole release, so the checks refuse more than one. */}}
+{{- define "pd-stack.routerPoolsNeed" -}}
+{{- $needed := list -}}
+{{- range include "pd-stack.routerPools" . | fromJsonArray -}}{{- $needed = append $needed (get . $.key) -}}{{- end -}}
+{{- toJson (uniq $needed) -}}
+{{- end -}}
+
 {{/* vllm-router's --kv-connector: routerSpec.vllmRouter.kvConnector, else the pools' connector's. */}}
 {{- define "pd-stack.vllmRouterKvConnector" -}}
-{{- $needed := list -}}
-{{- range include "pd-stack.vllmRouterPools" . | fromJsonArray -}}{{- $needed = append $needed .kvConnector -}}{{- end -}}
-{{- dig "kvConnector" "" (.Values.routerSpec.vllmRouter | default dict) | default (first (uniq $needed)) | default "nixl" -}}
+{{- $needed := include "pd-stack.routerPoolsNeed" (dict "root" . "router" "vllm-router" "key" "kvConnector") | fromJsonArray -}}
+{{- dig "kvConnector" "" (.Values.routerSpec.vllmRouter | default dict) | default (first $needed) | default "nixl" -}}
 {{- end -}}
 
 {{/* "true" when some pool's engines register with vllm-router over ZMQ (P2pNccl). */}}
 {{- define "pd-stack.engineRegistration" -}}
-{{- range include "pd-stack.vllmRouterPools" . | fromJsonArray -}}{{- if .registers -}}true{{- end -}}{{- end -}}
+{{- range include "pd-stack.routerPools" (dict "root" . "router" "vllm-router") | fromJsonArray -}}{{- if .registers -}}true{{- end -}}{{- end -}}
 {{- end -}}
 
 {{/*
