@@ -181,23 +181,24 @@ Envoy's configuration in standalone mode, after the llm-d-router-standalone char
 containerPort whose ext_proc filter hands each request to the EPP on 127.0.0.1:9002 (TLS: the EPP
 serves gRPC with a self-signed certificate unless --secure-serving=false; the only supported body
 mode is FULL_DUPLEX_STREAMED, llm-d-router README), then an ORIGINAL_DST cluster sends it to the
-pod the EPP wrote into x-gateway-destination-endpoint. /ready on 19001 for the readiness probe;
-the admin interface on loopback only.
+pod the EPP wrote into x-gateway-destination-endpoint. /ready for the probes and the admin
+interface (loopback only) on pd-stack.llmdEnvoyPorts.
 */}}
 {{- define "pd-stack.llmdEnvoyConfig" -}}
 {{- $llmd := include "pd-stack.llmdValues" . | fromJson -}}
 {{- $ports := include "pd-stack.llmdEppPorts" . | fromJson -}}
+{{- $envoyPorts := include "pd-stack.llmdEnvoyPorts" . | fromJson -}}
 {{- $flags := dig "epp" "flags" dict $llmd -}}
 {{- $tls := not (and (hasKey $flags "secure-serving") (eq (toString (get $flags "secure-serving")) "false")) -}}
 {{- $hcm := "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager" -}}
 admin:
   address:
-    socket_address: {address: 127.0.0.1, port_value: 19000}
+    socket_address: {address: 127.0.0.1, port_value: {{ $envoyPorts.admin }}}
 static_resources:
   listeners:
     - name: ready
       address:
-        socket_address: {address: 0.0.0.0, port_value: 19001}
+        socket_address: {address: 0.0.0.0, port_value: {{ $envoyPorts.ready }}}
       filter_chains:
         - filters:
             - name: envoy.filters.network.http_connection_manager
@@ -346,38 +347,86 @@ routerSpec.<kind>Probe (its httpGet does not apply to the EPP). */}}
 {{- toYaml $probe -}}
 {{- end -}}
 
-{{/* The router pod's containers with routerSpec.type llm-d, as a YAML list: the EPP, and in
-standalone mode Envoy in front of it (its listener is the router's http port). */}}
-{{- define "pd-stack.llmdRouterContainers" -}}
+{{/* Envoy's own ports in standalone mode: its admin interface (loopback only) and the listener of
+its /ready health check (the container's probes). */}}
+{{- define "pd-stack.llmdEnvoyPorts" -}}
+{{- toJson (dict "admin" 19000 "ready" 19001) -}}
+{{- end -}}
+
+{{/* The EPP container: the release's flags, the downward-API env the EPP reads, its gRPC, health
+and metrics ports, the probes of pd-stack.llmdEppProbe, routerSpec.resources, its configuration
+file and (to watch pods) the API token. */}}
+{{- define "pd-stack.llmdEppContainer" -}}
 {{- $router := .Values.routerSpec -}}
-{{- $llmd := include "pd-stack.llmdValues" . | fromJson -}}
 {{- $ports := include "pd-stack.llmdEppPorts" . | fromJson -}}
-{{- $downward := list (dict "name" "NAMESPACE" "valueFrom" (dict "fieldRef" (dict "fieldPath" "metadata.namespace"))) (dict "name" "POD_NAME" "valueFrom" (dict "fieldRef" (dict "fieldPath" "metadata.name"))) -}}
 {{- $image := include "pd-stack.llmdImage" (dict "root" . "which" "epp") -}}
-{{- $epp := dict "name" "epp" "image" $image "imagePullPolicy" (include "pd-stack.pullPolicy" (dict "policy" $router.imagePullPolicy "image" $image)) -}}
-{{- $_ := set $epp "args" (include "pd-stack.llmdEppArgs" . | fromYamlArray) -}}
-{{- $_ := set $epp "env" (concat $downward (include "pd-stack.routerEnv" . | fromYamlArray)) -}}
-{{- $_ := set $epp "ports" (list (dict "name" "grpc" "containerPort" (int $ports.grpc) "protocol" "TCP") (dict "name" "grpc-health" "containerPort" (int $ports.health) "protocol" "TCP") (dict "name" "metrics" "containerPort" (int $ports.metrics) "protocol" "TCP")) -}}
-{{- with $router.resources -}}{{- $_ := set $epp "resources" . -}}{{- end -}}
-{{- $_ := set $epp "readinessProbe" (include "pd-stack.llmdEppProbe" (dict "root" . "kind" "readiness") | fromYaml) -}}
-{{- $_ := set $epp "livenessProbe" (include "pd-stack.llmdEppProbe" (dict "root" . "kind" "liveness") | fromYaml) -}}
-{{- with $router.containerSecurityContext -}}{{- $_ := set $epp "securityContext" . -}}{{- end -}}
-{{- $eppMounts := list (dict "name" "epp-config" "mountPath" "/config" "readOnly" true) -}}
-{{- if include "pd-stack.routerUsesKubeAPI" . -}}{{- $eppMounts = append $eppMounts (include "pd-stack.routerTokenMount" . | fromYaml) -}}{{- end -}}
-{{- $_ := set $epp "volumeMounts" (concat $eppMounts ($router.extraVolumeMounts | default list)) -}}
-{{- $containers := list $epp -}}
+{{- $mounts := list (dict "name" "epp-config" "mountPath" "/config" "readOnly" true) -}}
+{{- if include "pd-stack.routerUsesKubeAPI" . -}}{{- $mounts = append $mounts (include "pd-stack.routerTokenMount" . | fromYaml) -}}{{- end -}}
+name: epp
+image: {{ $image | quote }}
+imagePullPolicy: {{ include "pd-stack.pullPolicy" (dict "policy" $router.imagePullPolicy "image" $image) }}
+args:
+  {{- include "pd-stack.llmdEppArgs" . | nindent 2 }}
+env:
+  - {name: NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
+  - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+  {{- with include "pd-stack.routerEnv" . | fromYamlArray }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+ports:
+  - {name: grpc, containerPort: {{ $ports.grpc }}, protocol: TCP}
+  - {name: grpc-health, containerPort: {{ $ports.health }}, protocol: TCP}
+  - {name: metrics, containerPort: {{ $ports.metrics }}, protocol: TCP}
+{{- with $router.resources }}
+resources:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+readinessProbe:
+  {{- include "pd-stack.llmdEppProbe" (dict "root" . "kind" "readiness") | nindent 2 }}
+livenessProbe:
+  {{- include "pd-stack.llmdEppProbe" (dict "root" . "kind" "liveness") | nindent 2 }}
+{{- with $router.containerSecurityContext }}
+securityContext:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+volumeMounts:
+  {{- toYaml (concat $mounts ($router.extraVolumeMounts | default list)) | nindent 2 }}
+{{- end -}}
+
+{{/* Envoy in front of the EPP (standalone mode): its listener is the router's http port; it reads
+envoy.yaml of the router ConfigMap (pd-stack.llmdEnvoyConfig). */}}
+{{- define "pd-stack.llmdEnvoyContainer" -}}
+{{- $router := .Values.routerSpec -}}
+{{- $image := include "pd-stack.llmdImage" (dict "root" . "which" "envoy") -}}
+{{- $ready := dict "httpGet" (dict "path" "/ready" "port" "envoy-ready") -}}
+name: envoy
+image: {{ $image | quote }}
+imagePullPolicy: {{ include "pd-stack.pullPolicy" (dict "policy" $router.imagePullPolicy "image" $image) }}
+command: [envoy]
+args: [--service-node, envoy-proxy, --log-level, warn, --cpuset-threads, --drain-strategy, immediate, --drain-time-s, "60", -c, /etc/envoy/envoy.yaml]
+ports:
+  - {name: http, containerPort: {{ int $router.containerPort }}, protocol: TCP}
+  - {name: envoy-ready, containerPort: {{ (include "pd-stack.llmdEnvoyPorts" . | fromJson).ready }}, protocol: TCP}
+readinessProbe: {{ merge (dict "periodSeconds" 5 "failureThreshold" 1) $ready | toJson }}
+livenessProbe: {{ merge (dict "periodSeconds" 10 "failureThreshold" 3) $ready | toJson }}
+{{- with dig "proxy" "resources" nil (include "pd-stack.llmdValues" . | fromJson) }}
+resources:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $router.containerSecurityContext }}
+securityContext:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+volumeMounts:
+  - {name: envoy-config, mountPath: /etc/envoy, readOnly: true}
+{{- end -}}
+
+{{/* The router pod's containers with routerSpec.type llm-d, as a YAML list: the EPP, and in
+standalone mode Envoy in front of it. */}}
+{{- define "pd-stack.llmdRouterContainers" -}}
+{{- $containers := list (include "pd-stack.llmdEppContainer" . | fromYaml) -}}
 {{- if eq (include "pd-stack.llmdMode" .) "standalone" -}}
-{{- $proxy := $llmd.proxy | default dict -}}
-{{- $args := list "--service-node" "envoy-proxy" "--log-level" "warn" "--cpuset-threads" "--drain-strategy" "immediate" "--drain-time-s" "60" "-c" "/etc/envoy/envoy.yaml" -}}
-{{- $envoyImage := include "pd-stack.llmdImage" (dict "root" . "which" "envoy") -}}
-{{- $envoy := dict "name" "envoy" "image" $envoyImage "imagePullPolicy" (include "pd-stack.pullPolicy" (dict "policy" $router.imagePullPolicy "image" $envoyImage)) "command" (list "envoy") "args" $args -}}
-{{- $_ := set $envoy "ports" (list (dict "name" "http" "containerPort" (int $router.containerPort) "protocol" "TCP") (dict "name" "envoy-ready" "containerPort" 19001 "protocol" "TCP")) -}}
-{{- $_ := set $envoy "readinessProbe" (dict "httpGet" (dict "path" "/ready" "port" "envoy-ready") "periodSeconds" 5 "failureThreshold" 1) -}}
-{{- $_ := set $envoy "livenessProbe" (dict "httpGet" (dict "path" "/ready" "port" "envoy-ready") "periodSeconds" 10 "failureThreshold" 3) -}}
-{{- with $proxy.resources -}}{{- $_ := set $envoy "resources" . -}}{{- end -}}
-{{- with $router.containerSecurityContext -}}{{- $_ := set $envoy "securityContext" . -}}{{- end -}}
-{{- $_ := set $envoy "volumeMounts" (list (dict "name" "envoy-config" "mountPath" "/etc/envoy" "readOnly" true)) -}}
-{{- $containers = append $containers $envoy -}}
+{{- $containers = append $containers (include "pd-stack.llmdEnvoyContainer" . | fromYaml) -}}
 {{- end -}}
 {{- toYaml $containers -}}
 {{- end -}}
