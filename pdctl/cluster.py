@@ -51,6 +51,7 @@ class Pod:
     node: str | None = None
     events: list[str] = field(default_factory=list)  # recent warnings, "Reason: message"
     logs: list[str] = field(default_factory=list)  # last lines, for a crash loop
+    ports: dict[str, int] = field(default_factory=dict)  # named container ports
 
     @property
     def stuck(self) -> bool:
@@ -60,6 +61,7 @@ class Pod:
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("labels")
+        data.pop("ports")
         return data
 
 
@@ -297,6 +299,12 @@ def _pod(item: Any) -> Pod:
         restarts=sum(s.restart_count or 0 for s in status.container_statuses or []),
         terminating=item.metadata.deletion_timestamp is not None,
         node=item.spec.node_name,
+        ports={
+            port.name: port.container_port
+            for container in list(item.spec.init_containers or []) + list(item.spec.containers)
+            for port in container.ports or []
+            if port.name
+        },
     )
     scheduled = conditions.get("PodScheduled")
     if pod.terminating:

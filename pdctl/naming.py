@@ -30,6 +30,10 @@ ENGINE_WORKER = "serving-engine-worker"
 ROUTER = "router"
 TEST = "test"
 
+# The container port vLLM serves on in a decode pod whose engine port the llm-d router's decode
+# sidecar holds (templates/_workloads.tpl); elsewhere vLLM serves on the engine port itself.
+VLLM_PORT = "vllm"
+
 
 @dataclass(frozen=True)
 class Release:

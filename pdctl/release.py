@@ -142,8 +142,8 @@ def _rolled_out(kube: Cluster, namespace: str, group: Group, pods: list[Pod]) ->
     return len(live) == group.replicas * group.nodes and all(pod.ready for pod in live)
 
 
-def release_pods(release: str, namespace: str) -> dict[str, list[str]]:
-    """Pod names of a release: "router", and the engine pods of each PD role ("prefill",
+def release_pods(release: str, namespace: str) -> dict[str, list[Pod]]:
+    """The pods of a release: "router", and the engine pods of each PD role ("prefill",
     "decode", "both"), selected as the chart labels them (pdctl.naming). Terminating pods are left
     out; Ready pods come first, then by name."""
     from pdctl.cluster import connect
@@ -155,7 +155,7 @@ def release_pods(release: str, namespace: str) -> dict[str, list[str]]:
     found = {}
     for key, selector in selectors.items():
         pods = [pod for pod in kube.pods(namespace, selector) if not pod.terminating]
-        found[key] = [pod.name for pod in sorted(pods, key=lambda p: (not p.ready, p.name))]
+        found[key] = sorted(pods, key=lambda p: (not p.ready, p.name))
     return found
 
 

@@ -33,9 +33,15 @@ def kube(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[KubeAPIDou
 
 
 def make_pod(
-    api: KubeAPIDouble, name: str, labels: dict[str, str], image: str = "app:1", gpus: int = 0
+    api: KubeAPIDouble,
+    name: str,
+    labels: dict[str, str],
+    image: str = "app:1",
+    gpus: int = 0,
+    ports: list[dict[str, Any]] | None = None,
 ) -> None:
     resources = {"limits": {"nvidia.com/gpu": gpus}} if gpus else {}
+    main = {"name": "main", "image": image, "resources": resources, "ports": ports or []}
     api.state.create(
         "pods",
         "default",
@@ -43,7 +49,7 @@ def make_pod(
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": name, "labels": labels},
-            "spec": {"containers": [{"name": "main", "image": image, "resources": resources}]},
+            "spec": {"containers": [main]},
         },
     )
 
@@ -81,14 +87,21 @@ def test_release_pods_by_role(kube: KubeAPIDouble) -> None:
     make_pod(kube, "pd-router-1", NAMES.router_selector)
     make_pod(kube, "pd-prefill-b", engine("prefill", "p"))
     make_pod(kube, "pd-prefill-a", engine("prefill", "p"), image="engine:broken")
-    make_pod(kube, "pd-decode-1", engine("decode", "d"))
+    ports = [
+        {"name": "http", "containerPort": 8000},
+        {"name": naming.VLLM_PORT, "containerPort": 8200},
+    ]
+    make_pod(kube, "pd-decode-1", engine("decode", "d"), ports=ports)
     make_pod(kube, "other-release", {**naming.Release("other").router_selector})
-    assert release_pods("pd", "default") == {
+    found = release_pods("pd", "default")
+    assert {key: [pod.name for pod in pods] for key, pods in found.items()} == {
         "router": ["pd-router-1"],
         "prefill": ["pd-prefill-b", "pd-prefill-a"],  # Ready first
         "decode": ["pd-decode-1"],
         "both": [],
     }
+    # Named container ports, which verify reads vLLM's port from behind the llm-d sidecar.
+    assert found["decode"][0].ports == {"http": 8000, naming.VLLM_PORT: 8200}
 
 
 class _Echo(BaseHTTPRequestHandler):

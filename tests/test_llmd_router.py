@@ -184,9 +184,9 @@ def test_decode_pods_run_the_sidecar_and_vllm_moves(helm: Helm) -> None:
     vllm = decode["spec"]["containers"][0]
     assert vllm["args"][vllm["args"].index("--port") + 1] == "8200"
     ports = {p["name"]: p["containerPort"] for p in vllm["ports"]}
-    assert (ports["http"], ports["vllm"]) == (8000, 8200)  # the sidecar's, vLLM's own
+    assert (ports["http"], ports[naming.VLLM_PORT]) == (8000, 8200)  # the sidecar's, vLLM's own
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
-        assert vllm[probe]["httpGet"]["port"] == "vllm"
+        assert vllm[probe]["httpGet"]["port"] == naming.VLLM_PORT
     assert env_of(vllm)["VLLM_HTTP_TIMEOUT_KEEP_ALIVE"] == "120"
     # Prefill pods serve vLLM on the engine port directly and have no sidecar.
     prefill = pod(objects, RELEASE.pool_deployment("qwen-prefill"))

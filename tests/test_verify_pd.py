@@ -19,13 +19,15 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from pdctl.cli.app import app
+from pdctl.cluster import Pod
+from pdctl.naming import VLLM_PORT
 from pdctl.verify.checks import Settings, run
 from pdctl.verify.report import Report, Status
 from pdctl.verify.targets import from_urls
@@ -419,6 +421,7 @@ class ClusterDouble:
     urls: dict[str, str]
     broken: dict[str, str]
     calls: list[tuple[str, ...]]
+    ports: dict[str, dict[str, int]] = field(default_factory=dict)  # named container ports
 
 
 @pytest.fixture
@@ -439,9 +442,15 @@ def cluster(monkeypatch: pytest.MonkeyPatch, stack: Stack) -> ClusterDouble:
         calls=[],
     )
 
-    def release_pods(release: str, namespace: str) -> dict[str, list[str]]:
+    def release_pods(release: str, namespace: str) -> dict[str, list[Pod]]:
         double.calls.append(("release_pods", release, namespace))
-        return double.pods
+        return {
+            key: [
+                Pod(name, {}, "Running", True, 0, ports=double.ports.get(name, {}))
+                for name in names
+            ]
+            for key, names in double.pods.items()
+        }
 
     @contextmanager
     def port_forward(namespace: str, pod: str, port: int) -> Iterator[str]:
@@ -479,6 +488,16 @@ def test_cluster_mode_port_forwards_to_the_release_pods(cluster: ClusterDouble) 
     assert forwards == [(ROUTER_POD, "8000"), (PREFILL_POD, "8000"), (DECODE_POD, "8000")]
     assert all(c[1] == "serving" for c in cluster.calls if c[0] == "port_forward")
     assert sum(c[0] == "closed" for c in cluster.calls) == 3  # every forward ended
+
+
+def test_cluster_mode_reaches_vllm_on_its_own_port_behind_a_sidecar(cluster: ClusterDouble) -> None:
+    """A decode pod of the llm-d router: the sidecar holds the engine port, vLLM has naming's
+    VLLM_PORT; verify reads the engine there (its /health is vLLM's, not the sidecar's)."""
+    cluster.ports[DECODE_POD] = {"http": 8000, VLLM_PORT: 8200}
+    result = runner.invoke(app, ["verify", "-o", "json", "--max-tokens", "4"])
+    assert result.exit_code == 0, result.output
+    forwards = [c[2:] for c in cluster.calls if c[0] == "port_forward"]
+    assert forwards == [(ROUTER_POD, "8000"), (PREFILL_POD, "8000"), (DECODE_POD, "8200")]
 
 
 def test_cluster_mode_show_curl_says_how_to_forward(cluster: ClusterDouble) -> None:
@@ -520,7 +539,7 @@ def test_cluster_mode_without_cluster_access_is_exit_3(
 ) -> None:
     from pdctl.errors import EnvironmentProblem
 
-    def no_access(release: str, namespace: str) -> dict[str, list[str]]:
+    def no_access(release: str, namespace: str) -> dict[str, list[Pod]]:
         raise EnvironmentProblem("no Kubernetes configuration found")
 
     monkeypatch.setattr(sys.modules["pdctl.release"], "release_pods", no_access)

@@ -143,7 +143,10 @@ def verify(
     ] = 8000,
     engine_port: Annotated[
         int,
-        typer.Option("--engine-port", help="Cluster mode: the engines' container port."),
+        typer.Option(
+            "--engine-port",
+            help="Cluster mode: the engines' container port (a port named vllm wins).",
+        ),
     ] = 8000,
     show_curl: Annotated[
         bool, typer.Option("--show-curl", help="Print the curl command of each check.")

@@ -1,11 +1,14 @@
 """What verify talks to: the router and each engine, from URLs given on the command line, or
 found in a release's pods and reached through port-forwards (cluster mode).
 
-Cluster mode uses two functions of the cluster layer (written beside this one):
-`pdctl.release.release_pods(release, namespace)` -> {"router": [pod, ...], "prefill": [...],
-"decode": [...], "both": [...]} (pods found with pdctl.naming's selectors), and the context
-manager `pdctl.cluster.port_forward(namespace, pod, port)` -> "http://127.0.0.1:<local port>".
-Both are imported only here, only in cluster mode (they import the kubernetes client).
+Cluster mode uses two functions of the cluster layer: `pdctl.release.release_pods(release,
+namespace)` -> {"router": [Pod, ...], "prefill": [...], "decode": [...], "both": [...]} (pods
+found with pdctl.naming's selectors; a Pod has .name and .ports, its named container ports), and
+the context manager `pdctl.cluster.port_forward(namespace, pod, port)` ->
+"http://127.0.0.1:<local port>". Both are imported only here, only in cluster mode (they import
+the kubernetes client). An engine is reached on the engine port, or where vLLM has a port of its
+own (naming.VLLM_PORT: behind the llm-d decode sidecar) on that one, so that its /health is
+vLLM's.
 """
 
 from __future__ import annotations
@@ -13,11 +16,15 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from pdctl.errors import EnvironmentProblem, PdctlError, UsageError
-from pdctl.naming import ROLES, Release, selector_text
+from pdctl.naming import ROLES, VLLM_PORT, Release, selector_text
 from pdctl.verify.report import Endpoint, Targets
+
+if TYPE_CHECKING:
+    from pdctl.cluster import Pod
 
 
 def _check_url(option: str, url: str) -> str:
@@ -67,7 +74,7 @@ def from_cluster(
             hint="pip install 'pdctl[deploy]', or give --url (and --prefill-url/--decode-url)",
         ) from None
     names = Release(release, namespace)
-    pods: Mapping[str, Sequence[str]] = releases.release_pods(release, namespace)
+    pods: Mapping[str, Sequence[Pod]] = releases.release_pods(release, namespace)
     with ExitStack() as stack:
 
         def forward(pod: str, role: str, port: int) -> Endpoint:
@@ -83,7 +90,7 @@ def from_cluster(
 
         routers = list(pods.get("router") or ())
         if routers:
-            router = forward(routers[0], "router", router_port)
+            router = forward(routers[0].name, "router", router_port)
         else:
             selector = selector_text(names.router_selector)
             router = Endpoint(
@@ -94,6 +101,8 @@ def from_cluster(
                 "installed? (pdctl status)",
             )
         engines = [
-            forward(pod, role, engine_port) for role in ROLES for pod in pods.get(role) or ()
+            forward(pod.name, role, pod.ports.get(VLLM_PORT, engine_port))
+            for role in ROLES
+            for pod in pods.get(role) or ()
         ]
         yield Targets(router, tuple(engines))
