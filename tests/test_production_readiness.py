@@ -8,7 +8,6 @@ import copy
 import http.server
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 
 from pdctl import manifests, naming, pipeline
 from pdctl.helm import Helm
+from tests.doubles import http_server
 from tests.helpers import (
     ASSETS,
     KUBE_VERSIONS,
@@ -330,9 +330,8 @@ class MetricsDouble:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = http_server.start(Handler)
         self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
 @pytest.fixture

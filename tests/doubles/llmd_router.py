@@ -32,12 +32,12 @@ import http.client
 import http.server
 import itertools
 import json
-import threading
 import uuid
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from tests.doubles import http_server
 from tests.doubles.vllm_engine import PREFILL_REQUEST_PARAMS
 
 PREFILL_HEADER = "x-prefiller-host-port"
@@ -88,11 +88,8 @@ class _Server:
 
             do_GET = do_POST = _serve
 
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        server.daemon_threads = True
-        self.port = server.server_address[1]
-        self._server = server
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self._server = http_server.start(Handler)
+        self.port = self._server.server_address[1]
         return self
 
     def down(self) -> None:

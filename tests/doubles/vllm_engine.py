@@ -52,6 +52,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests.doubles import http_server
+
 BLOCK_SIZE = 16
 # What a PD router sends prefill with NixlConnector: compute the prompt, keep the KV blocks for a
 # remote decode (vLLM's NIXL PD proxy, tests/v1/kv_connector/nixl_integration/toy_proxy_server.py;
@@ -178,11 +180,8 @@ class VllmEngineDouble:
         return f"http://127.0.0.1:{self.port}"
 
     def up(self) -> VllmEngineDouble:
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), _handler(self))
-        server.daemon_threads = True
-        self.port = server.server_address[1]
-        self._server = server
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self._server = http_server.start(_handler(self), self.port)
+        self.port = self._server.server_address[1]
         return self
 
     def down(self) -> None:
