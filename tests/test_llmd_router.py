@@ -98,6 +98,14 @@ def test_envoy_hands_every_request_to_the_epp_and_sends_it_where_the_epp_says(he
     listeners = by_name(envoy["static_resources"]["listeners"])
     manager = listeners["llm"]["filter_chains"][0]["filters"][0]["typed_config"]
     assert listeners["llm"]["address"]["socket_address"]["port_value"] == 8000
+    for listener in listeners.values():  # IPv4 and IPv6, as llm-d's standalone preset
+        port = listener["address"]["socket_address"]["port_value"]
+        (also,) = listener["additional_addresses"]
+        assert also["address"]["socket_address"] == {"address": "::", "port_value": port}
+    # Envoy's default circuit breakers (1024) would answer 503 above 1024 requests in flight.
+    clusters = by_name(envoy["static_resources"]["clusters"])
+    for cluster in clusters.values():
+        assert cluster["circuit_breakers"]["thresholds"][0]["max_requests"] == 40000
     ext_proc = manager["http_filters"][0]["typed_config"]
     assert ext_proc["processing_mode"]["request_body_mode"] == "FULL_DUPLEX_STREAMED"
     assert ext_proc["grpc_service"]["envoy_grpc"]["cluster_name"] == "ext_proc"

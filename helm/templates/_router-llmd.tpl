@@ -199,6 +199,7 @@ static_resources:
     - name: ready
       address:
         socket_address: {address: 0.0.0.0, port_value: {{ $envoyPorts.ready }}}
+      additional_addresses: [{address: {socket_address: {address: "::", port_value: {{ $envoyPorts.ready }}}}}]
       filter_chains:
         - filters:
             - name: envoy.filters.network.http_connection_manager
@@ -220,6 +221,8 @@ static_resources:
     - name: llm
       address:
         socket_address: {address: 0.0.0.0, port_value: {{ int .Values.routerSpec.containerPort }}}
+      # IPv6 too, as the standalone chart's preset: pods of IPv6-only and dual-stack clusters.
+      additional_addresses: [{address: {socket_address: {address: "::", port_value: {{ int .Values.routerSpec.containerPort }}}}}]
       filter_chains:
         - filters:
             - name: envoy.filters.network.http_connection_manager
