@@ -8,12 +8,14 @@ $PDCTL_TOOLS_DIR points the suite at another one; a missing version fails the te
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from pdctl import manifests
 from pdctl.helm import Helm
+from tests.doubles.kube_api import KubeAPIDouble, serving
 from tests.helpers import HELM_VERSIONS, Render, pinned_helm, render_file
 
 
@@ -46,3 +48,11 @@ def rendered() -> Render:
         return copy.deepcopy(cache[key])
 
     return render
+
+
+@pytest.fixture
+def kube(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[KubeAPIDouble]:
+    """The Kubernetes API server double (tests/doubles/kube_api.py, not Kubernetes), with helm
+    and the kubernetes client pointed at it."""
+    with serving(tmp_path, monkeypatch) as api:
+        yield api

@@ -19,17 +19,16 @@ import pytest
 from pdctl import cluster, naming
 from pdctl.errors import EnvironmentProblem
 from pdctl.release import release_pods
-from tests.doubles.kube_api import KubeAPIDouble, use
+from tests.doubles.kube_api import KubeAPIDouble, serving
 
 NAMES = naming.Release("pd", "default")
 
 
 @pytest.fixture
 def kube(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[KubeAPIDouble]:
-    with KubeAPIDouble(gpus=1) as api:
-        use(api, tmp_path, monkeypatch)
+    """The API double with one GPU (this module's own, over conftest's eight)."""
+    with serving(tmp_path, monkeypatch, gpus=1) as api:
         yield api
-        assert not api.problems()
 
 
 def make_pod(

@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from typer.testing import CliRunner, Result
 
 from pdctl.cli.app import app
 from pdctl.helm import Helm
-from tests.doubles.kube_api import KubeAPIDouble, use
+from tests.doubles.kube_api import KubeAPIDouble
 from tests.helpers import TUTORIAL_VALUES, write_values
 
 runner = CliRunner()
@@ -31,14 +30,6 @@ OLD_STRATEGY = (
     "servingEngineSpec.strategy.rollingUpdate.maxSurge=0,"
     "servingEngineSpec.strategy.rollingUpdate.maxUnavailable=1"
 )
-
-
-@pytest.fixture
-def kube(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[KubeAPIDouble]:
-    with KubeAPIDouble() as api:
-        use(api, tmp_path, monkeypatch)
-        yield api
-        assert not api.problems()
 
 
 def deploy(helm: Helm, *args: str, timeout: str = "2s") -> Result:

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from pdctl import manifests
 from pdctl.cli.app import app
 from pdctl.helm import Helm
-from tests.doubles.kube_api import KubeAPIDouble, use
+from tests.doubles.kube_api import KubeAPIDouble, serving
 from tests.helpers import ASSETS, CHART, TUTORIAL_VALUES, Render, write_values
 
 runner = CliRunner()
@@ -74,10 +74,8 @@ def test_strategies_kubernetes_refuses_are_refused(
 @pytest.fixture
 def pending(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[KubeAPIDouble]:
     """The API double with no GPU: the engine pods stay Pending, the router becomes Ready."""
-    with KubeAPIDouble(gpus=0) as api:
-        use(api, tmp_path, monkeypatch)
+    with serving(tmp_path, monkeypatch, gpus=0) as api:
         yield api
-        assert not api.problems()
 
 
 def plain_install(helm: Helm, wait: list[str], *extra: str) -> tuple[int, str]:

@@ -5,7 +5,6 @@ the router's endpoint, recent warning events; exit codes and the -o json shape."
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,18 +12,10 @@ from typer.testing import CliRunner
 
 from pdctl.cli.app import app
 from pdctl.helm import Helm
-from tests.doubles.kube_api import KubeAPIDouble, use
+from tests.doubles.kube_api import KubeAPIDouble
 from tests.helpers import CHART, TUTORIAL_VALUES
 
 runner = CliRunner()
-
-
-@pytest.fixture
-def kube(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[KubeAPIDouble]:
-    with KubeAPIDouble() as api:
-        use(api, tmp_path, monkeypatch)
-        yield api
-        assert not api.problems()
 
 
 def install(helm: Helm) -> None:

@@ -6,28 +6,18 @@ a claim helm would delete (a pool that set the policy to "") is refused without 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 import yaml
 from typer.testing import CliRunner
 
 from pdctl.cli.app import app
 from pdctl.helm import Helm
-from tests.doubles.kube_api import KubeAPIDouble, use
+from tests.doubles.kube_api import KubeAPIDouble
 from tests.helpers import CHART, TUTORIAL_VALUES, write_values
 
 runner = CliRunner()
 CLAIMS = ["pd-llama-decode-storage-claim", "pd-llama-prefill-storage-claim"]
-
-
-@pytest.fixture
-def kube(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[KubeAPIDouble]:
-    with KubeAPIDouble() as api:
-        use(api, tmp_path, monkeypatch)
-        yield api
-        assert not api.problems()
 
 
 def install(helm: Helm, values: Path = TUTORIAL_VALUES) -> None:

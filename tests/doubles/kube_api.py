@@ -41,6 +41,8 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -677,12 +679,15 @@ def _pump(
         upstream.close()
 
 
-def use(api: KubeAPIDouble, directory: Path, env: Any) -> Path:
-    """Point helm and the kubernetes client at the double: a kubeconfig in `directory` as
-    $KUBECONFIG, and helm's cache, config and data homes there too. `env` is pytest's
-    monkeypatch (anything with setenv)."""
-    kubeconfig = api.write_kubeconfig(directory)
-    env.setenv("KUBECONFIG", str(kubeconfig))
-    for name in ("HELM_CACHE_HOME", "HELM_CONFIG_HOME", "HELM_DATA_HOME"):
-        env.setenv(name, str(directory / name.lower()))
-    return kubeconfig
+@contextmanager
+def serving(directory: Path, env: Any, gpus: int = 8) -> Iterator[KubeAPIDouble]:
+    """A running double that helm and the kubernetes client use: a kubeconfig in `directory` as
+    $KUBECONFIG, and helm's cache, config and data homes there too (`env` is pytest's
+    monkeypatch, anything with setenv). On the way out, no request may have broken the
+    protocol the double checks."""
+    with KubeAPIDouble(gpus=gpus) as api:
+        env.setenv("KUBECONFIG", str(api.write_kubeconfig(directory)))
+        for name in ("HELM_CACHE_HOME", "HELM_CONFIG_HOME", "HELM_DATA_HOME"):
+            env.setenv(name, str(directory / name.lower()))
+        yield api
+        assert not api.problems()
