@@ -1,6 +1,6 @@
-"""Production settings that deploy but do not work as meant (warnings): a startup probe that
-restarts an engine before a known model can load, a PodDisruptionBudget that no node drain can
-ever satisfy, and a NetworkPolicy that shuts out the release's own Prometheus or Gateway."""
+"""Production settings that deploy but do not work as meant (warnings): a PodDisruptionBudget that
+no node drain can ever satisfy, and a NetworkPolicy that shuts out the release's own Prometheus or
+Gateway. (A startup probe too short for a known model is PD110, in rules/sizing.py.)"""
 
 from __future__ import annotations
 
@@ -11,48 +11,6 @@ from typing import Any
 from pdctl.findings import Severity
 from pdctl.rules.model import Deployment, as_dict, as_int
 from pdctl.rules.registry import Issue, rule
-
-# Kubernetes' defaults for a probe's periodSeconds and failureThreshold (core/v1 Probe).
-_PROBE_DEFAULTS = {"initialDelaySeconds": 0, "periodSeconds": 10, "failureThreshold": 3}
-
-
-def _probe_seconds(probe: dict[str, Any]) -> int:
-    """How long a startup probe lets a container start: initialDelaySeconds + periodSeconds x
-    failureThreshold."""
-    get = {k: as_int(probe.get(k), v) for k, v in _PROBE_DEFAULTS.items()}
-    return get["initialDelaySeconds"] + get["periodSeconds"] * get["failureThreshold"]
-
-
-@rule(
-    "PD110",
-    "a known model's engines get a startup budget long enough to download and load it",
-    Severity.warning,
-)
-def startup_budget(deployment: Deployment) -> Iterator[Issue]:
-    from pdctl.plan import catalog, sizing  # the catalogs load only when a pool exists
-
-    shared = as_dict(as_dict(deployment.values.get("servingEngineSpec")).get("startupProbe"))
-    for pool in deployment.pools:
-        known = catalog.find_model(str(pool.spec.get("modelURL", "")))
-        if known is None:
-            continue
-        probe = {**shared, **as_dict(pool.spec.get("startupProbe"))}
-        allowed = _probe_seconds(probe)
-        needed = sizing.startup_seconds(known.arch)
-        if allowed >= needed:
-            continue
-        period = as_int(probe.get("periodSeconds"), _PROBE_DEFAULTS["periodSeconds"])
-        delay = as_int(probe.get("initialDelaySeconds"), 0)
-        threshold = math.ceil(max(needed - delay, 0) / max(period, 1))
-        gib = sizing.checkpoint_bytes(known.arch) / sizing.GiB
-        yield Issue(
-            pool.at("startupProbe"),
-            f"the startup probe gives {known.arch.name} {allowed // 60} minutes to start but its "
-            f"checkpoint ({gib:.0f} GiB) needs about {math.ceil(needed / 60)} minutes to "
-            f"download and load into an empty cache ({sizing.STARTUP_DOWNLOAD_MIB_S} MiB/s, plus "
-            f"{sizing.STARTUP_BASE_S // 60} minutes); the kubelet would restart the engine first",
-            f"startupProbe: {{failureThreshold: {threshold}}} (what `pdctl init` writes)",
-        )
 
 
 def _blocks(budget: dict[str, Any], pods: int) -> str | None:

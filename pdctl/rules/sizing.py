@@ -1,15 +1,20 @@
-"""A pool's cache volume and memory against its model's size, for models in the planner's catalog
-(pdctl/plan/catalog/models.yaml): a 70B model on a 50Gi volume fails only at download time."""
+"""A pool's cache volume, memory and startup budget against its model's size, for models in the
+planner's catalog (pdctl/plan/catalog/models.yaml): a 70B model on a 50Gi volume fails only at
+download time, and one whose startup probe ends before it has loaded is restarted for ever."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pdctl.findings import Severity
-from pdctl.rules.model import Deployment
+from pdctl.rules.model import Deployment, Pool, as_dict, as_int
 from pdctl.rules.registry import Issue, rule
+
+if TYPE_CHECKING:
+    from pdctl.plan.catalog import CatalogModel
 
 GIB = 2**30
 _QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([KMGTPE]i?|[km])?$")
@@ -40,18 +45,25 @@ def quantity_bytes(value: Any) -> float | None:
     return float(match[1]) * _FACTOR[match[2]]
 
 
+def _known_models(deployment: Deployment) -> Iterator[tuple[Pool, CatalogModel]]:
+    """Each pool whose model the planner's catalog has, with that model."""
+    from pdctl.plan import catalog  # the catalogs load only when a pool exists
+
+    for pool in deployment.pools:
+        known = catalog.find_model(str(pool.spec.get("modelURL", "")))
+        if known is not None:
+            yield pool, known
+
+
 @rule(
     "PD109",
     "a known model fits its cache volume and memory request",
     Severity.warning,
 )
 def model_fits_pod(deployment: Deployment) -> Iterator[Issue]:
-    from pdctl.plan import catalog, sizing  # the catalogs load only when a pool exists
+    from pdctl.plan import sizing
 
-    for pool in deployment.pools:
-        known = catalog.find_model(str(pool.spec.get("modelURL", "")))
-        if known is None:
-            continue
+    for pool, known in _known_models(deployment):
         need = sizing.pod(known.arch, max(pool.gpus, 1))
         name = known.arch.name
         volume = pool.spec.get("pvcStorage")
@@ -72,3 +84,43 @@ def model_fits_pod(deployment: Deployment) -> Iterator[Issue]:
                 f"({need.weights_gib:.0f} GiB), which pass through host memory while loading",
                 f"requestMemory: {need.memory_gib}Gi (what `pdctl plan` sizes)",
             )
+
+
+# Kubernetes' defaults for a probe's periodSeconds and failureThreshold (core/v1 Probe).
+_PROBE_DEFAULTS = {"initialDelaySeconds": 0, "periodSeconds": 10, "failureThreshold": 3}
+
+
+def _probe_seconds(probe: dict[str, Any]) -> int:
+    """How long a startup probe lets a container start: initialDelaySeconds + periodSeconds x
+    failureThreshold."""
+    get = {k: as_int(probe.get(k), v) for k, v in _PROBE_DEFAULTS.items()}
+    return get["initialDelaySeconds"] + get["periodSeconds"] * get["failureThreshold"]
+
+
+@rule(
+    "PD110",
+    "a known model's engines get a startup budget long enough to download and load it",
+    Severity.warning,
+)
+def startup_budget(deployment: Deployment) -> Iterator[Issue]:
+    from pdctl.plan import sizing
+
+    shared = as_dict(as_dict(deployment.values.get("servingEngineSpec")).get("startupProbe"))
+    for pool, known in _known_models(deployment):
+        probe = {**shared, **as_dict(pool.spec.get("startupProbe"))}
+        allowed = _probe_seconds(probe)
+        needed = sizing.startup_seconds(known.arch)
+        if allowed >= needed:
+            continue
+        period = as_int(probe.get("periodSeconds"), _PROBE_DEFAULTS["periodSeconds"])
+        delay = as_int(probe.get("initialDelaySeconds"), 0)
+        threshold = math.ceil(max(needed - delay, 0) / max(period, 1))
+        gib = sizing.checkpoint_bytes(known.arch) / sizing.GiB
+        yield Issue(
+            pool.at("startupProbe"),
+            f"the startup probe gives {known.arch.name} {allowed // 60} minutes to start but its "
+            f"checkpoint ({gib:.0f} GiB) needs about {math.ceil(needed / 60)} minutes to "
+            f"download and load into an empty cache ({sizing.STARTUP_DOWNLOAD_MIB_S} MiB/s, plus "
+            f"{sizing.STARTUP_BASE_S // 60} minutes); the kubelet would restart the engine first",
+            f"startupProbe: {{failureThreshold: {threshold}}} (what `pdctl init` writes)",
+        )
