@@ -1,6 +1,6 @@
 """Cluster access through the official `kubernetes` client: pods, events, logs, Deployments,
 Services, PVCs, and port-forwarding. The only module that imports `kubernetes`, inside the
-functions that need it (pip install 'pdctl[deploy]'), so `pdctl --help` never pays for it.
+functions that need it, so `pdctl --help` never pays for it.
 
 The cluster is the one kubectl would use: $KUBECONFIG (or ~/.kube/config) and its current
 context, else the in-cluster service account. No kubeconfig, an API server that does not answer,
@@ -257,8 +257,8 @@ def connect() -> Cluster:
         from kubernetes import client, config
     except ImportError:
         raise EnvironmentProblem(
-            "the kubernetes client is not installed",
-            hint="pip install 'pdctl[deploy]'",
+            "the kubernetes client is not installed (pdctl depends on it)",
+            hint="reinstall pdctl with its dependencies: pip install --force-reinstall pdctl",
         ) from None
     configuration = client.Configuration()
     try:

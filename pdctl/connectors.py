@@ -94,7 +94,11 @@ class Connector:
             if kv_role not in port.listen_on or not all(settings.get(f) for f in port.when):
                 continue
             base = setting(settings, port.key)
-            found += port.ports(int(base) if base is not None else int(port.default or 0), tp, dp)
+            if isinstance(base, str) and base.isdigit():  # production-stack files quote some
+                base = int(base)
+            if isinstance(base, bool) or not isinstance(base, int):  # unset, or schema-refused
+                base = port.default or 0
+            found += port.ports(base, tp, dp)
         return found
 
 

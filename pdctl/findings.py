@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -24,6 +24,8 @@ class Finding:
     line: int | None = None
     column: int | None = None
     file: str | None = None  # the values file the line is in (several -f files merged)
+    # For a PD rule's finding: the keys the rule had read when it reported (pdctl.rules.reads).
+    inputs: frozenset[KeyPath] = field(default=frozenset(), compare=False, repr=False)
 
     @property
     def key(self) -> str:
@@ -36,6 +38,10 @@ class Finding:
         key = f" [{self.key}]" if self.key else ""
         prefix = f"{where}: " if where else ""
         return f"{prefix}{self.severity.value} {self.rule}{key}: {self.message}"
+
+    def lines(self, file: str | None = None) -> list[str]:
+        """text(), then the hint on a line of its own: what every command prints."""
+        return [self.text(file)] + ([f"    hint: {self.hint}"] if self.hint else [])
 
     def as_dict(self) -> dict[str, Any]:
         return {

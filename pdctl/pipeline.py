@@ -30,6 +30,11 @@ if TYPE_CHECKING:
     from pdctl.validation.report import FileReport
 
 
+# Values files in helm's order: a list or tuple of names, never one string (a str is a Sequence
+# of one-letter names to a type checker; load_values refuses one at run time too).
+FileNames = list[str] | tuple[str, ...]
+
+
 @dataclass
 class Values:
     """User values: the files merged in order, then --set applied; with where each key came from."""
@@ -61,9 +66,11 @@ def display_name(name: str) -> str:
     return "<stdin>" if name == STDIN else name
 
 
-def load_values(files: Sequence[str], set_values: Sequence[str] = ()) -> Values:
+def load_values(files: FileNames, set_values: Sequence[str] = ()) -> Values:
     """Read each file safely (or - for stdin), merge them as helm does, apply --set. Hostile or
     broken YAML raises ValuesLoadError naming the file and line."""
+    if isinstance(files, str):
+        raise TypeError(f"files is a list of file names, not the string {files!r}")
     sources = []
     for name in files:
         try:
@@ -103,7 +110,7 @@ class Prepared:
 
 
 def prepare(
-    files: Sequence[str],
+    files: FileNames,
     set_values: Sequence[str] = (),
     release: str = "pd",
     namespace: str = "default",
@@ -121,7 +128,7 @@ def prepare(
             f"the values were refused: {len(refused)} error(s)",
             hint="fix them (`pdctl validate` explains each), or pass --skip-validation to "
             "hand them to helm anyway",
-            details=[finding.text() for finding in refused],
+            details=[line for finding in refused for line in finding.lines()],
         )
     return Prepared(values, [f for f in findings if f.severity is Severity.warning])
 
@@ -180,7 +187,7 @@ class ValidateOptions:
     chart: Path | None = None
 
 
-def validate(names: Sequence[str], options: ValidateOptions) -> FileReport:
+def validate(names: FileNames, options: ValidateOptions) -> FileReport:
     """Everything `pdctl validate` checks for one file, or for several merged as helm merges
     them: loading, schema and rules, and with options.render the render of exactly those values
     against strict Kubernetes schemas. Only an environment problem (no helm) raises."""

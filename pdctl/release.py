@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import yaml
 
-from pdctl import manifests, naming
+from pdctl import manifests, naming, workloads
 from pdctl.errors import EnvironmentProblem, InputError, PdctlError, UsageError
 
 if TYPE_CHECKING:
@@ -55,6 +55,45 @@ def parse_timeout(text: str) -> int:
     if seconds < 1:
         raise UsageError("--timeout must be at least 1s")
     return seconds
+
+
+# What deploy waits for beyond the engines' startup probes: scheduling and pulling the engine
+# image (vLLM's are 10 GB and more) before the probe's clock starts. The default wait is never
+# shorter than DEFAULT_TIMEOUT.
+IMAGE_PULL_ALLOWANCE = 600
+DEFAULT_TIMEOUT = 1200
+
+
+def startup_budget(objects: list[manifests.Manifest]) -> int:
+    """The longest time a rendered container's startup probe lets it start, in seconds
+    (initialDelaySeconds + periodSeconds x failureThreshold, Kubernetes' defaults where unset)."""
+    longest = 0
+    for obj in objects:
+        templates = [("", (obj.get("spec") or {}).get("template") or {})]
+        templates += list(workloads.pod_templates(obj))
+        for _, template in templates:
+            for container in (template.get("spec") or {}).get("containers") or []:
+                probe = container.get("startupProbe") or {}
+                if probe:
+                    seconds = probe.get("initialDelaySeconds", 0)
+                    seconds += probe.get("periodSeconds", 10) * probe.get("failureThreshold", 3)
+                    longest = max(longest, seconds)
+    return longest
+
+
+def wait_seconds(objects: list[manifests.Manifest], asked: int | None) -> tuple[int, str | None]:
+    """How long deploy waits (--timeout, else the startup budget plus IMAGE_PULL_ALLOWANCE, at
+    least DEFAULT_TIMEOUT) and a warning when the asked time is shorter than the budget."""
+    budget = startup_budget(objects)
+    if asked is None:
+        return max(DEFAULT_TIMEOUT, budget + IMAGE_PULL_ALLOWANCE), None
+    if asked < budget:
+        return asked, (
+            f"--timeout {asked}s is shorter than the engines' startup probes allow "
+            f"({budget}s, to download and load the model): a healthy first start may be rolled "
+            f"back; leave --timeout out to wait {budget + IMAGE_PULL_ALLOWANCE}s"
+        )
+    return asked, None
 
 
 # ---- what a release consists of ---------------------------------------------------------------
@@ -224,7 +263,7 @@ class DeployOptions:
     namespace: str = "default"
     chart: Path | None = None
     create_namespace: bool = False
-    timeout: int = 1200  # seconds; the startup probe allows 20 minutes for a model download
+    timeout: int | None = None  # seconds; None: wait_seconds derives it from the startup probes
     dry_run: bool = False
     skip_validation: bool = False
     helm_path: str | None = None
@@ -400,6 +439,7 @@ def deploy(options: DeployOptions, reporter: Reporter | None = None) -> DeployRe
         helm_path=options.helm_path,
     )
 
+    timeout, too_short = wait_seconds(rendered.objects, options.timeout)
     names = naming.Release(options.release, options.namespace)
 
     def request(values_file: Path) -> helm_mod.UpgradeRequest:
@@ -408,7 +448,7 @@ def deploy(options: DeployOptions, reporter: Reporter | None = None) -> DeployRe
             chart=chart,
             namespace=options.namespace,
             values_files=(values_file,),
-            timeout=options.timeout,
+            timeout=timeout,
             create_namespace=options.create_namespace,
         )
 
@@ -420,7 +460,8 @@ def deploy(options: DeployOptions, reporter: Reporter | None = None) -> DeployRe
         ok=True,
         helm_version=helm.version,
         command=[str(helm.path), *request(Path("<values.json>")).args(helm.major)],
-        warnings=[finding.text() for finding in prepared.warnings],
+        warnings=[line for finding in prepared.warnings for line in finding.lines()]
+        + ([too_short] if too_short else []),
         groups=groups_of(rendered.objects, names),
     )
     if options.dry_run:
@@ -483,7 +524,7 @@ def deploy(options: DeployOptions, reporter: Reporter | None = None) -> DeployRe
         result.status, result.revision = _after_failure(after)
     else:
         result.revision = _deployed_revision(after)
-        deadline = started + options.timeout
+        deadline = started + timeout
         while True:
             result.groups = look()
             if all(group.rolled_out for group in result.groups):
@@ -492,10 +533,12 @@ def deploy(options: DeployOptions, reporter: Reporter | None = None) -> DeployRe
                 result.ok = False
                 result.message = (
                     f"helm reported the release deployed, but not every pod is Ready after "
-                    f"{options.timeout}s"
+                    f"{timeout}s"
                 )
                 try:
-                    result.status, result.revision = _undo(helm, options, result.previous_revision)
+                    result.status, result.revision = _undo(
+                        helm, options, result.previous_revision, timeout
+                    )
                 except PdctlError as error:
                     result.status, result.message = "failed", f"{result.message}; {error}"
                 break
@@ -519,20 +562,22 @@ def _after_failure(entries: list[dict[str, Any]]) -> tuple[str, int | None]:
     return "failed", int(last["revision"])
 
 
-def _undo(helm: Helm, options: DeployOptions, previous: int | None) -> tuple[str, int | None]:
+def _undo(
+    helm: Helm, options: DeployOptions, previous: int | None, timeout: int
+) -> tuple[str, int | None]:
     """Roll back to the revision deployed before (or remove a first install)."""
     from pdctl import helm as helm_mod
 
     if previous is None:
         helm_mod.check(
             helm,
-            helm_mod.uninstall_args(helm, options.release, options.namespace, options.timeout),
+            helm_mod.uninstall_args(helm, options.release, options.namespace, timeout),
             "helm uninstall",
         )
         return "uninstalled", None
     helm_mod.check(
         helm,
-        helm_mod.rollback_args(helm, options.release, options.namespace, previous, options.timeout),
+        helm_mod.rollback_args(helm, options.release, options.namespace, previous, timeout),
         "helm rollback",
     )
     return "rolled-back", _deployed_revision(

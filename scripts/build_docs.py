@@ -32,6 +32,12 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
+def _effect_row(entry: dict[str, str]) -> str:
+    name = f"`{entry['name']}`" if entry["name"] else ""
+    why = entry.get("reason") or f"see `{entry['see']}` above"
+    return f"| {entry['component']} | {entry['aspect']} | {name} | {_cell(why)} |"
+
+
 def render() -> str:
     table: dict[str, Any] = yaml.safe_load(SOURCE.read_text(encoding="utf-8"))
     counts = dict.fromkeys(STATUS, 0)
@@ -45,6 +51,7 @@ def render() -> str:
             f"| `{path}` | {STATUS[entry['status']]} | {_cell('. '.join(n for n in notes if n))} |"
         )
     summary = ", ".join(f"{counts[status]} {STATUS[status]}" for status in STATUS)
+    effect = [_effect_row(entry) for entry in table["effect"]]
     return "\n".join(
         [
             "# production-stack values keys in pd-stack",
@@ -67,6 +74,18 @@ def render() -> str:
             "| key | status | notes |",
             "|---|---|---|",
             *rows,
+            "",
+            "## Same values, different effect",
+            "",
+            "`scripts/compare_production_stack.py --production-stack <checkout>` renders",
+            "production-stack's own `tutorials/assets/values-*.yaml` through its chart and through",
+            "pd-stack's and compares each engine's and router's image, replicas, arguments,",
+            "environment and resources. These are all the differences it finds on the files that",
+            "`pdctl validate` accepts, each with its reason; the script fails on any other.",
+            "",
+            "| component | what | name | why |",
+            "|---|---|---|---|",
+            *effect,
             "",
         ]
     )

@@ -6,12 +6,15 @@ tolerations, nodeSelector, env, security contexts, router resources), valid and 
 - whatever validate accepts, helm renders, and every object passes strict Kubernetes schemas;
 - whatever the chart refuses, validate refuses too;
 - validate never crashes and every error has a rule and a message.
+Single mutations of the shipped values files are judged by tests/mutations.py. Each test asserts
+that a share of its examples was accepted and a share refused by the PD rules, so that the
+examples reach the code they judge.
 """
 
 from __future__ import annotations
 
-import copy
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +24,9 @@ from hypothesis import strategies as st
 
 from pdctl import connectors, manifests, pipeline
 from pdctl.helm import Helm
-from tests.helpers import CHART, VALUES_FILES, assert_kube_valid, helm_template_result
+from pdctl.values.paths import KeyPath
+from tests.helpers import CHART, assert_kube_valid, helm_template_result
+from tests.mutations import REPLACEMENTS, SHIPPED, judge, key_paths, mutated
 
 # Each example renders with helm: no deadline, and the helm fixture is shared by the examples.
 RENDERS = settings(
@@ -254,66 +259,69 @@ def documents(draw: st.DrawFn) -> dict[str, Any]:
     return values
 
 
-@settings(RENDERS, max_examples=80)
-@given(values=documents())
-def test_chart_and_validate_agree(values: dict[str, Any], helm4: Helm) -> None:
-    assert_agreement(values, helm4)
+def test_chart_and_validate_agree(helm4: Helm) -> None:
+    outcomes: Counter[str] = Counter()
+
+    @settings(RENDERS, max_examples=80)
+    @given(values=documents())
+    def agree(values: dict[str, Any]) -> None:
+        outcomes[assert_agreement(values, helm4)] += 1
+
+    agree()
+    assert_reached(outcomes, accepted=0.2, by_rules=0.1)
 
 
-def assert_agreement(values: dict[str, Any], helm: Helm) -> None:
+def assert_agreement(values: dict[str, Any], helm: Helm) -> str:
+    """Whatever validate accepts renders into valid objects; whatever the chart refuses, validate
+    refuses. The outcome: accepted, refused by the schema, or by the rules."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "values.yaml"
         path.write_text(yaml.safe_dump(values))
-        report = pipeline.validate(str(path), pipeline.ValidateOptions())
+        report = pipeline.validate([str(path)], pipeline.ValidateOptions())
         for finding in report.errors:
             assert finding.rule and finding.message
         chart = helm_template_result(helm, path)
-    event("accepted" if report.passed() else "refused")
     event("chart renders" if chart.returncode == 0 else "chart refuses")
     if report.passed():
         assert chart.returncode == 0, chart.stderr
         assert_kube_valid(manifests.parse(chart.stdout), "1.35.0")
     if chart.returncode != 0:
         assert not report.passed(), f"validate accepts what the chart refuses: {chart.stderr}"
-
-
-def key_paths(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every key path inside a values document (mapping keys and list indices)."""
-    items = (
-        node.items()
-        if isinstance(node, dict)
-        else enumerate(node)
-        if isinstance(node, list)
-        else []
+    if report.passed():
+        return "accepted"
+    return (
+        "refused by the schema"
+        if any(f.rule == "SCHEMA" for f in report.errors)
+        else ("refused by the rules")
     )
-    found = []
-    for key, value in items:
-        found.append((*path, key))
-        found += key_paths(value, (*path, key))
-    return found
 
 
-SHIPPED = [yaml.safe_load(path.read_text()) for path in VALUES_FILES]
-REPLACEMENTS = [None, "x", 0, -1, True, [], {}, ["x"], {"x": 1}]
+def assert_reached(outcomes: Counter[str], accepted: float, by_rules: float) -> None:
+    """The examples reached what they judge: a share was accepted (rendered and checked against
+    Kubernetes) and a share was refused by the PD rules, not only by loading or the schema."""
+    total = sum(outcomes.values())
+    event_counts = dict(outcomes)
+    assert outcomes["accepted"] >= accepted * total, event_counts
+    assert outcomes["refused by the rules"] >= by_rules * total, event_counts
 
 
 @st.composite
-def single_mutations(draw: st.DrawFn) -> dict[str, Any]:
-    """A shipped values file with one key deleted or given a value of another type."""
-    values = copy.deepcopy(draw(st.sampled_from(SHIPPED)))
+def single_mutations(draw: st.DrawFn) -> tuple[dict[str, Any], KeyPath]:
+    """A shipped values file with one key deleted or replaced (tests/mutations.py), and the
+    key that changed."""
+    values = SHIPPED[draw(st.sampled_from(sorted(SHIPPED)))]
     path = draw(st.sampled_from(key_paths(values)))
-    parent = values
-    for key in path[:-1]:
-        parent = parent[key]
-    replacement = draw(st.sampled_from(REPLACEMENTS))
-    if replacement is None and isinstance(parent, dict):
-        del parent[path[-1]]
-    else:
-        parent[path[-1]] = replacement
-    return values
+    return mutated(values, path, draw(st.sampled_from(REPLACEMENTS)))
 
 
-@settings(RENDERS, max_examples=60)
-@given(values=single_mutations())
-def test_single_mutations_of_shipped_values(values: dict[str, Any], helm4: Helm) -> None:
-    assert_agreement(values, helm4)
+def test_single_mutations_of_shipped_values(helm4: Helm) -> None:
+    """A few hundred mutations with a fixed seed (benchmarks/mutations.py runs ten times more)."""
+    outcomes: Counter[str] = Counter()
+
+    @settings(RENDERS, max_examples=300, derandomize=True)
+    @given(mutation=single_mutations())
+    def judged(mutation: tuple[dict[str, Any], KeyPath]) -> None:
+        outcomes[judge(*mutation, helm4)] += 1
+
+    judged()
+    assert_reached(outcomes, accepted=0.05, by_rules=0.02)

@@ -151,7 +151,7 @@ def test_lmcache_sender(lmcache: list[manifests.Manifest]) -> None:
     }
     env = env_of(engine(lmcache, "llama-prefill"))
     expected = {
-        "PYTHONHASHSEED": "0",
+        "PYTHONHASHSEED": "123",
         "LMCACHE_LOCAL_CPU": "False",
         "LMCACHE_MAX_LOCAL_CPU_SIZE": "0",
         "LMCACHE_ENABLE_PD": "True",

@@ -207,3 +207,36 @@ def test_make_demo_says_how_to_reach_pdctl_and_helm() -> None:
     )
     assert found.returncode == 0, (path_line, found.stderr)
     assert str(ROOT / ".venv" / "bin" / "pdctl") in found.stdout
+
+
+# ---- output that reads at 80 columns: wrapped, never cut -------------------------------------
+
+COMMANDS = ["plan", "init", "validate", "template", "deploy", "status", "verify", "uninstall"]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_wraps_at_80_columns_without_cutting_a_word(command: str) -> None:
+    import typer.main
+
+    result = runner.invoke(app, [command, "--help"], env={"COLUMNS": "80"}, terminal_width=80)
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.stdout
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80
+    for param in typer.main.get_command(app).commands[command].params:
+        for name in param.opts:
+            assert name in result.stdout, name
+
+
+def test_the_render_summary_names_each_pool_whole(helm_opt: list[str], tmp_path: Path) -> None:
+    values = tmp_path / "values.yaml"
+    init = [
+        "init", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpus", "2", "--offline",
+        "--out", str(values),
+    ]  # fmt: skip
+    assert runner.invoke(app, init).exit_code == 0
+    result = runner.invoke(
+        app, ["template", "-f", str(values), "--summary", *helm_opt], env={"COLUMNS": "80"}
+    )
+    assert result.exit_code == 0, result.output
+    assert "  llama-3-1-8b-instruct-prefill: prefill, 1 replica(s) x 1 pod(s)" in result.stdout
+    assert "…" not in result.stdout

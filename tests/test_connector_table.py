@@ -65,7 +65,7 @@ def chart_env(
     gets (HF_*, POD_IP, UCX_*, VLLM_API_KEY, VLLM_USE_V1 from vllmConfig.v1) and the user's own."""
     engine = values.get("servingEngineSpec", {})
     user = [*engine.get("env", []), *spec.get("env", [])]
-    common = {"HF_HOME", "POD_IP", "HF_TOKEN_PATH", "UCX_TLS", "UCX_NET_DEVICES"}
+    common = {"PYTHONHASHSEED", "HF_HOME", "POD_IP", "HF_TOKEN_PATH", "UCX_TLS", "UCX_NET_DEVICES"}
     if "v1" in spec.get("vllmConfig", {}):
         common.add("VLLM_USE_V1")
     if "vllmApiKey" in engine:

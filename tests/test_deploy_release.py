@@ -18,7 +18,7 @@ from typer.testing import CliRunner, Result
 from pdctl.cli.app import app
 from pdctl.helm import Helm
 from tests.doubles.kube_api import KubeAPIDouble
-from tests.helpers import TUTORIAL_VALUES, write_values
+from tests.helpers import CI, TUTORIAL_VALUES, write_values
 
 runner = CliRunner()
 IMAGE = "lmcache/vllm-openai"
@@ -316,3 +316,28 @@ def test_deploy_as_a_subprocess_without_a_cluster(helm4: Helm, tmp_path: Path) -
     assert run.returncode == 3, run.stderr
     assert "error: reading the server version: cannot reach the API server" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+def test_the_default_wait_follows_the_engines_startup_budget(helm4: Helm) -> None:
+    """A 70B file's engines may take 195 x 10 s to start (helm/ci/multinode-ray-values.yaml):
+    deploy waits that plus 10 minutes to pull images, not the 20 minutes that would roll a
+    healthy first install back; an explicit shorter --timeout is kept and warned about."""
+    values = str(CI / "multinode-ray-values.yaml")
+    result = runner.invoke(app, ["deploy", "--dry-run", "-f", values, "--helm", str(helm4.path)])
+    assert result.exit_code == 0, result.output
+    assert "--timeout 2550s" in result.stderr
+    assert "shorter than the engines' startup probes" not in result.stderr
+    args = ["deploy", "--dry-run", "-f", values, "--timeout", "20m", "--helm", str(helm4.path)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "--timeout 1200s" in result.stderr
+    assert "--timeout 1200s is shorter than the engines' startup probes allow (1950s" in (
+        " ".join(result.stderr.split())
+    )
+
+
+def test_the_chart_default_probe_waits_thirty_minutes(helm4: Helm) -> None:
+    """The chart's default startup probe allows 10 s x 120 = 20 minutes, plus 10 to pull."""
+    args = ["deploy", "--dry-run", "-f", str(TUTORIAL_VALUES), "--helm", str(helm4.path)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0 and "--timeout 1800s" in result.stderr, result.output

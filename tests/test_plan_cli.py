@@ -142,3 +142,42 @@ def test_help_imports_neither_jinja2_nor_huggingface_hub() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_a_refusal_under_json_is_json_on_stdout_with_what_would_fit() -> None:
+    args = ["plan", "-m", "llama-3.1-70b", "--gpus", "4", "--gpu-type", "A100-40GB", "-o", "json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1
+    refusal = json.loads(result.stdout)
+    assert refusal["fits"] is False and "cannot hold a PD layout" in refusal["error"]
+    assert refusal["needs_gpus"] == 16
+    # Only GPU types whose smallest PD layout fits the 4 GPUs asked for.
+    assert refusal["fits_on"] and all(w["gpus"] <= 4 for w in refusal["fits_on"])
+    assert {"gpu": "A100-80GB", "prefill_tp": 2, "decode_tp": 2, "gpus": 4} in refusal["fits_on"]
+
+
+def test_one_gpu_is_told_the_gpu_count_pd_needs_not_other_gpu_types() -> None:
+    result = runner.invoke(app, ["plan", "-m", "llama-3.1-8b", "--gpus", "1"])
+    assert result.exit_code == 1
+    hint = " ".join(result.stderr.split())
+    assert (
+        "hint: give --gpus 2; 1 GPU(s) hold one engine of TP1, which serves it aggregated" in hint
+    )
+    assert "fits on" not in hint
+
+
+def test_a_decode_engine_that_holds_fewer_than_the_concurrency_says_one_number() -> None:
+    """On 2 x L4 one decode engine holds 4 requests of 4608 tokens: the step is estimated at
+    those 4, the table and the text agree, and the warning says the same."""
+    plan = plan_json("-m", "llama-3.1-8b", "--gpus", "2", "--gpu-type", "L4")
+    held = plan["roles"]["decode"]["max_seqs_at_workload"]
+    assert plan["estimates"]["decode_step_sequences"] == held < 64
+    assert any(f"holds {held} sequences" in w and "estimated at" in w for w in plan["warnings"])
+
+
+def test_a_may_verdict_says_which_reason_speaks_for_pd_and_which_against() -> None:
+    plan = plan_json("-m", "llama-3.1-8b", "--gpus", "2", "--gpu-type", "L4")
+    verdict = plan["verdict"]
+    assert verdict["pd"] == "may"
+    assert any(r.startswith("against PD: input:output is 8.0:1, below") for r in verdict["reasons"])
+    assert any(r.startswith("for PD: each prefill") for r in verdict["reasons"])

@@ -125,59 +125,74 @@ def test_model_config_keeps_the_catalog_name_and_gating() -> None:
     assert arch.source.endswith("llama-3.1-8b.json")
 
 
-# ---- the hub, at its boundary: huggingface_hub.hf_hub_download replaced by a test double
+# ---- the hub, at its boundary: huggingface_hub's lookup and download replaced by a test double
 
 
-class FakeHubDownload:
-    """Test double of huggingface_hub.hf_hub_download: serves fixture files or raises."""
+class FakeHub:
+    """Test double of huggingface_hub's get_hf_file_metadata (one lookup, no retries) and
+    hf_hub_download: serves fixture files, or raises `error` from the lookup."""
 
     def __init__(self, files: dict[str, Path] | None = None, error: Exception | None = None):
         self.files = files or {}
         self.error = error
         self.calls: list[tuple[str, str]] = []
+        self.lookups: list[tuple[str, float | None]] = []
+
+    def url(self, repo_id: str, filename: str, **_: Any) -> str:
+        return f"hub://{repo_id}/{filename}"
+
+    def metadata(self, url: str, timeout: float | None = None, **_: Any) -> None:
+        self.lookups.append((url, timeout))
+        if self.error:
+            raise self.error
 
     def __call__(self, repo_id: str, filename: str, **_: Any) -> str:
         self.calls.append((repo_id, filename))
-        if self.error:
-            raise self.error
         return str(self.files[repo_id])
 
 
 @pytest.fixture
-def fake_hub(monkeypatch: pytest.MonkeyPatch) -> FakeHubDownload:
+def fake_hub(monkeypatch: pytest.MonkeyPatch) -> FakeHub:
     import huggingface_hub
 
-    double = FakeHubDownload({"acme/qwen-like": CONFIGS / "qwen3-8b.json"})
+    double = FakeHub({"acme/qwen-like": CONFIGS / "qwen3-8b.json"})
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", double)
+    monkeypatch.setattr(huggingface_hub, "hf_hub_url", double.url)
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", double.metadata)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     return double
 
 
-def test_a_model_outside_the_catalog_is_read_from_the_hub(fake_hub: FakeHubDownload) -> None:
+def test_a_model_outside_the_catalog_is_read_from_the_hub(fake_hub: FakeHub) -> None:
     arch = resolve_model("acme/qwen-like")
     assert fake_hub.calls == [("acme/qwen-like", "config.json")]
     assert arch.name == "acme/qwen-like" and arch.layers == 36 and arch.gated is None
     assert "Hugging Face hub" in arch.source
 
 
-def test_offline_forbids_the_hub(fake_hub: FakeHubDownload) -> None:
+def test_offline_forbids_the_hub(fake_hub: FakeHub) -> None:
     with pytest.raises(InputError, match="--offline forbids"):
         resolve_model("acme/qwen-like", offline=True)
     assert fake_hub.calls == []
 
 
-def test_hf_hub_offline_forbids_the_hub(
-    fake_hub: FakeHubDownload, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_hf_hub_offline_forbids_the_hub(fake_hub: FakeHub, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(EnvironmentProblem):
         resolve_model("acme/qwen-like")
     assert fake_hub.calls == []
 
 
-def test_catalog_models_never_touch_the_hub(fake_hub: FakeHubDownload) -> None:
+def test_catalog_models_never_touch_the_hub(fake_hub: FakeHub) -> None:
     resolve_model("deepseek-v3")
     assert fake_hub.calls == []
+
+
+class TransportError(Exception):
+    """Named and placed like the hub client's connection errors (httpx2.TransportError)."""
+
+
+TransportError.__module__ = "httpx2._exceptions"
 
 
 def _hub_error(kind: str) -> Exception:
@@ -185,6 +200,8 @@ def _hub_error(kind: str) -> Exception:
 
     if kind == "unreachable":
         return errors.LocalEntryNotFoundError("cannot reach the hub and nothing is cached")
+    if kind == "no-connection":
+        return TransportError("[Errno -2] Name or service not known")
     import httpx
 
     response = httpx.Response(
@@ -196,15 +213,40 @@ def _hub_error(kind: str) -> Exception:
 
 @pytest.mark.parametrize(
     ("kind", "exit_code", "says"),
-    [("gated", 1, "is gated"), ("missing", 1, "no such model"), ("unreachable", 3, "cannot read")],
+    [
+        ("gated", 1, "is gated"),
+        ("missing", 1, "no such model"),
+        ("unreachable", 3, "cannot read"),
+        ("no-connection", 3, "cannot read"),
+    ],
 )
 def test_hub_failures_map_to_exit_codes(
-    fake_hub: FakeHubDownload, kind: str, exit_code: int, says: str
+    fake_hub: FakeHub, kind: str, exit_code: int, says: str
 ) -> None:
+    """One lookup with a timeout and no retries decides (hf_hub_download would retry a failed
+    lookup five times, 26 s); nothing is downloaded after it fails."""
     fake_hub.error = _hub_error(kind)
     with pytest.raises((InputError, EnvironmentProblem), match=says) as caught:
         resolve_model("acme/other")
     assert caught.value.exit_code == exit_code
+    assert fake_hub.lookups == [("hub://acme/other/config.json", 10)]
+    assert fake_hub.calls == []
+
+
+def test_a_name_that_is_no_repository_id_is_refused_with_suggestions(fake_hub: FakeHub) -> None:
+    with pytest.raises(InputError, match="not a Hugging Face repository id") as caught:
+        resolve_model("llama3-70b")
+    assert "did you mean" in (caught.value.hint or "")
+    assert "meta-llama/Llama-3.1-70B-Instruct" in (caught.value.hint or "")
+    assert fake_hub.lookups == [] and fake_hub.calls == []
+
+
+def test_hub_errors_carry_the_catalogs_suggestions(fake_hub: FakeHub) -> None:
+    fake_hub.error = _hub_error("missing")
+    with pytest.raises(InputError) as caught:
+        resolve_model("meta-llama/Llama-3-70B-Instruct")
+    hint = caught.value.hint or ""
+    assert hint.startswith("did you mean ") and "meta-llama/Llama-3.1-70B-Instruct" in hint
 
 
 def test_without_huggingface_hub_the_hint_names_the_extra(

@@ -11,16 +11,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from pdctl import manifests, naming, pipeline, production_stack
 from pdctl.helm import Helm
 from tests.helpers import (
     ASSETS,
     ROOT,
+    VALUES_FILES,
+    Render,
     env_of,
     extended,
     helm_template_result,
     load_values,
+    pool_container,
     render_file,
     write_values,
 )
@@ -242,3 +246,110 @@ def test_production_stacks_empty_defaults_mean_unset(helm4: Helm, tmp_path: Path
     router = targets["router-container"]
     assert router is not None
     assert "VLLM_API_KEY" not in {entry["name"] for entry in router.get("env", [])}
+
+
+# ---- same values, same effect as production-stack's chart -------------------------------------
+
+
+def test_every_engine_and_the_production_stack_router_share_one_hash_seed(
+    helm4: Helm, rendered: Render
+) -> None:
+    """production-stack sets PYTHONHASHSEED=123 on every engine and its router: LMCache's chunk
+    hashes (PD, P2P, shared caches, KV-aware routing) only match across processes seeded alike."""
+    for path in VALUES_FILES:
+        objects = rendered(helm4, path)
+        values = load_values(path)
+        engine = values["servingEngineSpec"]
+        pools = engine.get("modelSpec", []) if engine.get("enableEngine", True) else []
+        for spec in (s for s in pools if s.get("enabled", True)):
+            container = pool_container(objects, values, spec["name"])
+            assert env_of(container)["PYTHONHASHSEED"] == "123", (path.name, spec["name"])
+        routers = [o for o in objects if o["metadata"]["name"] == "pd-deployment-router"]
+        router_type = (values.get("routerSpec") or {}).get("type", "production-stack")
+        for router in routers:
+            container = router["spec"]["template"]["spec"]["containers"][0]
+            env = env_of({"env": container.get("env", [])})
+            assert ("PYTHONHASHSEED" in env) == (router_type == "production-stack"), path.name
+
+
+def test_the_hash_seed_is_a_value_and_a_pool_env_overrides_it(helm4: Helm, tmp_path: Path) -> None:
+    values = copy.deepcopy(NIXL)
+    values["servingEngineSpec"]["pythonHashSeed"] = ""
+    objects = render_file(helm4, write_values(tmp_path, values))
+    first, second = (s["name"] for s in values["servingEngineSpec"]["modelSpec"][:2])
+    assert "PYTHONHASHSEED" not in env_of(pool_container(objects, values, first))
+    values["servingEngineSpec"]["pythonHashSeed"] = "7"
+    values["servingEngineSpec"]["modelSpec"][1]["env"] = [{"name": "PYTHONHASHSEED", "value": "9"}]
+    objects = render_file(helm4, write_values(tmp_path, values))
+    assert env_of(pool_container(objects, values, first))["PYTHONHASHSEED"] == "7"
+    assert env_of(pool_container(objects, values, second))["PYTHONHASHSEED"] == "9"
+    values["servingEngineSpec"]["pythonHashSeed"] = "seven"
+    assert [e.split(":")[0] for e in validate(tmp_path, values)] == [
+        "SCHEMA servingEngineSpec.pythonHashSeed"
+    ]
+
+
+def test_lmcache_pools_get_production_stacks_rpc_timeout_and_instance_ids(
+    helm4: Helm, rendered: Render
+) -> None:
+    objects = rendered(helm4, ASSETS / "values-16-disagg-prefill.yaml")
+    values = load_values(ASSETS / "values-16-disagg-prefill.yaml")
+    for spec in values["servingEngineSpec"]["modelSpec"]:
+        env = env_of(pool_container(objects, values, spec["name"]))
+        assert env["VLLM_RPC_TIMEOUT"] == "1000000"
+        assert env["LMCACHE_LMCACHE_INSTANCE_ID"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+
+
+EFFECT = yaml.safe_load((ROOT / "helm" / "files" / "production-stack.yaml").read_text())["effect"]
+
+
+@pytest.mark.parametrize(
+    "entry", EFFECT, ids=lambda e: f"{e['component']}-{e['aspect']}-{e['name']}"
+)
+def test_each_listed_difference_has_its_reason(entry: dict[str, str]) -> None:
+    assert entry["component"] in ("engine", "router")
+    assert entry["aspect"] in ("image", "replicas", "arg", "env", "resources")
+    assert bool(entry.get("reason")) != bool(entry.get("see")), "a reason or a key, not both"
+    if "see" in entry:
+        assert KEYS[entry["see"]].note, f"{entry['see']} has no note to point at"
+
+
+def _deployment(name: str, command: list[str], env: dict[str, str]) -> str:
+    container = {
+        "name": "c",
+        "image": "i:1",
+        "command": command,
+        "env": [{"name": k, "value": v} for k, v in env.items()],
+        "resources": {"requests": {"cpu": "1"}},
+    }
+    spec = {"replicas": 1, "template": {"spec": {"containers": [container]}}}
+    return yaml.safe_dump({"kind": "Deployment", "metadata": {"name": name}, "spec": spec})
+
+
+def test_the_comparison_reads_flags_as_vllm_does_and_names_each_difference() -> None:
+    """scripts/compare_production_stack.py on two hand-made renders (it needs a production-stack
+    checkout to run for real; benchmarks/records/production-stack-effect.txt is its last run)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import compare_production_stack as compare
+
+    kv = '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_producer"}'
+    theirs = _deployment(
+        "pd-a-deployment-vllm",
+        ["vllm", "serve", "m", "--gpu_memory_utilization", "0.9", "--kv-transfer-config", kv],
+        {"A": "1", "B": "2"},
+    )
+    kv_ours = '{"kv_role":"kv_consumer","kv_connector":"LMCacheConnectorV1"}'
+    ours = _deployment(
+        "pd-a-deployment-vllm",
+        ["vllm", "serve", "m", "--gpu-memory-utilization=0.9", "--kv-transfer-config", kv_ours],
+        {"A": "1", "C": "3"},
+    )
+    found = {
+        (d.component, d.aspect, d.name, d.theirs, d.ours)
+        for d in compare.compare("f", theirs, ours)
+    }
+    assert found == {
+        ("engine", "arg", "--kv-transfer-config.kv_role", "kv_producer", "kv_consumer"),
+        ("engine", "env", "B", "2", None),
+        ("engine", "env", "C", None, "3"),
+    }

@@ -23,7 +23,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from pdctl.chart import default_values
 from pdctl.validation.schema import check
+from pdctl.values.coalesce import with_defaults
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_PATH = ROOT / "helm" / "values.schema.json"
@@ -266,6 +268,11 @@ REFUSED: dict[str, tuple[str, Any, str, bool]] = {
 }
 
 
+def checked(values: dict[str, Any]) -> list[Any]:
+    """The schema's findings on values merged with the chart's defaults, as helm checks them."""
+    return check(with_defaults(default_values(ROOT / "helm"), values), SCHEMA_PATH)
+
+
 def with_field(name: str, value: Any) -> dict[str, Any]:
     values = copy.deepcopy(BASE)
     path, _ = FIELDS[name]
@@ -316,7 +323,7 @@ def test_every_kubernetes_field_has_cases() -> None:
 @pytest.mark.parametrize("name", sorted(ACCEPTED))
 def test_value_kubernetes_accepts_passes_and_renders(name: str, tmp_path: Path) -> None:
     values = with_field(name, ACCEPTED[name])
-    assert check(values, SCHEMA_PATH) == []
+    assert checked(values) == []
     result = helm_template(tmp_path, values)
     assert result.returncode == 0, result.stderr
     assert kube_errors(result.stdout) == []
@@ -325,7 +332,7 @@ def test_value_kubernetes_accepts_passes_and_renders(name: str, tmp_path: Path) 
 @pytest.mark.parametrize("case", sorted(REFUSED))
 def test_value_kubernetes_refuses_is_refused_with_its_path(case: str, tmp_path: Path) -> None:
     name, value, where, _ = REFUSED[case]
-    findings = check(with_field(name, value), SCHEMA_PATH)
+    findings = checked(with_field(name, value))
     assert [finding.key for finding in findings] == [where], [f.message for f in findings]
     parent, _, last = where.rpartition(".")
     message = findings[0].message
@@ -346,10 +353,10 @@ def test_kubernetes_schema_refuses_the_same_values(case: str, tmp_path: Path) ->
 
 def test_messages_name_the_full_key_path() -> None:
     deep = REFUSED["affinity: wrong type deep inside"]
-    (finding,) = check(with_field(deep[0], deep[1]), SCHEMA_PATH)
+    (finding,) = checked(with_field(deep[0], deep[1]))
     assert finding.message == f'{deep[2]} must be of type array, not "x"'
     unknown = REFUSED["tolerations: unknown key"]
-    (finding,) = check(with_field(unknown[0], unknown[1]), SCHEMA_PATH)
+    (finding,) = checked(with_field(unknown[0], unknown[1]))
     assert (
         finding.message == "unknown key 'effects' in servingEngineSpec.modelSpec[0].tolerations[0]"
     )
@@ -364,13 +371,13 @@ def test_messages_name_the_full_key_path() -> None:
 )
 def test_quantities_kubernetes_parses_pass(quantity: Any) -> None:
     values = with_field("router resources", {"limits": {"memory": quantity}})
-    assert check(values, SCHEMA_PATH) == []
+    assert checked(values) == []
 
 
 @pytest.mark.parametrize("quantity", ["30 GB", "30gi", "1Gb", "1e", "1.5.5", "", True, "-1Gi", -1])
 def test_quantities_kubernetes_refuses_are_refused(quantity: Any) -> None:
     values = with_field("router resources", {"requests": {"cpu": quantity}})
-    findings = check(values, SCHEMA_PATH)
+    findings = checked(values)
     assert [finding.key for finding in findings] == ["routerSpec.resources.requests.cpu"]
 
 

@@ -14,8 +14,9 @@ comma-separated.
 
 {{- define "pd-stack.connector.lmcache.env" -}}
 {{- $lmc := .kt.lmcache | default dict -}}
-{{- $env := list (dict "name" "PYTHONHASHSEED" "value" "0") -}}
-{{- $env = append $env (dict "name" "LMCACHE_LOCAL_CPU" "value" "False") -}}
+{{- /* PYTHONHASHSEED, which LMCache's chunk hashes need equal on every engine, is every
+       engine's (servingEngineSpec.pythonHashSeed). */ -}}
+{{- $env := list (dict "name" "LMCACHE_LOCAL_CPU" "value" "False") -}}
 {{- $env = append $env (dict "name" "LMCACHE_MAX_LOCAL_CPU_SIZE" "value" "0") -}}
 {{- $env = append $env (dict "name" "LMCACHE_ENABLE_PD" "value" "True") -}}
 {{- $env = append $env (dict "name" "LMCACHE_TRANSFER_CHANNEL" "value" "nixl") -}}

@@ -21,6 +21,9 @@ nixl_receiver_port + TP rank and the sender connects to nixl_receiver_host.
 {{- define "pd-stack.connector.tutorial-lmcache.env" -}}
 {{- $lm := .kt -}}
 {{- $env := list (dict "name" "LMCACHE_USE_EXPERIMENTAL" "value" "True") -}}
+{{- /* production-stack's: vLLM's engine-core RPC waits up to 1000 s (LMCache's first
+       transfers and lookups can outlast vLLM's default of 10 s). */ -}}
+{{- $env = append $env (dict "name" "VLLM_RPC_TIMEOUT" "value" "1000000") -}}
 {{- $env = append $env (dict "name" "LMCACHE_LOG_LEVEL" "value" ($lm.logLevel | default "INFO")) -}}
 {{- if $lm.enableNixl -}}
 {{- $env = append $env (dict "name" "LMCACHE_LOCAL_CPU" "value" "False") -}}
@@ -60,9 +63,11 @@ turns local CPU offloading on, after (and so instead of) the NIXL path's LMCACHE
 {{- if hasKey $lm "enableController" -}}
 {{- $env = append $env (dict "name" "LMCACHE_ENABLE_CONTROLLER" "value" (ternary "True" "False" $lm.enableController)) -}}
 {{- end -}}
+{{- /* Each engine registers with LMCache's controller and peers under its own id: instanceId,
+       else the pod's name (production-stack's default). */ -}}
 {{- if hasKey $lm "instanceId" -}}
 {{- $env = append $env (dict "name" "LMCACHE_LMCACHE_INSTANCE_ID" "value" $lm.instanceId) -}}
-{{- else if $lm.enableController -}}
+{{- else -}}
 {{- $env = append $env (dict "name" "LMCACHE_LMCACHE_INSTANCE_ID" "valueFrom" (dict "fieldRef" (dict "fieldPath" "metadata.name"))) -}}
 {{- end -}}
 {{- $router := include "pd-stack.routerServiceName" .root -}}

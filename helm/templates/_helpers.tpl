@@ -346,7 +346,11 @@ duplicate env names) and users can override UCX_* and LMCACHE_*.
 {{- define "pd-stack.engineEnv" -}}
 {{- $spec := .spec -}}
 {{- $vllm := $spec.vllmConfig | default dict -}}
-{{- $env := list (dict "name" "HF_HOME" "value" "/data") -}}
+{{- $env := list -}}
+{{- with .root.Values.servingEngineSpec.pythonHashSeed -}}
+{{- $env = append $env (dict "name" "PYTHONHASHSEED" "value" .) -}}
+{{- end -}}
+{{- $env = append $env (dict "name" "HF_HOME" "value" "/data") -}}
 {{- $env = append $env (dict "name" "POD_IP" "valueFrom" (dict "fieldRef" (dict "fieldPath" "status.podIP"))) -}}
 {{- if include "pd-stack.hfTokenRef" . | fromJson -}}
 {{- /* The token is a file of a Secret volume (pd-stack.hfTokenDir), not env. */ -}}

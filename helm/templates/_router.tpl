@@ -187,6 +187,10 @@ src/routers/http/vllm_pd_router.rs), always through a secretKeyRef.
 {{- define "pd-stack.routerEnv" -}}
 {{- $router := .Values.routerSpec -}}
 {{- $env := list -}}
+{{- /* The production-stack router is Python: its replicas hash alike with the engines' seed. */ -}}
+{{- if and (eq (include "pd-stack.routerType" .) "production-stack") .Values.servingEngineSpec.pythonHashSeed -}}
+{{- $env = append $env (dict "name" "PYTHONHASHSEED" "value" .Values.servingEngineSpec.pythonHashSeed) -}}
+{{- end -}}
 {{- $ref := include "pd-stack.routerApiKeyRef" . | fromJson -}}
 {{- if $ref.name -}}
 {{- range list "VLLM_API_KEY" "OPENAI_API_KEY" -}}

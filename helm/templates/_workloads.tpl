@@ -160,16 +160,16 @@ metadata:
   {{- end }}
 spec:
   {{- with (ternary $spec.runtimeClassName $engine.runtimeClassName (hasKey $spec "runtimeClassName")) }}
-  runtimeClassName: {{ . }}
+  runtimeClassName: {{ . | quote }}
   {{- end }}
   {{- with $engine.schedulerName }}
-  schedulerName: {{ . }}
+  schedulerName: {{ . | quote }}
   {{- end }}
   {{- with $spec.priorityClassName }}
-  priorityClassName: {{ . }}
+  priorityClassName: {{ . | quote }}
   {{- end }}
   {{- with $spec.serviceAccountName }}
-  serviceAccountName: {{ . }}
+  serviceAccountName: {{ . | quote }}
   {{- end }}
   {{- if $spec.hostIPC }}
   # Asked for by modelSpec.hostIPC: UCX cuda_ipc between pods on one node needs a shared IPC namespace.
@@ -301,10 +301,10 @@ spec:
     {{- with include "pd-stack.hfTokenRef" $ctx | fromJson }}
     - name: hf-token
       secret:
-        secretName: {{ .name }}
+        secretName: {{ .name | quote }}
         defaultMode: 0444
         items:
-          - key: {{ .key }}
+          - key: {{ .key | quote }}
             path: token
     {{- end }}
     {{- if $spec.chatTemplate }}

@@ -1,29 +1,24 @@
-"""Human summary of a render (rich tables)."""
+"""Human summary of a render."""
 
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
 
 from pdctl.manifests import Summary
 
 
 def print_summary(summary: Summary, release: str) -> None:
+    """One short block per pool (readable at 80 columns, where a seven-column table cuts names)."""
     console = Console()
-    pools = Table(title=f"Engine pools of release {release!r}")
-    for column in ("pool", "role", "replicas", "pods/engine", "GPUs/pod", "image", "model"):
-        pools.add_column(column, overflow="fold")
+    console.print(f"Engine pools of release {release!r}:")
     for pool in summary.pools:
-        pools.add_row(
-            pool.name,
-            pool.role,
-            str(pool.replicas),
-            str(pool.nodes) if pool.kind == "Deployment" else f"{pool.nodes} ({pool.kind})",
-            str(pool.gpus_per_pod),
-            pool.image,
-            pool.model,
+        kind = "" if pool.kind == "Deployment" else f" ({pool.kind})"
+        console.print(
+            f"  {pool.name}: {pool.role}, {pool.replicas} replica(s) x {pool.nodes} pod(s)"
+            f"{kind}, {pool.gpus_per_pod} GPU(s) per pod",
+            markup=False,
         )
-    console.print(pools)
+        console.print(f"    {pool.model} on {pool.image}", markup=False)
     transfers = [pool for pool in summary.pools if pool.connector]
     if transfers:
         from pdctl.connectors import load

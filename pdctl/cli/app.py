@@ -21,6 +21,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Click's plain help: it wraps at any terminal width, where rich's panels cut option names
+    # and help words with an ellipsis at 80 columns.
+    rich_markup_mode=None,
 )
 
 

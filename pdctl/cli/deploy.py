@@ -32,12 +32,15 @@ def deploy(
         bool, typer.Option("--create-namespace", help="Create the namespace if it is missing.")
     ] = False,
     timeout: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--timeout",
-            help="How long to wait for every pod to be Ready (90s, 20m, 1h); then roll back.",
+            help="How long to wait for every pod to be Ready (90s, 20m, 1h); then roll back. "
+            "Default: the engines' longest startup probe plus 10 minutes to pull images, at "
+            "least 20m.",
+            show_default=False,
         ),
-    ] = "20m",
+    ] = None,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -63,7 +66,7 @@ def deploy(
         namespace=namespace,
         chart=chart,
         create_namespace=create_namespace,
-        timeout=releases.parse_timeout(timeout),
+        timeout=releases.parse_timeout(timeout) if timeout else None,
         dry_run=dry_run,
         skip_validation=skip_validation,
         helm_path=helm,

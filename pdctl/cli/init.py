@@ -171,7 +171,8 @@ def init(
     )
     written = write(plan, options, target, force=force)
     for finding in written.warnings:
-        _output.info(finding.text())
+        for line in finding.lines():
+            _output.info(line)
     if output is OutputFormat.json:
         payload: dict[str, Any] = {
             "file": str(target) if target else None,

@@ -223,9 +223,12 @@ def print_plan(plan: Plan) -> None:
         f"  prefill: {e['prefill_ms']} ms per prompt, {e['prefill_tokens_per_s']:,.0f} tokens/s "
         f"per engine"
     )
+    held = e["decode_step_sequences"]
+    most = f" (the most it holds; --concurrency is {request['concurrency']})"
     console.print(
-        f"  decode: {e['decode_step_ms']} ms per step at {request['concurrency']} sequences on one "
-        f"engine; in this layout {e['decode_batch_per_engine']} per engine, ITL {e['itl_ms']} ms"
+        f"  decode: {e['decode_step_ms']} ms per step at {held} sequences on one engine"
+        f"{most if held < request['concurrency'] else ''}; in this layout "
+        f"{e['decode_batch_per_engine']} per engine, ITL {e['itl_ms']} ms"
     )
     console.print(
         f"  KV transfer: {e['kv_transfer_ms']} ms per request "
@@ -286,7 +289,14 @@ def plan(
         connector,
         network_gbps,
     )
-    result, _ = args.build()
+    from pdctl.plan.sizing import DoesNotFit
+
+    try:
+        result, _ = args.build()
+    except DoesNotFit as refused:
+        if output is OutputFormat.json:  # machines read the refusal too: why, and what fits
+            _output.as_json(refused.as_dict())
+        raise
     if output is OutputFormat.json:
         _output.as_json(result.as_dict())
     else:

@@ -64,7 +64,8 @@ def template(
         skip_validation=skip_validation,
     )
     for finding in prepared.warnings:
-        _output.info(finding.text())
+        for line in finding.lines():
+            _output.info(line)
     rendered = pipeline.render(
         prepared.values,
         release=release,

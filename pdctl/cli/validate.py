@@ -31,9 +31,8 @@ def _github_escape(text: str, prop: bool = False) -> str:
 def _print_text(reports: list[FileReport], strict: bool) -> None:
     for report in reports:
         for finding in report.findings:
-            _output.data(finding.text(report.name))
-            if finding.hint:
-                _output.data(f"    hint: {finding.hint}")
+            for line in finding.lines(report.name):
+                _output.data(line)
         status = "ok" if report.passed(strict) else "invalid"
         counts = f"{len(report.errors)} error(s), {len(report.warnings)} warning(s)"
         _output.info(f"{report.name}: {status} ({counts})")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from pdctl.errors import InputError
+from pdctl.errors import InputError, PdctlError
 from pdctl.plan import catalog
 from pdctl.plan.model_config import ModelArch, fetch_config, load_config_file
 from pdctl.plan.sizing import Plan, Request, Workload, plan
@@ -27,15 +27,25 @@ def resolve_model(name: str, config: Path | None = None, offline: bool = False) 
         return replace(arch, gated=known.arch.gated) if known else arch
     if known:
         return known.arch
-    if offline:
-        close = catalog.model_suggestions(name)
-        raise InputError(
-            f"{name} is not in the planner's model catalog, and --offline forbids reading its "
-            "config.json from the Hugging Face hub",
-            hint=("did you mean " + " or ".join(close) + "? " if close else "")
-            + "pass --model-config PATH (a config.json), or drop --offline",
+    close = catalog.model_suggestions(name)
+    did_you_mean = "did you mean " + " or ".join(close) + "? " if close else ""
+    if offline or "/" not in name:
+        why = (
+            "--offline forbids reading its config.json from the Hugging Face hub"
+            if offline
+            else "it is not a Hugging Face repository id (owner/name) to read a config.json from"
         )
-    return fetch_config(name)
+        raise InputError(
+            f"{name} is not in the planner's model catalog, and {why}",
+            hint=did_you_mean
+            + "pass --model-config PATH (a config.json)"
+            + (", or drop --offline" if offline else ""),
+        )
+    try:
+        return fetch_config(name)
+    except PdctlError as error:
+        error.hint = did_you_mean + (error.hint or "")
+        raise
 
 
 def make_plan(

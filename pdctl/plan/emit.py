@@ -347,7 +347,7 @@ def check(text: str, options: InitOptions, name: str = "<generated>") -> list[Fi
             "internal error: the values pdctl init generated fail validation (a bug in pdctl; "
             "nothing was written)",
             hint="please report it with the command line",
-            details=[finding.text() for finding in refused],
+            details=[line for finding in refused for line in finding.lines()],
         )
     return [f for f in findings if f not in refused]
 

@@ -288,6 +288,17 @@ def load_config_file(path: Path, name: str) -> ModelArch:
 
 # ---- the Hugging Face hub (the one place that talks to it)
 
+HUB_TIMEOUT_S = 10
+
+
+def _unreachable(error: Exception) -> bool:
+    """A connection failure of the hub client's HTTP library: requests' are OSErrors, httpx's
+    (huggingface_hub 1.x) and httpx2's (2.x) TransportErrors."""
+    return isinstance(error, OSError) or any(
+        kind.__name__ == "TransportError" and kind.__module__.startswith("httpx")
+        for kind in type(error).__mro__
+    )
+
 
 def fetch_config(repo: str) -> ModelArch:
     """config.json of a hub repository, with huggingface_hub (token from HF_TOKEN, as the
@@ -308,6 +319,11 @@ def fetch_config(repo: str) -> ModelArch:
             hint="pip install 'pdctl[hub]', or pass --model-config PATH (a config.json)",
         ) from None
     try:
+        # One request without retries first: an unreachable hub or a missing, gated or private
+        # repository answers in seconds (hf_hub_download retries a failed lookup five times).
+        huggingface_hub.get_hf_file_metadata(
+            huggingface_hub.hf_hub_url(repo, "config.json"), timeout=HUB_TIMEOUT_S
+        )
         path = huggingface_hub.hf_hub_download(repo_id=repo, filename="config.json")
     except (hub_errors.OfflineModeIsEnabled, hub_errors.LocalEntryNotFoundError) as error:
         # LocalEntryNotFoundError: the hub could not be reached and nothing is cached (it
@@ -334,7 +350,9 @@ def fetch_config(repo: str) -> ModelArch:
             f"the Hugging Face hub refused {repo}/config.json: {error}",
             hint="pass --model-config PATH",
         ) from None
-    except OSError as error:  # connection failures that reach us unwrapped
+    except Exception as error:  # connection failures that reach us unwrapped
+        if not _unreachable(error):
+            raise
         raise EnvironmentProblem(
             f"cannot read {repo}/config.json from the Hugging Face hub: {error}",
             hint="pass --model-config PATH, or --offline to plan from the catalog only",

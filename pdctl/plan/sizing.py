@@ -498,7 +498,8 @@ class RolePlan:
 class Estimates:
     prefill_ms: float
     prefill_tokens_per_s: float
-    decode_step_ms: float  # one decode engine at --concurrency sequences
+    decode_step_ms: float  # one decode engine at decode_step_sequences
+    decode_step_sequences: int  # --concurrency, or fewer: what one engine holds (max-num-seqs, KV)
     decode_tokens_per_s: float  # the same engine's output tokens per second
     decode_batch: int  # sequences per decode engine in the layout
     itl_ms: float  # decode step at decode_batch
@@ -534,7 +535,31 @@ class Plan:
 
 
 class DoesNotFit(InputError):
-    """The request cannot be laid out; details say why in numbers and what would fit."""
+    """The request cannot be laid out; details say why in numbers and what would fit:
+    `needs_gpus` (the smallest PD layout on this GPU type, when one exists) and `fits_on` (other
+    GPU types where the smallest layout fits within the GPUs asked for, fewest GPUs first)."""
+
+    def __init__(
+        self,
+        message: str,
+        hint: str | None = None,
+        details: list[str] | None = None,
+        needs_gpus: int | None = None,
+        fits_on: list[dict[str, Any]] | None = None,
+    ):
+        super().__init__(message, hint, details)
+        self.needs_gpus = needs_gpus
+        self.fits_on = fits_on or []
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "fits": False,
+            "error": self.message,
+            "hint": self.hint,
+            "details": self.details,
+            "needs_gpus": self.needs_gpus,
+            "fits_on": self.fits_on,
+        }
 
 
 def engines(req: Request, limit: int | None = None) -> list[Engine]:
@@ -601,7 +626,8 @@ def _evaluate(req: Request, p: Engine, x: int, d: Engine, y: int) -> _Candidate:
     w = req.workload
     prefill_s = prefill_seconds(req.arch, req.gpu, p.tp, w.input_len)
     batch, step_s = _decode_batch(req, d, y)
-    alone = max(1, min(w.concurrency, default_max_num_seqs(req.gpu)))
+    held = d.layout.sequences(d.pool_bytes, w.total_len)  # as the table's "requests of" row
+    alone = max(1, min(w.concurrency, default_max_num_seqs(req.gpu), held))
     concurrency_step = decode_step_seconds(req.arch, req.gpu, d.tp, alone, w.mean_context, d.layout)
     transfer_s, transfer_bytes = transfer_seconds(req, d)
     prefill_rps = 1 / prefill_s
@@ -617,6 +643,7 @@ def _evaluate(req: Request, p: Engine, x: int, d: Engine, y: int) -> _Candidate:
         prefill_ms=prefill_s * 1000,
         prefill_tokens_per_s=w.input_len / prefill_s,
         decode_step_ms=concurrency_step * 1000,
+        decode_step_sequences=alone,
         decode_tokens_per_s=alone / concurrency_step,
         decode_batch=batch,
         itl_ms=step_s * 1000,
@@ -628,7 +655,7 @@ def _evaluate(req: Request, p: Engine, x: int, d: Engine, y: int) -> _Candidate:
         requests_per_s=rps,
         output_tokens_per_s=rps * w.output_len,
         bottleneck="prefill" if prefill_side < decode_side else "decode",
-        concurrency_fits=d.layout.sequences(d.pool_bytes, w.mean_context) >= w.concurrency,
+        concurrency_fits=held >= w.concurrency,
     )
     meets = (
         w.ttft_ms is None or ttft_s * 1000 <= w.ttft_ms,
@@ -698,9 +725,13 @@ def nodes_per_engine(req: Request, engine: Engine) -> int:
     return max(1, engine.tp // req.gpus_per_node) if engine.tp > req.gpus_per_node else 1
 
 
-def _elsewhere_hint(req: Request, other_gpus: list[Gpu] | None) -> str | None:
-    where = _elsewhere(req, other_gpus or [])
-    return ("it fits on " + "; ".join(where[:3])) if where else None
+def _elsewhere_hint(where: list[dict[str, Any]]) -> str | None:
+    layouts = [
+        f"{w['gpu']} (1 x TP{w['prefill_tp']} prefill + 1 x TP{w['decode_tp']} decode = "
+        f"{w['gpus']} GPUs)"
+        for w in where[:3]
+    ]
+    return ("it fits on " + "; ".join(layouts)) if layouts else None
 
 
 def smallest_layout(req: Request) -> tuple[int, int] | None:
@@ -710,19 +741,18 @@ def smallest_layout(req: Request) -> tuple[int, int] | None:
     return (fitting[0], fitting[0]) if fitting else None
 
 
-def _elsewhere(req: Request, others: list[Gpu]) -> list[str]:
-    """Other GPU types where the smallest layout fits in one node, fewest GPUs first."""
+def _elsewhere(req: Request, others: list[Gpu], within: int | None = None) -> list[dict[str, Any]]:
+    """Other GPU types where the smallest layout fits in one node (within that many GPUs, when
+    given), fewest GPUs first."""
     found = []
     for gpu in others:
         if gpu.name == req.gpu.name:
             continue
         layout = smallest_layout(replace(req, gpu=gpu))
-        if layout:
+        if layout and (within is None or sum(layout) <= within):
             found.append((sum(layout), gpu.name, layout))
     found.sort()
-    return [
-        f"{name} (1 x TP{p} prefill + 1 x TP{d} decode = {n} GPUs)" for n, name, (p, d) in found
-    ]
+    return [{"gpu": name, "prefill_tp": p, "decode_tp": d, "gpus": n} for n, name, (p, d) in found]
 
 
 def plan(req: Request, other_gpus: list[Gpu] | None = None) -> Plan:
@@ -750,19 +780,22 @@ def plan(req: Request, other_gpus: list[Gpu] | None = None) -> Plan:
     if fitting and fitting[0].tp > req.gpus_per_node and req.gpus < 2 * fitting[0].tp:
         engine, lines = _fit_report(req)
         nodes = fitting[0].tp // req.gpus_per_node
+        where = _elsewhere(req, other_gpus or [])
         raise DoesNotFit(
             f"{arch.name} ({weight_bytes(arch) / GiB:.1f} GiB of weights) needs "
             f"TP{fitting[0].tp} per engine on {req.gpu.name}: more GPUs per engine than a node "
             f"has (--gpus-per-node {req.gpus_per_node}), so each engine spans {nodes} nodes; "
             f"{req.gpus} GPUs cannot hold 1 prefill + 1 decode engine ({2 * fitting[0].tp} GPUs)",
-            hint=_elsewhere_hint(req, other_gpus),
+            hint=_elsewhere_hint(where),
             details=lines[-3:],
+            needs_gpus=2 * fitting[0].tp,
+            fits_on=where,
         )
     if not fitting:
         engine, lines = _fit_report(req)
         weights = weight_bytes(arch) / GiB
         where = _elsewhere(req, other_gpus or [])
-        hint = ("it fits on " + "; ".join(where[:3])) if where else None
+        hint = _elsewhere_hint(where)
         if engine:
             raise DoesNotFit(
                 f"{arch.name} ({weights:.1f} GiB of weights) needs TP{engine.tp} per engine on "
@@ -770,20 +803,32 @@ def plan(req: Request, other_gpus: list[Gpu] | None = None) -> Plan:
                 f"{req.gpus_per_node}), and not a whole number of such nodes",
                 hint=hint,
                 details=lines[-3:],
+                fits_on=where,
             )
         raise DoesNotFit(
             f"{arch.name} ({weights:.1f} GiB of weights) does not fit on {req.gpu.name} "
             "at any tensor parallel size",
             hint=hint,
             details=lines[-3:],
+            fits_on=where,
         )
     smallest = fitting[0].tp * 2
     if req.gpus < smallest:
-        where = _elsewhere(req, other_gpus or [])
+        # Only GPU types whose smallest PD layout fits the GPUs asked for are worth naming.
+        where = _elsewhere(req, other_gpus or [], within=req.gpus)
+        aggregated = (
+            f"; {req.gpus} GPU(s) hold one engine of TP{fitting[0].tp}, which serves it "
+            "aggregated (without PD)"
+            if req.gpus >= fitting[0].tp
+            else ""
+        )
         raise DoesNotFit(
             f"{req.gpus} x {req.gpu.name} cannot hold a PD layout of {arch.name}: the smallest "
             f"is 1 prefill + 1 decode engine of TP{fitting[0].tp} = {smallest} GPUs",
-            hint=("or use " + "; ".join(where[:2])) if where else None,
+            hint=f"give --gpus {smallest}{aggregated}"
+            + (f"; or {_elsewhere_hint(where)}" if where else ""),
+            needs_gpus=smallest,
+            fits_on=where,
             details=[
                 f"TP{fitting[0].tp}: weights {fitting[0].memory.weights:.1f} GiB and a KV pool of "
                 f"{fitting[0].memory.kv_pool:.1f} GiB per GPU"
@@ -875,18 +920,26 @@ def _verdict(req: Request, best: _Candidate) -> tuple[str, list[str]]:
             "PD separates TTFT from ITL; it does not raise throughput by itself (vLLM docs)"
         )
         return "unlikely", reasons
-    if ratio >= 10 and e.prefill_ms >= 2 * e.itl_ms:
-        reasons.append(
-            f"input:output {ratio:.0f}:1 (llm-d: PD pays from about 10:1), and each prefill "
-            f"({e.prefill_ms:.0f} ms) would stall decoding for {e.prefill_ms / e.itl_ms:.0f} steps"
-        )
-        return "likely", reasons
-    reasons.append(
-        f"input:output {ratio:.1f}:1 (llm-d: PD pays from about 10:1); each prefill "
-        f"({e.prefill_ms:.0f} ms) would stall decoding for {e.prefill_ms / e.itl_ms:.1f} steps "
-        f"of {e.itl_ms:.0f} ms"
-    )
-    return "may", reasons
+    long_prompts, long_stalls = ratio >= 10, e.prefill_ms >= 2 * e.itl_ms
+    evidence = [
+        (
+            long_prompts,
+            f"input:output is {ratio:.1f}:1, "
+            + ("at or above" if long_prompts else "below")
+            + " the 10:1 from which PD usually pays (llm-d)",
+        ),
+        (
+            long_stalls,
+            f"each prefill ({e.prefill_ms:.0f} ms) would stall decoding for "
+            f"{e.prefill_ms / e.itl_ms:.1f} steps of {e.itl_ms:.0f} ms"
+            + ("" if long_stalls else " (PD removes stalls of two steps or more)"),
+        ),
+    ]
+    if long_prompts and long_stalls:
+        return "likely", reasons + [text for _, text in evidence]
+    return "may", reasons + [
+        ("for PD: " if good else "against PD: ") + text for good, text in evidence
+    ]
 
 
 def _warnings(req: Request, best: _Candidate) -> list[str]:
@@ -897,8 +950,9 @@ def _warnings(req: Request, best: _Candidate) -> list[str]:
         warnings.append(f"{unused} of {req.gpus} GPUs are left unused by this layout")
     if not e.concurrency_fits:
         warnings.append(
-            f"one decode engine holds fewer than --concurrency {w.concurrency} sequences of "
-            f"{w.mean_context} tokens; decode_step_ms assumes they all fit"
+            f"one decode engine holds {e.decode_step_sequences} sequences of {w.total_len} "
+            f"tokens, fewer than --concurrency {w.concurrency}: the decode step is estimated at "
+            f"{e.decode_step_sequences}; more decode GPUs or a shorter context hold more"
         )
     if w.ttft_ms is not None and e.ttft_ms > w.ttft_ms:
         warnings.append(f"--ttft {w.ttft_ms:g} ms is not met: estimated {e.ttft_ms:.0f} ms")
@@ -1045,6 +1099,7 @@ def plan_dict(plan_: Plan) -> dict[str, Any]:
             "prefill_tokens_per_s": _round(e.prefill_tokens_per_s, 0),
             "prefill_requests_per_s_per_engine": _round(e.prefill_requests_per_s),
             "decode_step_ms": _round(e.decode_step_ms),
+            "decode_step_sequences": e.decode_step_sequences,
             "decode_tokens_per_s": _round(e.decode_tokens_per_s, 0),
             "decode_batch_per_engine": e.decode_batch,
             "itl_ms": _round(e.itl_ms),

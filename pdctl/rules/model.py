@@ -40,6 +40,11 @@ def as_int(value: Any, default: int) -> int:
     return default
 
 
+def as_count(value: Any) -> int:
+    """A count of at least 1 (GPUs per rank, ranks, pods per engine); 1 for anything else."""
+    return max(as_int(value, 1), 1)
+
+
 def as_number(value: Any) -> float | None:
     """A number, or a string of one (production-stack files quote some: "0.9"); else None."""
     if isinstance(value, bool):
@@ -162,15 +167,15 @@ class Pool:
 
     @property
     def tp(self) -> int:
-        return as_int(self.vllm.get("tensorParallelSize"), 1)
+        return as_count(self.vllm.get("tensorParallelSize"))
 
     @property
     def pp(self) -> int:
-        return as_int(self.vllm.get("pipelineParallelSize"), 1)
+        return as_count(self.vllm.get("pipelineParallelSize"))
 
     @property
     def dp(self) -> int:
-        return as_int(self.vllm.get("dataParallelSize"), 1)
+        return as_count(self.vllm.get("dataParallelSize"))
 
     @property
     def gpus(self) -> int:
@@ -183,7 +188,7 @@ class Pool:
     @property
     def nodes(self) -> int:
         """Pods per engine (pd-stack.poolNodes): multiNode.nodes, else 1."""
-        return max(as_int(self.multi_node.get("nodes"), 1), 1)
+        return as_count(self.multi_node.get("nodes"))
 
     @property
     def version(self) -> tuple[Version | None, KeyPath]:

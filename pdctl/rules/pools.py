@@ -80,7 +80,9 @@ def _group_pod_names(deployment: Deployment, pool: Pool) -> list[str]:
 def gpus_match_parallelism(deployment: Deployment) -> Iterator[Issue]:
     for pool in deployment.pools:
         needed = pool.tp * pool.pp * pool.dp
-        if "requestGPU" not in pool.spec and needed == 1:
+        # A KubeRay pool (production-stack's raySpec, refused by PD019) spreads its engine over
+        # Ray worker pods: its GPUs per pod are not the engine's.
+        if ("requestGPU" not in pool.spec and needed == 1) or "raySpec" in pool.spec:
             continue
         if pool.nodes > 1 and pool.gpus * pool.nodes != needed:
             yield Issue(
@@ -230,7 +232,8 @@ def placeholder_image(deployment: Deployment) -> Iterator[Issue]:
 @rule("PD106", "replicas of a pool share a ReadWriteOnce claim", Severity.warning)
 def shared_rwo_claim(deployment: Deployment) -> Iterator[Issue]:
     for pool in deployment.pools:
-        modes = pool.spec.get("pvcAccessMode") or ["ReadWriteOnce"]
+        modes = pool.spec.get("pvcAccessMode")
+        modes = modes if isinstance(modes, list) and modes else ["ReadWriteOnce"]
         pods = pool.replicas * pool.nodes
         if pool.spec.get("pvcStorage") and pods > 1 and "ReadWriteOnce" in modes:
             yield Issue(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,29 +64,46 @@ def run_rules(
     release: str = "pd",
     chart_dir: Path | None = None,
     namespace: str = "default",
+    refused: Collection[KeyPath] = (),
 ) -> list[Finding]:
     """Run every registered rule over user values (merged with the chart's defaults here, as
-    helm does), whether or not the schema accepted them."""
+    helm does). A rule that reads a key in `refused` (the paths the schema refused) reports
+    nothing from then on, and a rule that fails on such a key is silent too: the schema's error
+    is the one to show. A rule that fails on values the schema accepted is a bug and raises."""
     from pdctl import chart, connectors
     from pdctl.naming import Release
     from pdctl.rules.model import Deployment
+    from pdctl.rules.reads import Reads, watch
     from pdctl.values.coalesce import with_defaults
 
     chart_dir = chart_dir or chart.bundled_chart_dir()
-    effective = with_defaults(chart.default_values(chart_dir), values)
+    reads = Reads()
+    effective = watch(with_defaults(chart.default_values(chart_dir), values), reads)
     deployment = Deployment.from_values(
         effective, Release(release, namespace), connectors.load(chart_dir), chart_dir
     )
+    pools_read = reads.paths  # finding the pools: every rule stands on it
+    refused = set(refused)
     findings = []
     for registered in load_rules().values():
-        for issue in registered.check(deployment):
-            findings.append(
-                Finding(
-                    rule=registered.id,
-                    severity=issue.severity or registered.severity,
-                    message=issue.message,
-                    path=issue.path,
-                    hint=issue.hint,
-                )
-            )
+        reads.restart(pools_read)
+        try:
+            for issue in registered.check(deployment):
+                if reads.touched(refused):
+                    break
+                findings.append(_finding(registered, issue, frozenset(reads.paths)))
+        except Exception:
+            if not reads.touched(refused):
+                raise
     return findings
+
+
+def _finding(registered: Rule, issue: Issue, inputs: frozenset[KeyPath]) -> Finding:
+    return Finding(
+        rule=registered.id,
+        severity=issue.severity or registered.severity,
+        message=issue.message,
+        path=issue.path,
+        hint=issue.hint,
+        inputs=inputs,
+    )

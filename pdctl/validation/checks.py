@@ -12,11 +12,13 @@ def check_values(
     data: dict[str, Any], release: str, chart: Path, namespace: str = "default"
 ) -> list[Finding]:
     """Schema findings (on the values merged with the chart's defaults, as helm checks them),
-    then the PD rules."""
+    then the PD rules, silent where they would reason from a key the schema refused."""
     from pdctl.chart import default_values
     from pdctl.rules import run_rules
     from pdctl.validation.schema import check
     from pdctl.values.coalesce import with_defaults
 
-    findings = check(with_defaults(default_values(chart), data), chart / "values.schema.json")
-    return findings + run_rules(data, release, chart, namespace)
+    defaults = default_values(chart)
+    findings = check(with_defaults(defaults, data), chart / "values.schema.json", defaults)
+    refused = {finding.path for finding in findings}
+    return findings + run_rules(data, release, chart, namespace, refused)

@@ -50,7 +50,23 @@ def _best(error: Any) -> Any:
     return error
 
 
-def _describe(validator: Any, error: Any) -> tuple[KeyPath, str, str | None]:
+def _did_you_mean(given: Any, choices: list[str]) -> str | None:
+    close = difflib.get_close_matches(str(given), choices, n=3, cutoff=0.6)
+    return f"did you mean {' or '.join(close)}?" if close else None
+
+
+def _has_default(defaults: dict[str, Any], path: KeyPath) -> bool:
+    node: Any = defaults
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return False
+        node = node[key]
+    return node is not None
+
+
+def _describe(
+    validator: Any, error: Any, defaults: dict[str, Any]
+) -> tuple[KeyPath, str, str | None]:
     """(path, message, hint) for one jsonschema error."""
     path: KeyPath = tuple(error.absolute_path)
     kind, expected = error.validator, error.validator_value
@@ -60,14 +76,17 @@ def _describe(validator: Any, error: Any) -> tuple[KeyPath, str, str | None]:
         allowed = _known_properties(validator, error.schema)
         unknown = sorted(str(k) for k in value if str(k) not in allowed) if value else []
         name = unknown[0] if unknown else "?"
-        close = difflib.get_close_matches(name, allowed, n=3, cutoff=0.6)
-        hint = f"did you mean {' or '.join(close)}?" if close else None
+        hint = _did_you_mean(name, allowed)
         if not hint and allowed:
             hint = "allowed keys here: " + ", ".join(sorted(allowed))
         return (*path, name), f"unknown key {name!r} in {where}", hint
     if kind == "enum":
         choices = ", ".join(json.dumps(v) for v in expected)
-        return path, f"{where} is {json.dumps(value)}; allowed values: {choices}", None
+        return (
+            path,
+            f"{where} is {json.dumps(value)}; allowed values: {choices}",
+            _did_you_mean(value, [v for v in expected if isinstance(v, str)]),
+        )
     if kind == "const":
         return path, f"{where} must be {json.dumps(expected)}, not {json.dumps(value)}", None
     if kind == "type":
@@ -94,7 +113,10 @@ def _describe(validator: Any, error: Any) -> tuple[KeyPath, str, str | None]:
         return path, f"{where} must be {word} {expected} characters long (is {len(value)})", None
     if kind == "required":
         missing = error.message.split("'")[1] if "'" in error.message else "?"
-        return (*path, missing), f"{where} lacks the required key {missing!r}", None
+        hint = None
+        if _has_default(defaults, (*path, missing)):  # only a null removes it: helm drops those
+            hint = "a null deletes the chart's default for this key: give a value or leave it out"
+        return (*path, missing), f"{where} lacks the required key {missing!r}", hint
     if kind in ("oneOf", "anyOf"):
         options = [_resolve(validator, s).get("type") or s.get("$ref", "") for s in expected]
         return (
@@ -105,10 +127,14 @@ def _describe(validator: Any, error: Any) -> tuple[KeyPath, str, str | None]:
     return path, f"{where}: {error.message}", None
 
 
-def check(data: dict[str, Any], schema_path: Path) -> list[Finding]:
+def check(
+    data: dict[str, Any], schema_path: Path, defaults: dict[str, Any] | None = None
+) -> list[Finding]:
+    """Schema findings for values merged with the chart's defaults (given to name a default
+    that the user's null deleted)."""
     validator = _validator(schema_path)
     findings = []
     for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.path))):
-        path, message, hint = _describe(validator, _best(error))
+        path, message, hint = _describe(validator, _best(error), defaults or {})
         findings.append(Finding("SCHEMA", Severity.error, message, path, hint))
     return findings

@@ -63,15 +63,16 @@ def from_cluster(
     port-forward that lives as long as the context. A pod that cannot be forwarded to becomes
     an endpoint without a URL (its checks fail with the reason); no cluster access is an
     EnvironmentProblem (exit 3)."""
-    # By name: the cluster layer (pdctl.cluster, pdctl.release) imports the kubernetes client
-    # of the optional `deploy` extra; only cluster mode needs it.
+    # By name: the cluster layer (pdctl.cluster, pdctl.release) imports the kubernetes client,
+    # which only cluster mode needs (kept off the start-up path).
     try:
         cluster = importlib.import_module("pdctl.cluster")
         releases = importlib.import_module("pdctl.release")
     except ImportError as error:
         raise EnvironmentProblem(
             f"cluster mode needs the Kubernetes client: {error}",
-            hint="pip install 'pdctl[deploy]', or give --url (and --prefill-url/--decode-url)",
+            hint="reinstall pdctl with its dependencies (pip install --force-reinstall pdctl), "
+            "or give --url (and --prefill-url/--decode-url)",
         ) from None
     names = Release(release, namespace)
     pods: Mapping[str, Sequence[Pod]] = releases.release_pods(release, namespace)

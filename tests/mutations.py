@@ -1,0 +1,101 @@
+"""Single mutations of the shipped values files, and what validate and the chart must do with them.
+
+One key of a tutorial asset or helm/ci scenario is deleted or given another value (another type,
+zero, a negative or huge number, an empty string, a list where a map was, a map where a list
+was). `judge` then holds validate and the chart to their promises:
+- validate answers without a traceback, and every error has a rule and a message;
+- every error names the mutated key (or a key inside or above it), or comes from a PD rule that
+  read it: nothing unrelated to the change is reported;
+- no PD rule reports after reading a key the schema refused (one error per cause);
+- whatever validate accepts, the chart renders into objects that pass strict Kubernetes
+  schemas, and whatever the chart refuses, validate refuses.
+
+tests/test_agreement_property.py draws a few hundred mutations with hypothesis;
+benchmarks/mutations.py runs ten times more with a seeded random generator.
+"""
+
+from __future__ import annotations
+
+import copy
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pdctl import manifests, pipeline
+from pdctl.findings import Finding
+from pdctl.helm import Helm
+from pdctl.values.paths import KeyPath
+from tests.helpers import VALUES_FILES, assert_kube_valid, helm_template_result
+
+SHIPPED = {path.name: yaml.safe_load(path.read_text()) for path in VALUES_FILES}
+DELETE = object()
+REPLACEMENTS: list[Any] = [
+    DELETE, "x", "", "0", 0, -1, 2**40, 0.5, True, None, [], ["x"], [{"x": 1}], {}, {"x": 1},
+]  # fmt: skip
+
+
+def key_paths(node: Any, path: KeyPath = ()) -> list[KeyPath]:
+    """Every key path inside a values document (mapping keys and list indices)."""
+    if isinstance(node, dict):
+        items: Any = node.items()
+    elif isinstance(node, list):
+        items = enumerate(node)
+    else:
+        return []
+    found: list[KeyPath] = []
+    for key, value in items:
+        found += [(*path, key), *key_paths(value, (*path, key))]
+    return found
+
+
+def mutated(
+    values: dict[str, Any], path: KeyPath, replacement: Any
+) -> tuple[dict[str, Any], KeyPath]:
+    """A copy of values with the key at path deleted (DELETE) or replaced, and the key that
+    changed: path, or the list itself when one of its items was deleted (the rest moved up)."""
+    result = copy.deepcopy(values)
+    parent = result
+    for key in path[:-1]:
+        parent = parent[key]
+    if replacement is not DELETE:
+        parent[path[-1]] = copy.deepcopy(replacement)
+        return result, path
+    del parent[path[-1]]
+    return result, path[:-1] if isinstance(parent, list) else path
+
+
+def related(a: KeyPath, b: KeyPath) -> bool:
+    """Whether one key path is the other or lies inside it."""
+    shorter = min(len(a), len(b))
+    return tuple(a[:shorter]) == tuple(b[:shorter])
+
+
+def read_inside(finding: Finding, paths: set[KeyPath]) -> bool:
+    """Whether the rule behind a finding read one of these keys or anything inside one."""
+    return any(tuple(read[: len(path)]) == path for read in finding.inputs for path in paths)
+
+
+def judge(values: dict[str, Any], path: KeyPath, helm: Helm) -> str:
+    """Check validate and the chart on values mutated at path (assertions); the outcome:
+    "accepted", "refused by the schema" or "refused by the rules"."""
+    with tempfile.TemporaryDirectory() as tmp:
+        file = Path(tmp) / "values.yaml"
+        file.write_text(yaml.safe_dump(values))
+        report = pipeline.validate([str(file)], pipeline.ValidateOptions())
+        chart = helm_template_result(helm, file)
+    schema = {f.path for f in report.errors if f.rule == "SCHEMA"}
+    for finding in report.errors:
+        assert finding.rule and finding.message
+        assert related(finding.path, path) or read_inside(finding, {path}), (
+            f"mutating {path} gave an unrelated error: {finding.text()}"
+        )
+        assert finding.rule == "SCHEMA" or not read_inside(finding, schema), (
+            f"{finding.rule} reasoned from a key the schema refused: {finding.text()}"
+        )
+    if report.passed():
+        assert chart.returncode == 0, f"validate accepts what the chart refuses: {chart.stderr}"
+        assert_kube_valid(manifests.parse(chart.stdout), "1.35.0")
+        return "accepted"
+    return "refused by the schema" if schema else "refused by the rules"

@@ -1,0 +1,141 @@
+"""One error per cause: when the schema refuses a key, the PD rules that read it stay silent
+(pdctl/rules/reads.py), the error says what was meant, and no rule crashes on a value of the wrong
+type, whichever command prints the findings."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from pdctl import pipeline
+from pdctl.cli.app import app
+from pdctl.rules import run_rules
+from pdctl.values.paths import format_path
+from tests.helpers import ASSETS, load_values, write_values
+
+NIXL = load_values(ASSETS / "values-17-nixl-vllm-router.yaml")
+LLMD = load_values(ASSETS / "values-25-llm-d-router.yaml")
+runner = CliRunner()
+
+# A production-stack KubeRay pipeline-parallel file (its tutorial 15's shape): one GPU per pod,
+# pipeline parallelism 2 over the Ray head and worker.
+KUBERAY = {
+    "servingEngineSpec": {
+        "modelSpec": [
+            {
+                "name": "distilgpt2",
+                "repository": "vllm/vllm-openai",
+                "tag": "latest",
+                "modelURL": "distilbert/distilgpt2",
+                "requestGPU": 1,
+                "vllmConfig": {"tensorParallelSize": 1, "pipelineParallelSize": 2},
+                "raySpec": {
+                    "headNode": {"requestCPU": 2, "requestMemory": "20Gi", "requestGPU": 1}
+                },
+            }
+        ]
+    }
+}
+
+
+def pool(values: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """values with keys of its first pool changed (dotted keys reach into mappings)."""
+    changed = copy.deepcopy(values)
+    for dotted, value in changes.items():
+        node = changed["servingEngineSpec"]["modelSpec"][0]
+        *parents, last = dotted.split("__")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[last] = value
+    return changed
+
+
+def errors(tmp_path: Path, values: dict[str, Any]) -> list[tuple[str, str, str, str | None]]:
+    path = write_values(tmp_path, values)
+    report = pipeline.validate([str(path)], pipeline.ValidateOptions())
+    return [(f.rule, format_path(f.path), f.message, f.hint) for f in report.errors]
+
+
+@pytest.mark.parametrize(
+    ("values", "key"),
+    [
+        (pool(NIXL, requestGPU=0.5), "servingEngineSpec.modelSpec[0].requestGPU"),
+        (pool(NIXL, vllmConfig__dataParallelSize=0), "vllmConfig.dataParallelSize"),
+        (pool(NIXL, pvcStorage="10Gi", pvcAccessMode=3), "modelSpec[0].pvcAccessMode"),
+        (pool(LLMD, kvTransfer__bootstrapPort="x"), "kvTransfer.bootstrapPort"),
+        (pool(NIXL, vllmConfig__tensorParallelSize="two"), "vllmConfig.tensorParallelSize"),
+    ],
+    ids=["fractional-gpu", "zero-dp", "numeric-access-mode", "string-port", "string-tp"],
+)
+def test_a_refused_value_gives_one_schema_error(
+    tmp_path: Path, values: dict[str, Any], key: str
+) -> None:
+    found = errors(tmp_path, values)
+    assert len(found) == 1 and found[0][0] == "SCHEMA" and found[0][1].endswith(key), found
+    # Without the schema's verdict the rules still answer: they guard every key they read.
+    assert isinstance(run_rules(values), list)
+
+
+def test_a_misspelt_router_type_gives_one_error_that_says_what_was_meant(tmp_path: Path) -> None:
+    values = copy.deepcopy(NIXL)
+    values["routerSpec"]["type"] = "vllm_router"
+    found = errors(tmp_path, values)
+    assert [(rule, key, hint) for rule, key, _, hint in found] == [
+        ("SCHEMA", "routerSpec.type", "did you mean vllm-router?")
+    ]
+    # What the schema silences: the router rules would have said the router cannot route NIXL.
+    assert any(f.rule == "PD017" for f in run_rules(values))
+
+
+def test_a_kuberay_file_is_refused_by_name_alone(tmp_path: Path) -> None:
+    found = errors(tmp_path, KUBERAY)
+    assert [(rule, key) for rule, key, _, _ in found] == [
+        ("PD019", "servingEngineSpec.modelSpec[0].raySpec")
+    ]
+    assert "KubeRay is not supported" in found[0][2] and "multiNode" in found[0][2]
+
+
+def test_a_null_that_deletes_a_needed_default_is_named(tmp_path: Path) -> None:
+    values = copy.deepcopy(NIXL)
+    values["routerSpec"]["servicePort"] = None
+    assert errors(tmp_path, values) == [
+        (
+            "SCHEMA",
+            "routerSpec.servicePort",
+            "routerSpec lacks the required key 'servicePort'",
+            "a null deletes the chart's default for this key: give a value or leave it out",
+        )
+    ]
+
+
+def test_findings_carry_the_keys_their_rule_read(tmp_path: Path) -> None:
+    """What the silencing stands on: a rule's finding knows the keys behind it."""
+    values = pool(NIXL, requestGPU=2)
+    found = [f for f in run_rules(values) if f.rule == "PD010"]
+    assert found
+    read = {format_path(path) for path in found[0].inputs}
+    assert "servingEngineSpec.modelSpec[0].requestGPU" in read
+    assert "servingEngineSpec.modelSpec[0].vllmConfig.tensorParallelSize" in read
+
+
+@pytest.mark.parametrize("command", [["template"], ["deploy", "--dry-run"]])
+def test_template_and_deploy_print_the_hints_validate_prints(
+    tmp_path: Path, command: list[str]
+) -> None:
+    values = copy.deepcopy(NIXL)
+    values["routerSpec"]["type"] = "vllm_router"
+    result = runner.invoke(app, [*command, "-f", str(write_values(tmp_path, values))])
+    assert result.exit_code == 1
+    assert "hint: did you mean vllm-router?" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_validate_refuses_a_bare_string_for_its_list_of_files() -> None:
+    with pytest.raises(TypeError, match="list of file names"):
+        pipeline.validate(
+            str(ASSETS / "values-17-nixl-vllm-router.yaml"), pipeline.ValidateOptions()
+        )  # type: ignore[arg-type]
