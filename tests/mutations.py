@@ -56,7 +56,7 @@ def mutated(
     """A copy of values with the key at path deleted (DELETE) or replaced, and the key that
     changed: path, or the list itself when one of its items was deleted (the rest moved up)."""
     result = copy.deepcopy(values)
-    parent = result
+    parent: Any = result
     for key in path[:-1]:
         parent = parent[key]
     if replacement is not DELETE:

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -222,7 +223,8 @@ def test_help_wraps_at_80_columns_without_cutting_a_word(command: str) -> None:
     assert result.exit_code == 0, result.output
     assert "…" not in result.stdout
     assert max(len(line) for line in result.stdout.splitlines()) <= 80
-    for param in typer.main.get_command(app).commands[command].params:
+    group: Any = typer.main.get_command(app)
+    for param in group.commands[command].params:
         for name in param.opts:
             assert name in result.stdout, name
 

@@ -41,7 +41,7 @@ def deploy(helm: Helm, *args: str, timeout: str = "2s") -> Result:
 
 
 def as_json(result: Result) -> dict[str, Any]:
-    return json.loads(result.stdout)  # type: ignore[no-any-return]
+    return json.loads(result.stdout)
 
 
 def helm_history(helm: Helm) -> list[dict[str, Any]]:

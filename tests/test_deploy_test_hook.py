@@ -80,7 +80,7 @@ def hook(helm: Helm, values: Path = TUTORIAL_VALUES) -> dict[str, Any]:
     )
     assert run.returncode == 0, run.stderr
     (pod,) = manifests.parse(run.stdout)
-    return pod  # type: ignore[no-any-return]
+    return pod
 
 
 def run_hook(pod: dict[str, Any], router: RouterStub) -> subprocess.CompletedProcess[str]:

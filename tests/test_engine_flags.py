@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -113,7 +114,7 @@ def accepted_kv_fields(version: tuple[int, ...]) -> set[str]:
     return fields
 
 
-def engine_containers(obj: manifests.Manifest) -> list[dict]:
+def engine_containers(obj: manifests.Manifest) -> list[dict[str, Any]]:
     """The engine containers of a rendered pool workload: a Deployment's, or every pod template's
     of a LeaderWorkerSet or DisaggregatedSet (leaders and workers)."""
     if obj["kind"] == "Deployment" and obj["metadata"]["name"].endswith("-vllm"):
@@ -121,7 +122,7 @@ def engine_containers(obj: manifests.Manifest) -> list[dict]:
     return [template["spec"]["containers"][0] for _, template in workloads.pod_templates(obj)]
 
 
-def serve_args(engine: dict) -> list[str]:
+def serve_args(engine: dict[str, Any]) -> list[str]:
     """The `vllm serve` arguments of an engine container, whether vllm is its command or a
     shell's (/bin/sh -c '... exec "$0" "$@" <shell args>' vllm serve ...), shell args included."""
     command, args = engine["command"], list(engine.get("args", []))
@@ -135,7 +136,7 @@ def serve_args(engine: dict) -> list[str]:
     return args
 
 
-def official_engines(objects: list[manifests.Manifest]) -> list[tuple[str, str, dict]]:
+def official_engines(objects: list[manifests.Manifest]) -> list[tuple[str, str, dict[str, Any]]]:
     """(workload name, vLLM version, engine container) of each rendered official image."""
     found = []
     for obj in objects:
@@ -192,7 +193,7 @@ def test_engine_uses_only_accepted_flags(
         assert_accepted(engine, version)
 
 
-def assert_accepted(engine: dict, version: str) -> None:
+def assert_accepted(engine: dict[str, Any], version: str) -> None:
     """Every flag and kv-transfer key of an engine container exists in `version`."""
     assert engine["image"].endswith(f":v{version}")
     v = version_tuple(version)

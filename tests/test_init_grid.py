@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -95,9 +96,9 @@ def test_init_output_validates_renders_and_passes_kubernetes_schemas(
     assert plan["gpus_used"] <= gpus
 
 
-def _pools(path: Path) -> list[dict[str, object]]:
+def _pools(path: Path) -> list[dict[str, Any]]:
     import yaml
 
     data = yaml.safe_load(path.read_text())
-    pools: list[dict[str, object]] = data["servingEngineSpec"]["modelSpec"]
+    pools: list[dict[str, Any]] = data["servingEngineSpec"]["modelSpec"]
     return pools

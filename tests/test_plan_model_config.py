@@ -76,7 +76,7 @@ def test_a_multimodal_wrapper_is_read_through_text_config() -> None:
         "text_config": {**config("qwen3-8b.json"), "torch_dtype": None},
         "vision_config": {"hidden_size": 1152},
     }
-    wrapped["text_config"].pop("torch_dtype")
+    wrapped["text_config"].pop("torch_dtype")  # type: ignore[attr-defined]
     arch = from_hf_config(wrapped, "x")
     assert (arch.layers, arch.weight_dtype) == (36, "bf16")
 
@@ -204,7 +204,7 @@ def _hub_error(kind: str) -> Exception:
         return TransportError("[Errno -2] Name or service not known")
     import httpx
 
-    response = httpx.Response(
+    response: Any = httpx.Response(  # the hub's client may be httpx2; the errors read the status
         403 if kind == "gated" else 404, request=httpx.Request("GET", "https://hub.invalid/")
     )
     cls = {"gated": errors.GatedRepoError, "missing": errors.RepositoryNotFoundError}[kind]

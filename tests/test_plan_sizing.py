@@ -10,10 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pdctl.plan import catalog, sizing
+from pdctl.plan.model_config import ModelArch
 from pdctl.plan.sizing import DoesNotFit, Request, Workload
 
 
-def arch(name: str) -> sizing.ModelArch:
+def arch(name: str) -> ModelArch:
     found = catalog.find_model(name)
     assert found is not None
     return found.arch

@@ -70,8 +70,13 @@ def test_clean_nixl_deployment() -> None:
 def test_tolerates_garbage() -> None:
     # No crash, and no finding about what the rules cannot read (pools that are not mappings):
     # refusing those shapes is the schema's job. Whatever is found is a registered rule's.
-    for values in ({}, {"servingEngineSpec": []}, {"servingEngineSpec": {"modelSpec": [1, None]}}):
-        for finding in run_rules(values):  # type: ignore[arg-type]
+    garbage: list[dict[str, Any]] = [
+        {},
+        {"servingEngineSpec": []},
+        {"servingEngineSpec": {"modelSpec": [1, None]}},
+    ]
+    for values in garbage:
+        for finding in run_rules(values):
             assert finding.rule in RULES and finding.message, finding
             assert not finding.key.startswith("servingEngineSpec.modelSpec["), finding
     # Garbage beside readable pools does not stop the rules from checking those pools.
@@ -81,8 +86,8 @@ def test_tolerates_garbage() -> None:
     assert [f.key for f in findings if f.rule == "PD011"] == [
         "servingEngineSpec.modelSpec[3].vllmConfig.gpuMemoryUtilization"
     ]
-    garbage = ("servingEngineSpec.modelSpec[0]", "servingEngineSpec.modelSpec[1]")
-    assert not [f for f in findings if f.key.startswith(garbage)], findings
+    shifted = ("servingEngineSpec.modelSpec[0]", "servingEngineSpec.modelSpec[1]")
+    assert not [f for f in findings if f.key.startswith(shifted)], findings
 
 
 def test_role_derived_from_kv_role_when_absent() -> None:
@@ -319,7 +324,7 @@ def test_gated_model_without_token_warns() -> None:
 
 def test_known_model_larger_than_its_volume_and_memory_warns() -> None:
     """A 70B model (131 GiB of BF16 weights, the planner's catalog) on a 50Gi volume and 48Gi."""
-    big = {"modelURL": "meta-llama/Llama-3.1-70B-Instruct", "pvcStorage": "50Gi"}
+    big: dict[str, Any] = {"modelURL": "meta-llama/Llama-3.1-70B-Instruct", "pvcStorage": "50Gi"}
     big |= {"requestMemory": "48Gi", "hf_token": {"secretName": "hf", "secretKey": "token"}}
     findings = [f for f in run_rules(nixl(prefill=big, decode=big)) if f.rule == "PD109"]
     assert [f.key for f in findings[:2]] == [

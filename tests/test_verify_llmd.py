@@ -20,6 +20,7 @@ from pdctl import manifests
 from pdctl.helm import Helm
 from pdctl.naming import Release
 from pdctl.verify.checks import Settings, run
+from pdctl.verify.report import Targets
 from pdctl.verify.targets import from_urls
 from tests.doubles.llmd_router import RouterDouble, SidecarDouble, hostport
 from tests.doubles.vllm_engine import (
@@ -41,7 +42,7 @@ class Path_:
     prefill: list[VllmEngineDouble]
     decode: VllmEngineDouble
 
-    def targets(self):  # -> pdctl.verify.report.Targets
+    def targets(self) -> Targets:
         return from_urls(self.router.url, [p.url for p in self.prefill], [self.sidecar.url])
 
     def reset(self) -> None:
@@ -72,8 +73,10 @@ def shared(helm4: Helm) -> Iterator[Path_]:
     try:
         yield Path_(router, sidecar, prefill, decode)
     finally:
-        for server in (router, sidecar, *prefill, decode):
+        for server in (router, sidecar):
             server.down()
+        for engine in (*prefill, decode):
+            engine.down()
 
 
 @pytest.fixture

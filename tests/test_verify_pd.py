@@ -26,7 +26,7 @@ from pdctl.cli.app import app
 from pdctl.cluster import Pod
 from pdctl.naming import VLLM_PORT
 from pdctl.verify.checks import Settings, run
-from pdctl.verify.report import Report, Status
+from pdctl.verify.report import Check, Report, Status
 from tests.doubles.router_stack import Stack, free_port, pd_stack
 from tests.doubles.vllm_engine import PREFILL_REQUEST_PARAMS
 
@@ -53,7 +53,7 @@ def _statuses(report: Report) -> dict[str, str]:
     return {check.id: check.status.value for check in report.checks}
 
 
-def _check(report: Report, check_id: str):  # -> pdctl.verify.report.Check
+def _check(report: Report, check_id: str) -> Check:
     return next(c for c in report.checks if c.id == check_id)
 
 

@@ -9,7 +9,7 @@ import shlex
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import pytest
 from typer.testing import CliRunner
@@ -267,12 +267,12 @@ def test_connector_detected_from_the_tables_metrics() -> None:
 # ---- the KV verdict's arithmetic -------------------------------------------------------------
 
 
-def _decode(sources: dict[str, float], transfers: float = 1.0) -> _Moves:
+def _decode(sources: Mapping[str, float], transfers: float = 1.0) -> _Moves:
     return _Moves(
         Endpoint("decode-0", "decode", "http://d"),
         prompt=sum(sources.values()),
         generation=16,
-        sources=sources,
+        sources=dict(sources),
         connector={"vllm:nixl_xfer_time_seconds": {"count": transfers, "sum": 0.01}},
         failures={"vllm:nixl_num_failed_transfers": 0.0},
     )

@@ -19,11 +19,12 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 # A plain import: the test extra pins vllm-router, so a missing package fails the suite.
-from vllm_router import launch_router  # noqa: E402
+from vllm_router import launch_router  # type: ignore[import-untyped]  # noqa: E402
 
 from pdctl import manifests
 from pdctl.helm import Helm
@@ -56,7 +57,7 @@ def router_args(helm4: Helm, rendered: Render) -> dict[str, list[str]]:
     return result
 
 
-def parse(args: list[str]):  # -> vllm_router.router_args.RouterArgs
+def parse(args: list[str]) -> Any:  # vllm_router.router_args.RouterArgs
     parsed = launch_router.parse_router_args(args)
     parsed._validate_router_args()
     return parsed
@@ -213,7 +214,8 @@ def test_router_starts_with_static_urls(
     binary = Path(sys.executable).parent / "vllm-router"
     assert binary.is_file(), "the vllm-router console script is missing: make setup"
     port, metrics = _free_port(), _free_port()
-    args = _loopback(router_args["nixl-static-explicit"], *stub_workers, port, metrics)
+    prefill, decode = stub_workers
+    args = _loopback(router_args["nixl-static-explicit"], prefill, decode, port, metrics)
     assert all("127.0.0.1" in a for a in args if a.startswith("http"))
     log = tmp_path / "router.log"
     with log.open("wb") as out:

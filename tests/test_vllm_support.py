@@ -15,7 +15,8 @@ from tests.helpers import helm_template_result, write_values
 
 def pair(connector: str, version: str, **kv: Any) -> dict[str, Any]:
     def pool(name: str, role: str) -> dict[str, Any]:
-        spec = {"name": name, "role": role, "repository": "vllm/vllm-openai", "tag": f"v{version}"}
+        spec: dict[str, Any] = {"name": name, "role": role, "repository": "vllm/vllm-openai"}
+        spec["tag"] = f"v{version}"
         spec |= {"modelURL": "m", "requestGPU": 1, "kvTransfer": {"connector": connector, **kv}}
         if connector == "PyNcclConnector" and role == "decode":
             spec["kvTransfer"]["peerPool"] = "p"

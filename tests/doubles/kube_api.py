@@ -259,7 +259,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return kube_protobuf.to_json_object(body)
             except ValueError as error:
                 raise ApiError(415, "UnsupportedMediaType", str(error)) from None
-        return json.loads(body)  # type: ignore[no-any-return]
+        return json.loads(body)
 
     def _send(self, code: int, payload: Any, content_type: str = "application/json") -> None:
         body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()

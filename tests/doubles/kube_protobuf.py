@@ -68,6 +68,7 @@ def _fields(data: bytes) -> list[tuple[int, Any]]:
     while pos < len(data):
         tag, pos = _varint(data, pos)
         number, wire = tag >> 3, tag & 7
+        value: int | bytes
         if wire == 0:
             value, pos = _varint(data, pos)
         elif wire == 2:

@@ -17,6 +17,7 @@ memory accounting, more than one node.
 
 from __future__ import annotations
 
+import builtins
 import copy
 import hashlib
 import itertools
@@ -261,7 +262,7 @@ class State:
                 if plural == "deployments":
                     self._deployment_status(obj)
 
-    def _owned(self, plural: str, owner: Obj) -> list[Obj]:
+    def _owned(self, plural: str, owner: Obj) -> builtins.list[Obj]:
         uid = owner["metadata"]["uid"]
         ns = owner["metadata"].get("namespace", "")
         return [
