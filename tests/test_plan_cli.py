@@ -4,6 +4,7 @@ exit codes, --model-config on real config.json files of each family, start-up im
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import subprocess
 import sys
 from typing import Any
@@ -181,3 +182,22 @@ def test_a_may_verdict_says_which_reason_speaks_for_pd_and_which_against() -> No
     assert verdict["pd"] == "may"
     assert any(r.startswith("against PD: input:output is 8.0:1, below") for r in verdict["reasons"])
     assert any(r.startswith("for PD: each prefill") for r in verdict["reasons"])
+
+
+def test_init_refuses_in_json_as_plan_does(tmp_path: Path) -> None:
+    out = tmp_path / "values.yaml"
+    args = [
+        "init",
+        "-m",
+        "llama-3.1-8b",
+        "--gpus",
+        "1",
+        "--offline",
+        "--out",
+        str(out),
+        "-o",
+        "json",
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1 and not out.exists()
+    assert json.loads(result.stdout)["needs_gpus"] == 2

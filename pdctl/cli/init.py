@@ -29,6 +29,7 @@ from pdctl.cli.plan import (
     OfflineOpt,
     OutputLenOpt,
     PlanArgs,
+    build_plan,
     RateOpt,
     TtftOpt,
     UtilizationOpt,
@@ -135,7 +136,7 @@ def init(
         network_gbps,
     )
     selector = _node_selector(node_selector or [])
-    plan, wired = args.build(router)
+    plan, wired = build_plan(args, output, router)
     target = None if out == STDOUT else Path(out or default_filename(plan.request.arch.name))
     command = _command(
         [

@@ -169,6 +169,20 @@ class PlanArgs:
         return plan, wired
 
 
+def build_plan(
+    args: PlanArgs, output: OutputFormat, router: str = "vllm-router"
+) -> tuple[Plan, Wiring]:
+    """args.build(); under -o json a refusal is JSON on stdout too (why, and what would fit)."""
+    from pdctl.plan.sizing import DoesNotFit
+
+    try:
+        return args.build(router)
+    except DoesNotFit as refused:
+        if output is OutputFormat.json:
+            _output.as_json(refused.as_dict())
+        raise
+
+
 def print_plan(plan: Plan) -> None:
     """The plan for people: a table per role, the estimates, the verdict (rich, on stdout)."""
     from rich.console import Console
@@ -289,14 +303,7 @@ def plan(
         connector,
         network_gbps,
     )
-    from pdctl.plan.sizing import DoesNotFit
-
-    try:
-        result, _ = args.build()
-    except DoesNotFit as refused:
-        if output is OutputFormat.json:  # machines read the refusal too: why, and what fits
-            _output.as_json(refused.as_dict())
-        raise
+    result, _ = build_plan(args, output)
     if output is OutputFormat.json:
         _output.as_json(result.as_dict())
     else:
