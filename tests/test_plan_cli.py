@@ -4,9 +4,9 @@ exit codes, --model-config on real config.json files of each family, start-up im
 from __future__ import annotations
 
 import json
-from pathlib import Path
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
