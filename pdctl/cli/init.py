@@ -29,10 +29,10 @@ from pdctl.cli.plan import (
     OfflineOpt,
     OutputLenOpt,
     PlanArgs,
-    build_plan,
     RateOpt,
     TtftOpt,
     UtilizationOpt,
+    build_plan,
 )
 from pdctl.errors import UsageError
 

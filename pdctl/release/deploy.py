@@ -1,7 +1,4 @@
-"""Releases on a cluster: deploy (helm upgrade --install, watched and checked), status,
-uninstall, and the pods of a release by PD role.
-
-deploy: the values go through the pipeline (refused values stop here), the chart is rendered
+"""deploy: the values go through the pipeline (refused values stop here), the chart is rendered
 client-side with exactly those values (that render is the dry run, and the per-object diff
 against the release's current manifest on an upgrade), then helm installs them with its own wait
 and rollback (spelled per major, pdctl.helm.UpgradeRequest). While helm waits, pdctl watches the
@@ -21,23 +18,21 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import yaml
 
-from pdctl import manifests, naming, workloads
-from pdctl.errors import EnvironmentProblem, InputError, PdctlError, UsageError
+from pdctl import helm as helm_mod
+from pdctl import manifests, naming, pipeline, workloads
+from pdctl.chart import bundled_chart_dir
+from pdctl.cluster import Pod, connect
+from pdctl.errors import EnvironmentProblem, PdctlError, UsageError
+from pdctl.helm import Helm
+from pdctl.release.pods import ROUTER, Group, groups_of, is_hook
+from pdctl.release.watch import Watch
 
-if TYPE_CHECKING:
-    from pdctl.cluster import Cluster, Event, Pod, Service
-    from pdctl.helm import Helm
-
-ROLES = naming.ROLES
-ROUTER = "router"
-KEEP_POLICY = "helm.sh/resource-policy"
-EVENTS_PER_POD = 3
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
 
@@ -94,165 +89,6 @@ def wait_seconds(objects: list[manifests.Manifest], asked: int | None) -> tuple[
             f"back; leave --timeout out to wait {budget + IMAGE_PULL_ALLOWANCE}s"
         )
     return asked, None
-
-
-# ---- what a release consists of ---------------------------------------------------------------
-
-
-@dataclass
-class Group:
-    """An engine pool, or the router: its workload and the pods of it observed. A multi-node
-    pool (a LeaderWorkerSet, or a role of the DisaggregatedSet) has `nodes` pods per replica,
-    leader and workers; it is rolled out when all of them are Ready."""
-
-    name: str  # the pool's name, or "router"
-    role: str  # prefill, decode, both, or router
-    deployment: str  # the workload's name (a Deployment, LeaderWorkerSet or DisaggregatedSet)
-    replicas: int
-    ready: int = 0
-    rolled_out: bool = False
-    pods: list[Pod] = field(default_factory=list)
-    kind: str = "Deployment"
-    nodes: int = 1
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "role": self.role,
-            "kind": self.kind,
-            "deployment": self.deployment,
-            "replicas": self.replicas,
-            "nodes": self.nodes,
-            "ready": self.ready,
-            "rolled_out": self.rolled_out,
-            "pods": [pod.as_dict() for pod in self.pods],
-        }
-
-
-def is_hook(obj: manifests.Manifest) -> bool:
-    return "helm.sh/hook" in (obj.get("metadata", {}).get("annotations") or {})
-
-
-def groups_of(objects: Sequence[manifests.Manifest], names: naming.Release) -> list[Group]:
-    """The engine pools and the router among rendered (or stored) objects, pools first."""
-    summary = manifests.summarize(list(objects))
-    groups = [
-        Group(
-            pool.name,
-            pool.role,
-            _workload(names, pool),
-            pool.replicas,
-            kind=pool.kind,
-            nodes=pool.nodes,
-        )
-        for pool in summary.pools
-    ]
-    if summary.router:
-        router = manifests.find(list(objects), "Deployment", summary.router["name"])
-        groups.append(
-            Group(ROUTER, ROUTER, summary.router["name"], int(router["spec"].get("replicas", 1)))
-        )
-    return groups
-
-
-def _workload(names: naming.Release, pool: manifests.Pool) -> str:
-    if pool.kind == "DisaggregatedSet":
-        return names.disaggregated_set
-    if pool.kind == "LeaderWorkerSet":
-        return names.pool_leader_worker_set(pool.name)
-    return names.pool_deployment(pool.name)
-
-
-def _selector(names: naming.Release, group: Group) -> dict[str, str]:
-    if group.role == ROUTER:
-        return names.router_selector
-    if group.kind != "Deployment":
-        return names.pool_pods_selector(group.name)  # leaders and workers
-    return names.pool_selector(group.name)
-
-
-def _rolled_out(kube: Cluster, namespace: str, group: Group, pods: list[Pod]) -> bool:
-    """A Deployment by its own status; a multi-node pool when every pod of every group, leader
-    and workers, is there and Ready (pdctl reads no LeaderWorkerSet status)."""
-    if group.kind == "Deployment":
-        deployment = kube.deployment(namespace, group.deployment)
-        return bool(deployment and deployment.rolled_out)
-    live = [pod for pod in pods if not pod.terminating]
-    return len(live) == group.replicas * group.nodes and all(pod.ready for pod in live)
-
-
-def release_pods(release: str, namespace: str) -> dict[str, list[Pod]]:
-    """The pods of a release: "router", and the engine pods of each PD role ("prefill",
-    "decode", "both"), selected as the chart labels them (pdctl.naming). Terminating pods are left
-    out; Ready pods come first, then by name."""
-    from pdctl.cluster import connect
-
-    kube = connect()
-    names = naming.Release(release, namespace)
-    selectors = {ROUTER: names.router_selector}
-    selectors.update({role: names.role_selector(role) for role in ROLES})
-    found = {}
-    for key, selector in selectors.items():
-        pods = [pod for pod in kube.pods(namespace, selector) if not pod.terminating]
-        found[key] = sorted(pods, key=lambda p: (not p.ready, p.name))
-    return found
-
-
-class Watch:
-    """Observes a release's groups; remembers every pod it saw (its last state) as evidence."""
-
-    def __init__(
-        self, kube: Cluster, names: naming.Release, groups: list[Group], log_lines: int = 20
-    ):
-        self.kube, self.names, self.groups, self.log_lines = kube, names, groups, log_lines
-        self.seen: dict[str, tuple[Group, Pod]] = {}
-        self._logs: dict[tuple[str, int], list[str]] = {}
-
-    def observe(self) -> list[Group]:
-        namespace = self.names.namespace
-        warnings: dict[str, list[str]] = {}
-        for event in self.kube.events(namespace):  # oldest first
-            if event.kind == "Pod":
-                texts = warnings.setdefault(event.name, [])
-                text = f"{event.reason}: {event.message}"
-                if text in texts:
-                    texts.remove(text)
-                texts.append(text)
-        observed = []
-        for group in self.groups:
-            pods = self.kube.pods(namespace, _selector(self.names, group))
-            for pod in pods:
-                self._explain(pod, warnings.get(pod.name, []))
-                self.seen[pod.name] = (group, pod)
-            observed.append(
-                replace(
-                    group,
-                    pods=pods,
-                    ready=sum(pod.ready and not pod.terminating for pod in pods),
-                    rolled_out=_rolled_out(self.kube, namespace, group, pods),
-                )
-            )
-        return observed
-
-    def _explain(self, pod: Pod, warnings: list[str]) -> None:
-        """A pod that is not Ready gets its recent distinct warnings and, if its container
-        restarted, the last lines of its log (fetched once per restart)."""
-        if pod.ready:
-            return
-        pod.events = warnings[-EVENTS_PER_POD:]
-        if pod.reason == "CrashLoopBackOff" or pod.restarts:
-            key = (pod.name, pod.restarts)
-            if key not in self._logs:
-                self._logs[key] = self.kube.logs(self.names.namespace, pod.name, self.log_lines)
-            pod.logs = self._logs[key]
-
-    def stuck(self) -> list[tuple[Group, Pod]]:
-        """Pods whose last observed state was not Ready (deleted ones too: a rollback removes
-        the pods that failed), the evidence of a failed deploy."""
-        return [(g, p) for g, p in self.seen.values() if not p.ready and not p.terminating]
-
-
-# ---- deploy -----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -416,9 +252,6 @@ def deploy(options: DeployOptions, reporter: Reporter | None = None) -> DeployRe
     """Install or upgrade a release and wait until every pod of it is Ready (see the module
     docstring). Refused values raise InputError before helm runs; no helm or no cluster raise
     EnvironmentProblem; a deployment that fails returns a result with ok False and the evidence."""
-    from pdctl import helm as helm_mod
-    from pdctl import pipeline
-    from pdctl.chart import bundled_chart_dir
 
     reporter = reporter or _Silent()
     prepared = pipeline.prepare(
@@ -467,8 +300,6 @@ def deploy(options: DeployOptions, reporter: Reporter | None = None) -> DeployRe
     if options.dry_run:
         result.manifest, result.summary = rendered.text, rendered.summary.as_dict()
         return result
-
-    from pdctl.cluster import connect
 
     kube = connect()
     before = helm_mod.history(helm, options.release, options.namespace)
@@ -566,7 +397,6 @@ def _undo(
     helm: Helm, options: DeployOptions, previous: int | None, timeout: int
 ) -> tuple[str, int | None]:
     """Roll back to the revision deployed before (or remove a first install)."""
-    from pdctl import helm as helm_mod
 
     if previous is None:
         helm_mod.check(
@@ -583,159 +413,3 @@ def _undo(
     return "rolled-back", _deployed_revision(
         helm_mod.history(helm, options.release, options.namespace)
     )
-
-
-# ---- status -----------------------------------------------------------------------------------
-
-
-@dataclass
-class StatusReport:
-    release: str
-    namespace: str
-    revision: int
-    status: str  # helm's: deployed, failed, pending-upgrade, ...
-    chart: str
-    app_version: str
-    updated: str
-    description: str
-    groups: list[Group]
-    router_service: Service | None
-    events: list[Event]
-
-    @property
-    def ready(self) -> bool:
-        return self.status == "deployed" and all(g.rolled_out for g in self.groups)
-
-    @property
-    def endpoint(self) -> str | None:
-        service = self.router_service
-        if service is None or not service.ports:
-            return None
-        host = service.external[0] if service.external else service.name
-        if not service.external:
-            host = naming.Release(self.release, self.namespace).service_dns(service.name)
-        return f"http://{host}:{service.ports[0]}"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "release": self.release,
-            "namespace": self.namespace,
-            "revision": self.revision,
-            "status": self.status,
-            "ready": self.ready,
-            "chart": self.chart,
-            "app_version": self.app_version,
-            "updated": self.updated,
-            "description": self.description,
-            "pools": [g.as_dict() for g in self.groups if g.role != ROUTER],
-            "router": next((g.as_dict() for g in self.groups if g.role == ROUTER), None),
-            "router_service": self.router_service.as_dict() if self.router_service else None,
-            "endpoint": self.endpoint,
-            "events": [event.as_dict() for event in self.events],
-        }
-
-
-def _installed(
-    release: str, namespace: str, helm_path: str | None
-) -> tuple[Cluster, Helm, list[dict[str, Any]]]:
-    """The cluster, helm, and the release's history; ReleaseNotFound when there is none."""
-    from pdctl import helm as helm_mod
-    from pdctl.cluster import connect
-
-    kube = connect()
-    helm = helm_mod.find_helm(helm_path)
-    entries = helm_mod.history(helm, release, namespace)
-    if not entries:
-        raise helm_mod.ReleaseNotFound(
-            f"release {release!r} not found in namespace {namespace!r}",
-            hint="helm list -A shows the releases; pass --release and -n",
-        )
-    return kube, helm, entries
-
-
-def status(
-    release: str, namespace: str, helm_path: str | None = None, events: int = 10
-) -> StatusReport:
-    """The release as helm recorded it and as the cluster runs it."""
-    from pdctl import helm as helm_mod
-
-    kube, helm, entries = _installed(release, namespace, helm_path)
-    last = entries[-1]
-    names = naming.Release(release, namespace)
-    objects = manifests.parse(helm_mod.manifest(helm, release, namespace))
-    groups = Watch(kube, names, groups_of(objects, names)).observe()
-    service = None
-    if any(group.role == ROUTER for group in groups):
-        service = kube.service(namespace, names.router_service)
-    mine = f"{release}-"
-    warnings = [event for event in kube.events(namespace) if event.name.startswith(mine)]
-    return StatusReport(
-        release=release,
-        namespace=namespace,
-        revision=int(last["revision"]),
-        status=str(last.get("status", "")),
-        chart=str(last.get("chart", "")),
-        app_version=str(last.get("app_version", "")),
-        updated=str(last.get("updated", "")),
-        description=str(last.get("description", "")),
-        groups=groups,
-        router_service=service,
-        events=warnings[-events:] if events else [],
-    )
-
-
-# ---- uninstall --------------------------------------------------------------------------------
-
-
-@dataclass
-class UninstallResult:
-    release: str
-    namespace: str
-    revision: int
-    kept_claims: list[str]
-    deleted_claims: list[str]
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def uninstall(
-    release: str,
-    namespace: str,
-    delete_data: bool = False,
-    helm_path: str | None = None,
-    timeout: int = 300,
-) -> UninstallResult:
-    """helm uninstall, keeping the release's PersistentVolumeClaims (the model cache) unless
-    delete_data. helm keeps a claim only when the chart marks it helm.sh/resource-policy: keep;
-    a claim helm would delete is refused without delete_data (InputError), before anything is
-    removed."""
-    from pdctl import helm as helm_mod
-
-    kube, helm, entries = _installed(release, namespace, helm_path)
-    claims = {
-        obj["metadata"]["name"]: (obj["metadata"].get("annotations") or {}).get(KEEP_POLICY)
-        == "keep"
-        for obj in manifests.parse(helm_mod.manifest(helm, release, namespace))
-        if obj.get("kind") == "PersistentVolumeClaim"
-    }
-    doomed = sorted(name for name, keep in claims.items() if not keep)
-    if doomed and not delete_data:
-        raise InputError(
-            f"helm uninstall would delete the release's PersistentVolumeClaims "
-            f"{', '.join(doomed)} and the data in them: the chart of this release does not mark "
-            f"them {KEEP_POLICY}: keep",
-            hint="pass --delete-data to remove them with the release; to keep them, give the "
-            f"pools pvcAnnotations {{{KEEP_POLICY}: keep}}, deploy, then uninstall",
-        )
-    helm_mod.check(
-        helm, helm_mod.uninstall_args(helm, release, namespace, timeout), "helm uninstall"
-    )
-    kept = sorted(name for name, keep in claims.items() if keep)
-    deleted = doomed
-    if delete_data:
-        deleted = sorted(doomed + [name for name in kept if kube.delete_claim(namespace, name)])
-        kept = []
-    else:
-        kept = [name for name in kept if kube.claim_exists(namespace, name)]
-    return UninstallResult(release, namespace, int(entries[-1]["revision"]), kept, deleted)
