@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from pdctl.errors import InputError, UsageError
-from pdctl.plan import catalog, sizing
-from pdctl.plan.model_config import from_hf_config
+from pdctl.models import catalog, memory
+from pdctl.models.config import from_hf_config
 from tests.helpers import ROOT
 
 CONFIGS = ROOT / "tests" / "fixtures" / "configs"
@@ -116,7 +116,7 @@ def test_catalog_entries_agree_with_real_config_files(fixture: str) -> None:
 @pytest.mark.parametrize("name", sorted(catalog.models()))
 def test_computed_parameters_match_the_published_counts(name: str) -> None:
     entry = catalog.models()[name]
-    counted = sizing.params(entry.arch)
+    counted = memory.params(entry.arch)
     assert counted.total / 1e9 == pytest.approx(entry.params_billion, rel=0.015)
     if entry.active_params_billion:
         assert counted.active / 1e9 == pytest.approx(entry.active_params_billion, rel=0.02)

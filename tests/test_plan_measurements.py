@@ -1,5 +1,5 @@
 """The planner's estimates against published measurements on real GPUs
-(pdctl/plan/catalog/measurements.yaml): the data is valid and sourced, every ratio
+(pdctl/models/catalog/measurements.yaml): the data is valid and sourced, every ratio
 estimate/measured lies in its metric's observed band, and docs/sizing.md shows the current
 ratios."""
 
@@ -12,7 +12,8 @@ import jsonschema
 import pytest
 import yaml
 
-from pdctl.plan import catalog, measurements, sizing
+from pdctl.models import catalog, memory
+from pdctl.plan import layout, measurements, roofline, sizing
 from pdctl.plan.measurements import METRICS, Comparison
 from tests.helpers import ROOT
 
@@ -81,7 +82,7 @@ def test_every_entry_names_real_conditions() -> None:
     for entry in data.entries:
         assert entry.source.url.startswith("https://")
         assert entry.gpu in catalog.gpus()
-        assert entry.tp in sizing.valid_tps(entry.arch(), 8)
+        assert entry.tp in memory.valid_tps(entry.arch(), 8)
         assert entry.measured and set(entry.measured) <= set(data.bands)
     for low, high in data.bands.values():
         assert 0 < low < high
@@ -107,11 +108,11 @@ def test_the_estimates_are_the_plans_own() -> None:
     """ttftMs and tpotMs are what `pdctl plan` reports as prefill_ms and decode_step_ms when its
     layout has the measured TP (Llama-3.3-70B FP8 on H100: TP2 for both roles)."""
     entry = next(e for e in measurements.measurements().entries if e.id.startswith("nim-h100"))
-    request = sizing.Request(
+    request = layout.Request(
         arch=entry.arch(),
         gpu=entry.gpu_entry(),
         gpus=2 * entry.tp,
-        workload=sizing.Workload(entry.input_len, entry.output_len, entry.concurrency),
+        workload=layout.Workload(entry.input_len, entry.output_len, entry.concurrency),
     )
     plan = sizing.plan(request)
     assert plan.prefill.engine.tp == plan.decode.engine.tp == entry.tp
@@ -126,8 +127,8 @@ def test_batch_latency_is_one_batched_prefill_then_the_decode_steps() -> None:
         if "batchLatencyMs" in e.measured and e.tp > 1
     )
     arch, gpu = entry.arch(), entry.gpu_entry()
-    one = sizing.prefill_seconds(arch, gpu, entry.tp, entry.input_len)
-    batched = sizing.prefill_seconds(arch, gpu, entry.tp, entry.input_len, entry.concurrency)
+    one = roofline.prefill_seconds(arch, gpu, entry.tp, entry.input_len)
+    batched = roofline.prefill_seconds(arch, gpu, entry.tp, entry.input_len, entry.concurrency)
     assert one < batched < entry.concurrency * one  # the all-reduce latency is paid once
     estimate = measurements.estimate_ms(entry, "batchLatencyMs")
     step = measurements.estimate_ms(replace(entry, measured={"tpotMs": 1.0}), "tpotMs")

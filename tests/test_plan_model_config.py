@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from pdctl.errors import EnvironmentProblem, InputError
+from pdctl.models.config import Mla, Moe, SlidingWindow, from_hf_config, load_config_file
 from pdctl.plan import resolve_model
-from pdctl.plan.model_config import Mla, Moe, SlidingWindow, from_hf_config, load_config_file
 from tests.helpers import ROOT
 
 CONFIGS = ROOT / "tests" / "fixtures" / "configs"

@@ -9,9 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pdctl.plan import catalog, sizing
-from pdctl.plan.model_config import ModelArch
-from pdctl.plan.sizing import DoesNotFit, Request, Workload
+from pdctl.models import catalog, memory, pods
+from pdctl.models.config import ModelArch
+from pdctl.plan import roofline, sizing
+from pdctl.plan.layout import DoesNotFit, Request, Workload
+from pdctl.plan.report import plan_dict
 
 
 def arch(name: str) -> ModelArch:
@@ -41,28 +43,28 @@ def request(model: str, gpu: str, gpus: int, **kw: object) -> Request:
     ],
 )
 def test_kv_bytes_per_token_whole_model(model: str, bf16: int, fp8: int) -> None:
-    assert sizing.kv_bytes_per_token(arch(model)) == bf16
-    assert sizing.kv_bytes_per_token(arch(model), "fp8") == fp8
+    assert memory.kv_bytes_per_token(arch(model)) == bf16
+    assert memory.kv_bytes_per_token(arch(model), "fp8") == fp8
 
 
 def test_gqa_kv_heads_are_replicated_when_tp_exceeds_them() -> None:
     qwen = arch("qwen2.5-7b")  # 4 KV heads
-    per_gpu = [sizing.kv_layout(qwen, tp).per_token for tp in (1, 2, 4, 8)]
+    per_gpu = [memory.kv_layout(qwen, tp).per_token for tp in (1, 2, 4, 8)]
     assert per_gpu == [57344, 28672, 14336, 14336]  # one head per rank from TP 4 on
 
 
 def test_mla_latent_is_not_split_by_tp() -> None:
     deepseek = arch("deepseek-v3")
-    assert {sizing.kv_layout(deepseek, tp).per_token for tp in (1, 2, 4, 8)} == {70272}
+    assert {memory.kv_layout(deepseek, tp).per_token for tp in (1, 2, 4, 8)} == {70272}
 
 
 def test_sliding_window_layers_hold_only_their_window() -> None:
     oss = arch("gpt-oss-120b")  # 18 of 36 layers slide over 128 tokens
-    layout = sizing.kv_layout(oss, 1)
+    layout = memory.kv_layout(oss, 1)
     assert layout.full == layout.windowed == 73728 // 2
     long, longer = layout.sequence_bytes(8192), layout.sequence_bytes(16384)
     assert longer - long == layout.full * 8192  # only the full-attention half grows
-    flat = sizing.kv_layout(oss, 1, hybrid=False)
+    flat = memory.kv_layout(oss, 1, hybrid=False)
     assert flat.sequence_bytes(16384) == 73728 * 16384
 
 
@@ -73,11 +75,11 @@ def test_llama_8b_on_one_h100_matches_vllms_measured_kv_pool() -> None:
     """sizing-bench A2: vLLM 0.19 measured 58.11 GiB = 476,016 tokens for Llama-3.1-8B, TP 1,
     --gpu-memory-utilization 0.95 on an H100 (weights 14.99, activation 1.89, non-torch 0.25)."""
     llama = arch("llama-3.1-8b")
-    memory = sizing.memory(llama, catalog.gpu("H100-80GB"), 1, 0.95)
-    assert memory.kv_pool == pytest.approx(58.11, rel=0.05)
-    tokens = sizing.kv_layout(llama, 1).tokens(memory.kv_pool * sizing.GiB)
+    used = memory.memory(llama, catalog.gpu("H100-80GB"), 1, 0.95)
+    assert used.kv_pool == pytest.approx(58.11, rel=0.05)
+    tokens = memory.kv_layout(llama, 1).tokens(used.kv_pool * memory.GiB)
     assert tokens == pytest.approx(476_016, rel=0.05)
-    assert memory.weights == pytest.approx(14.99, rel=0.01)
+    assert used.weights == pytest.approx(14.99, rel=0.01)
 
 
 @pytest.mark.parametrize(
@@ -94,15 +96,15 @@ def test_llama_8b_on_one_h100_matches_vllms_measured_kv_pool() -> None:
 def test_worked_capacity_examples(
     model: str, gpu: str, tp: int, weights: float, pool: float
 ) -> None:
-    memory = sizing.memory(arch(model), catalog.gpu(gpu), tp, 0.9)
-    assert memory.weights == pytest.approx(weights, abs=0.1)
-    assert memory.kv_pool == pytest.approx(pool, abs=0.15)
+    used = memory.memory(arch(model), catalog.gpu(gpu), tp, 0.9)
+    assert used.weights == pytest.approx(weights, abs=0.1)
+    assert used.kv_pool == pytest.approx(pool, abs=0.15)
 
 
 def test_valid_tps_follow_heads_and_kv_heads() -> None:
-    assert sizing.valid_tps(arch("qwen2.5-7b"), 8) == [1, 2, 4]  # 28 heads
-    assert sizing.valid_tps(arch("llama-3.1-70b"), 8) == [1, 2, 4, 8]
-    assert sizing.valid_tps(arch("llama-3.2-3b"), 8) == [1, 2, 4, 8]  # 24 heads, 8 KV heads
+    assert memory.valid_tps(arch("qwen2.5-7b"), 8) == [1, 2, 4]  # 28 heads
+    assert memory.valid_tps(arch("llama-3.1-70b"), 8) == [1, 2, 4, 8]
+    assert memory.valid_tps(arch("llama-3.2-3b"), 8) == [1, 2, 4, 8]  # 24 heads, 8 KV heads
 
 
 # ---- the roofline against the reference's illustration (sizing-bench A6)
@@ -113,9 +115,9 @@ def test_roofline_close_to_the_reference_illustration() -> None:
     engine does about 14k tokens/s, a TP4 decode step takes about 29 ms. Ours adds attention
     FLOPs and all-reduces, so it is a little slower."""
     llama, h100 = arch("llama-3.1-70b"), catalog.gpu("H100-80GB")
-    prefill = 8000 / sizing.prefill_seconds(llama, h100, 4, 8000)
+    prefill = 8000 / roofline.prefill_seconds(llama, h100, 4, 8000)
     assert 0.8 * 14000 <= prefill <= 14000
-    step = sizing.decode_step_seconds(llama, h100, 4, 64, 8250, sizing.kv_layout(llama, 4))
+    step = roofline.decode_step_seconds(llama, h100, 4, 64, 8250, memory.kv_layout(llama, 4))
     assert step * 1000 == pytest.approx(29, rel=0.15)
 
 
@@ -129,12 +131,12 @@ def test_70b_on_8_h100_is_one_tp4_pair_and_prefill_bound() -> None:
 
 
 def test_moe_decode_reads_only_the_experts_a_batch_touches() -> None:
-    assert sizing.experts_touched(256, 8, 1) == pytest.approx(8)
-    assert sizing.experts_touched(256, 8, 1000) == pytest.approx(256, rel=0.01)
+    assert roofline.experts_touched(256, 8, 1) == pytest.approx(8)
+    assert roofline.experts_touched(256, 8, 1000) == pytest.approx(256, rel=0.01)
     deepseek, h200 = arch("deepseek-v3"), catalog.gpu("H200")
-    layout = sizing.kv_layout(deepseek, 8)
-    one = sizing.decode_step_seconds(deepseek, h200, 8, 1, 4096, layout)
-    many = sizing.decode_step_seconds(deepseek, h200, 8, 64, 4096, layout)
+    layout = memory.kv_layout(deepseek, 8)
+    one = roofline.decode_step_seconds(deepseek, h200, 8, 1, 4096, layout)
+    many = roofline.decode_step_seconds(deepseek, h200, 8, 64, 4096, layout)
     assert many > 2 * one  # 64 sequences touch most experts; one touches 8 of 256
 
 
@@ -160,7 +162,7 @@ def test_more_gpus_per_engine_than_gpus_per_node_spans_nodes() -> None:
     assert spanning.decode.engine.tp == 16
     assert sizing.nodes_per_engine(spanning.request, spanning.decode.engine) == 2
     assert any("spans 2 nodes" in note for note in spanning.notes)
-    assert spanning.as_dict()["roles"]["decode"]["nodes_per_engine"] == 2
+    assert plan_dict(spanning)["roles"]["decode"]["nodes_per_engine"] == 2
     # the same request fits when a node has 16 GPUs (an NVL-style node)
     plan = sizing.plan(request("deepseek-v3", "H100-80GB", 32, gpus_per_node=16))
     assert plan.decode.engine.tp == 16
@@ -213,9 +215,9 @@ def test_verdicts() -> None:
 
 def test_pod_sizing_holds_the_weights_and_the_checkpoint() -> None:
     deepseek = arch("deepseek-v3")
-    pod = sizing.pod(deepseek, 8)
+    pod = pods.pod(deepseek, 8)
     assert pod.memory_gib >= pod.weights_gib
-    assert pod.cache_gib >= pod.checkpoint_gib > sizing.weight_bytes(deepseek) / sizing.GiB
+    assert pod.cache_gib >= pod.checkpoint_gib > memory.weight_bytes(deepseek) / memory.GiB
     assert (pod.cpu, pod.shm_gib) == (16, 16)
 
 
@@ -268,16 +270,16 @@ def test_every_plan_fits_what_it_was_given(
             plan.decode.replicas * e.decode_requests_per_s,
         )
     )
-    assert plan.as_dict()["kv_bytes_per_token"] == sizing.kv_bytes_per_token(req.arch)
+    assert plan_dict(plan)["kv_bytes_per_token"] == memory.kv_bytes_per_token(req.arch)
 
 
 @settings(max_examples=40, deadline=None)
 @given(model=st.sampled_from(MODELS), gpu=st.sampled_from(GPUS))
 def test_more_tp_never_means_less_kv_pool_per_gpu(model: str, gpu: str) -> None:
     a, g = arch(model), catalog.gpu(gpu)
-    tps = sizing.valid_tps(a, 8)
-    pools = [sizing.memory(a, g, tp, 0.9).kv_pool for tp in tps]
-    per_token = [sizing.kv_layout(a, tp).per_token for tp in tps]
+    tps = memory.valid_tps(a, 8)
+    pools = [memory.memory(a, g, tp, 0.9).kv_pool for tp in tps]
+    per_token = [memory.kv_layout(a, tp).per_token for tp in tps]
     # pool per GPU grows with TP (only the TP1 -> TP2 step pays the NCCL buffers)
     assert all(b >= a_ - 2 for a_, b in zip(pools, pools[1:], strict=False))
     assert per_token == sorted(per_token, reverse=True)

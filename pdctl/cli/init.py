@@ -174,10 +174,12 @@ def init(
     for finding in written.warnings:
         for line in finding.lines():
             _output.info(line)
+    from pdctl.plan.report import plan_dict
+
     if output is OutputFormat.json:
         payload: dict[str, Any] = {
             "file": str(target) if target else None,
-            "plan": plan.as_dict(),
+            "plan": plan_dict(plan),
             "warnings": [finding.as_dict() for finding in written.warnings],
         }
         if target is None:

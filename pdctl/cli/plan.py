@@ -20,7 +20,7 @@ from pdctl.cli._output import OutputFormat
 
 if TYPE_CHECKING:
     from pdctl.plan.emit import Wiring
-    from pdctl.plan.sizing import Plan
+    from pdctl.plan.layout import Plan
 
 
 class KvCacheDtype(str, Enum):
@@ -173,7 +173,7 @@ def build_plan(
     args: PlanArgs, output: OutputFormat, router: str = "vllm-router"
 ) -> tuple[Plan, Wiring]:
     """args.build(); under -o json a refusal is JSON on stdout too (why, and what would fit)."""
-    from pdctl.plan.sizing import DoesNotFit
+    from pdctl.plan.layout import DoesNotFit
 
     try:
         return args.build(router)
@@ -188,7 +188,9 @@ def print_plan(plan: Plan) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    data = plan.as_dict()
+    from pdctl.plan.report import plan_dict
+
+    data = plan_dict(plan)
     console = Console()
     model, gpu, request = data["model"], data["gpu"], data["request"]
     active = f", {model['active_params_billion']}B active" if model["moe"] else ""
@@ -303,8 +305,10 @@ def plan(
         connector,
         network_gbps,
     )
+    from pdctl.plan.report import plan_dict
+
     result, _ = build_plan(args, output)
     if output is OutputFormat.json:
-        _output.as_json(result.as_dict())
+        _output.as_json(plan_dict(result))
     else:
         print_plan(result)

@@ -11,9 +11,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from pdctl.errors import InputError, PdctlError
-from pdctl.plan import catalog
-from pdctl.plan.model_config import ModelArch, fetch_config, load_config_file
-from pdctl.plan.sizing import Plan, Request, Workload, plan
+from pdctl.models import catalog
+from pdctl.models.config import ModelArch, fetch_config, load_config_file
+from pdctl.plan.layout import Plan, Request, Workload
+from pdctl.plan.sizing import plan
 
 __all__ = ["Workload", "make_plan", "resolve_model"]
 

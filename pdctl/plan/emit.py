@@ -19,7 +19,8 @@ from pdctl import __version__, connectors, naming
 from pdctl.chart import bundled_chart_dir
 from pdctl.errors import InputError, UsageError
 from pdctl.findings import Finding
-from pdctl.plan import sizing
+from pdctl.models import memory, pods
+from pdctl.plan import layout, sizing
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "values.yaml.j2"
 
@@ -139,11 +140,11 @@ def _gib(value: float) -> str:
     return f"{value:.1f}"
 
 
-def _pool_context(plan: sizing.Plan, role: sizing.RolePlan, name: str) -> dict[str, Any]:
+def _pool_context(plan: layout.Plan, role: layout.RolePlan, name: str) -> dict[str, Any]:
     engine = role.engine
     m = engine.memory
     nodes = sizing.nodes_per_engine(plan.request, engine)
-    pod = sizing.pod(plan.request.arch, engine.tp // nodes)
+    pod = pods.pod(plan.request.arch, engine.tp // nodes)
     pool_bytes = engine.pool_bytes
     if role.role == "prefill":
         why = (
@@ -177,7 +178,7 @@ def _pool_context(plan: sizing.Plan, role: sizing.RolePlan, name: str) -> dict[s
     }
 
 
-def _max_model_len_why(plan: sizing.Plan) -> str:
+def _max_model_len_why(plan: layout.Plan) -> str:
     arch = plan.request.arch
     if plan.request.max_model_len:
         return "--max-model-len as asked (prefill and decode must agree)."
@@ -192,10 +193,10 @@ def _max_model_len_why(plan: sizing.Plan) -> str:
     )
 
 
-def context(plan: sizing.Plan, options: InitOptions, out: Path | None) -> dict[str, Any]:
+def context(plan: layout.Plan, options: InitOptions, out: Path | None) -> dict[str, Any]:
     """Everything the template needs, as strings and numbers."""
     req, arch, e = plan.request, plan.request.arch, plan.estimates
-    p = sizing.params(arch)
+    p = memory.params(arch)
     names = pool_names(arch.name, options.release)
     pools = [
         _pool_context(plan, plan.prefill, names["prefill"]),
@@ -215,9 +216,9 @@ def context(plan: sizing.Plan, options: InitOptions, out: Path | None) -> dict[s
         "params": f"{p.total / 1e9:.2f}",
         "active": f" ({p.active / 1e9:.2f}B active per token)" if arch.moe else "",
         "weight_dtype": arch.weight_dtype.upper(),
-        "weights_gib": _gib(sizing.weight_bytes(arch) / sizing.GiB),
-        "checkpoint_gib": _gib(sizing.checkpoint_bytes(arch) / sizing.GiB),
-        "kv_bytes_per_token": sizing.kv_bytes_per_token(arch, req.kv_cache_dtype),
+        "weights_gib": _gib(memory.weight_bytes(arch) / memory.GiB),
+        "checkpoint_gib": _gib(memory.checkpoint_bytes(arch) / memory.GiB),
+        "kv_bytes_per_token": memory.kv_bytes_per_token(arch, req.kv_cache_dtype),
         "kv_dtype": "FP8" if req.kv_cache_dtype == "fp8" else "BF16",
         "kv_fp8": req.kv_cache_dtype == "fp8",
         "input_len": req.workload.input_len,
@@ -244,9 +245,9 @@ def context(plan: sizing.Plan, options: InitOptions, out: Path | None) -> dict[s
         "vllm_version": ENGINE_VLLM_VERSION,
         "engine_repository": ENGINE_REPOSITORY,
         "engine_tag": ENGINE_TAG,
-        "cpu_per_worker": sizing.CPU_PER_WORKER,
-        "host_per_worker": sizing.HOST_GIB_PER_WORKER,
-        "shm_per_worker": sizing.SHM_GIB_PER_WORKER,
+        "cpu_per_worker": pods.CPU_PER_WORKER,
+        "host_per_worker": pods.HOST_GIB_PER_WORKER,
+        "shm_per_worker": pods.SHM_GIB_PER_WORKER,
         "gpu_resource": req.gpu.resource,
         "gpu_memory": f"{req.gpu.memory_gib:g}",
         "utilization": req.utilization,
@@ -267,24 +268,24 @@ def context(plan: sizing.Plan, options: InitOptions, out: Path | None) -> dict[s
     }
 
 
-def _startup(plan: sizing.Plan) -> dict[str, Any]:
-    """The engines' startup budget (sizing.startup_seconds) as failureThreshold periods of the
+def _startup(plan: layout.Plan) -> dict[str, Any]:
+    """The engines' startup budget (memory.startup_seconds) as failureThreshold periods of the
     chart's startup probe (servingEngineSpec.startupProbe.periodSeconds)."""
     from pdctl import chart
 
     defaults = chart.default_values(bundled_chart_dir()).get("servingEngineSpec", {})
     period = int(defaults.get("startupProbe", {}).get("periodSeconds", 10))
-    seconds = sizing.startup_seconds(plan.request.arch)
+    seconds = memory.startup_seconds(plan.request.arch)
     return {
         "threshold": -(-seconds // period),
         "period": period,
         "minutes": -(-seconds // 60),
-        "download_mibps": sizing.STARTUP_DOWNLOAD_MIB_S,
-        "base_minutes": sizing.STARTUP_BASE_S // 60,
+        "download_mibps": memory.STARTUP_DOWNLOAD_MIB_S,
+        "base_minutes": memory.STARTUP_BASE_S // 60,
     }
 
 
-def render(plan: sizing.Plan, options: InitOptions, out: Path | None = None) -> str:
+def render(plan: layout.Plan, options: InitOptions, out: Path | None = None) -> str:
     """The values file's text (the Jinja2 template)."""
     import jinja2
 
@@ -360,7 +361,7 @@ class Written:
 
 
 def write(
-    plan: sizing.Plan, options: InitOptions, out: Path | None, force: bool = False
+    plan: layout.Plan, options: InitOptions, out: Path | None, force: bool = False
 ) -> Written:
     """Render, check, then write `out` (None: return the text for stdout). Refuses to overwrite
     an existing file without `force`."""

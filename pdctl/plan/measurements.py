@@ -1,9 +1,9 @@
 """Published measurements on real GPUs, and the planner's estimate for each.
 
-The data is pdctl/plan/catalog/measurements.yaml (schema: schemas/measurements.schema.yaml).
+The data is pdctl/models/catalog/measurements.yaml (schema: schemas/measurements.schema.yaml).
 Each entry fixes a model, a GPU, a tensor parallel size, input and output tokens and the requests
 in flight; `estimate_ms` computes what the planner says for those conditions with the functions
-`pdctl plan` itself uses (sizing.prefill_seconds and sizing.decode_step_seconds, at the measured
+`pdctl plan` itself uses (roofline.prefill_seconds and roofline.decode_step_seconds, at the measured
 TP rather than the one the planner would pick):
 
 - ttftMs: one request alone on an aggregated engine; its first token comes out of the prefill
@@ -27,9 +27,10 @@ from typing import Any
 
 import yaml
 
-from pdctl.plan import catalog, sizing
-from pdctl.plan.catalog import CATALOG_DIR, Gpu
-from pdctl.plan.model_config import ModelArch
+from pdctl.models import catalog, memory
+from pdctl.models.catalog import CATALOG_DIR, Gpu
+from pdctl.models.config import ModelArch
+from pdctl.plan import roofline
 
 MEASUREMENTS_FILE = CATALOG_DIR / "measurements.yaml"
 # Metric keys of the data file, with the name the table shows.
@@ -135,17 +136,17 @@ def estimate_ms(entry: Measurement, metric: str) -> float:
     """The planner's estimate of `metric` under the entry's conditions, in milliseconds."""
     arch, gpu, tp = entry.arch(), entry.gpu_entry(), entry.tp
     context = entry.input_len + entry.output_len // 2
-    layout = sizing.kv_layout(arch, tp)
+    layout = memory.kv_layout(arch, tp)
 
     def step() -> float:
-        return sizing.decode_step_seconds(arch, gpu, tp, entry.concurrency, context, layout)
+        return roofline.decode_step_seconds(arch, gpu, tp, entry.concurrency, context, layout)
 
     if metric == "ttftMs":
-        return 1000 * sizing.prefill_seconds(arch, gpu, tp, entry.input_len)
+        return 1000 * roofline.prefill_seconds(arch, gpu, tp, entry.input_len)
     if metric == "tpotMs":
         return 1000 * step()
     if metric == "batchLatencyMs":
-        prefill = sizing.prefill_seconds(arch, gpu, tp, entry.input_len, entry.concurrency)
+        prefill = roofline.prefill_seconds(arch, gpu, tp, entry.input_len, entry.concurrency)
         return 1000 * (prefill + (entry.output_len - 1) * step())
     raise ValueError(f"unknown metric {metric}")
 

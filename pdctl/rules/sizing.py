@@ -1,5 +1,5 @@
 """A pool's cache volume, memory and startup budget against its model's size, for models in the
-planner's catalog (pdctl/plan/catalog/models.yaml): a 70B model on a 50Gi volume fails only at
+planner's catalog (pdctl/models/catalog/models.yaml): a 70B model on a 50Gi volume fails only at
 download time, and one whose startup probe ends before it has loaded is restarted for ever."""
 
 from __future__ import annotations
@@ -10,11 +10,12 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from pdctl.findings import Severity
+from pdctl.models import catalog, memory, pods
 from pdctl.rules.model import Deployment, Pool, as_dict, as_int
 from pdctl.rules.registry import Issue, rule
 
 if TYPE_CHECKING:
-    from pdctl.plan.catalog import CatalogModel
+    from pdctl.models.catalog import CatalogModel
 
 GIB = 2**30
 _QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([KMGTPE]i?|[km])?$")
@@ -47,7 +48,6 @@ def quantity_bytes(value: Any) -> float | None:
 
 def _known_models(deployment: Deployment) -> Iterator[tuple[Pool, CatalogModel]]:
     """Each pool whose model the planner's catalog has, with that model."""
-    from pdctl.plan import catalog  # the catalogs load only when a pool exists
 
     for pool in deployment.pools:
         known = catalog.find_model(str(pool.spec.get("modelURL", "")))
@@ -61,10 +61,8 @@ def _known_models(deployment: Deployment) -> Iterator[tuple[Pool, CatalogModel]]
     Severity.warning,
 )
 def model_fits_pod(deployment: Deployment) -> Iterator[Issue]:
-    from pdctl.plan import sizing
-
     for pool, known in _known_models(deployment):
-        need = sizing.pod(known.arch, max(pool.gpus, 1))
+        need = pods.pod(known.arch, max(pool.gpus, 1))
         name = known.arch.name
         volume = pool.spec.get("pvcStorage")
         if isinstance(volume, str) and not pool.spec.get("pvcExistingClaimName"):
@@ -76,8 +74,8 @@ def model_fits_pod(deployment: Deployment) -> Iterator[Issue]:
                     f"({need.checkpoint_gib:.0f} GiB): the download will fail",
                     f"pvcStorage: {need.cache_gib}Gi (what `pdctl plan` sizes)",
                 )
-        memory = quantity_bytes(pool.spec.get("requestMemory"))
-        if memory is not None and memory < need.weights_gib * GIB:
+        requested = quantity_bytes(pool.spec.get("requestMemory"))
+        if requested is not None and requested < need.weights_gib * GIB:
             yield Issue(
                 pool.at("requestMemory"),
                 f"requestMemory {pool.spec['requestMemory']} is smaller than {name}'s weights "
@@ -103,24 +101,22 @@ def _probe_seconds(probe: dict[str, Any]) -> int:
     Severity.warning,
 )
 def startup_budget(deployment: Deployment) -> Iterator[Issue]:
-    from pdctl.plan import sizing
-
     shared = as_dict(as_dict(deployment.values.get("servingEngineSpec")).get("startupProbe"))
     for pool, known in _known_models(deployment):
         probe = {**shared, **as_dict(pool.spec.get("startupProbe"))}
         allowed = _probe_seconds(probe)
-        needed = sizing.startup_seconds(known.arch)
+        needed = memory.startup_seconds(known.arch)
         if allowed >= needed:
             continue
         period = as_int(probe.get("periodSeconds"), _PROBE_DEFAULTS["periodSeconds"])
         delay = as_int(probe.get("initialDelaySeconds"), 0)
         threshold = math.ceil(max(needed - delay, 0) / max(period, 1))
-        gib = sizing.checkpoint_bytes(known.arch) / sizing.GiB
+        gib = memory.checkpoint_bytes(known.arch) / memory.GiB
         yield Issue(
             pool.at("startupProbe"),
             f"the startup probe gives {known.arch.name} {allowed // 60} minutes to start but its "
             f"checkpoint ({gib:.0f} GiB) needs about {math.ceil(needed / 60)} minutes to "
-            f"download and load into an empty cache ({sizing.STARTUP_DOWNLOAD_MIB_S} MiB/s, plus "
-            f"{sizing.STARTUP_BASE_S // 60} minutes); the kubelet would restart the engine first",
+            f"download and load into an empty cache ({memory.STARTUP_DOWNLOAD_MIB_S} MiB/s, plus "
+            f"{memory.STARTUP_BASE_S // 60} minutes); the kubelet would restart the engine first",
             f"startupProbe: {{failureThreshold: {threshold}}} (what `pdctl init` writes)",
         )

@@ -1,4 +1,4 @@
-"""The planner's catalogs of GPUs and models (pdctl/plan/catalog/*.yaml), as typed records.
+"""The planner's catalogs of GPUs and models (pdctl/models/catalog/*.yaml), as typed records.
 
 Names are looked up ignoring case, '-', '_', '.', ' ' and '/' differences only through the
 aliases each entry lists, so `h100`, `H100-80GB` and `h100-sxm` are one GPU, and
@@ -16,7 +16,7 @@ from typing import Any
 
 from pdctl.chart import read_yaml
 from pdctl.errors import InputError, UsageError
-from pdctl.plan.model_config import Mla, ModelArch, Moe, SlidingWindow
+from pdctl.models.config import Mla, ModelArch, Moe, SlidingWindow
 
 CATALOG_DIR = Path(__file__).resolve().parent / "catalog"
 GPUS_FILE = CATALOG_DIR / "gpus.yaml"

@@ -1,0 +1,317 @@
+"""Memory arithmetic: pure functions of a model and a GPU, as vLLM's profiler does it
+(gpu_worker.determine_available_memory); no I/O. docs/sizing.md writes the model down.
+
+- KV pool per GPU = visible memory x utilization - weights/(TP x PP) - peak activation - non-torch;
+- KV bytes per token: 2 x layers x KV heads x head_dim x dtype bytes (GQA; KV heads are
+  replicated when TP exceeds them), layers x (kv_lora_rank + rope dim) x bytes (MLA, not split by
+  TP), sliding-window layers hold at most their window;
+- an engine's startup budget: its checkpoint downloaded into an empty cache, then loaded.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from pdctl.models.catalog import Gpu
+from pdctl.models.config import ModelArch
+
+GiB = 1024**3
+
+# vLLM's default --block-size on GPUs (KV is allocated in blocks of this many tokens).
+BLOCK_SIZE = 16
+# Peak activation memory in GiB by config.json model_type: llm-d-planner 0.3.3
+# vllm_memory_constants.json, "calibrated against vLLM v0.19.0 on H100-80GB" (sizing-bench A2).
+# DeepSeek-V3 runs vLLM's DeepseekV2 code, so it takes DeepseekV2's constant.
+ACTIVATION_GIB = {
+    "llama": 1.89,
+    "qwen2": 2.25,
+    "qwen3": 2.21,
+    "mistral3": 2.10,
+    "deepseek_v2": 1.93,
+    "deepseek_v3": 1.93,
+    "mixtral": 1.21,
+    "phi3": 1.52,
+    "qwen2_moe": 2.47,
+    "qwen3_moe": 2.68,
+    "gemma3": 3.94,
+}
+ACTIVATION_DENSE_GIB = 2.0  # the same file's fallbacks
+ACTIVATION_MOE_GIB = 2.5
+# Memory outside torch's allocator (CUDA context, NCCL buffers): the same source, 0.27 GiB at TP 1
+# and 2.10 GiB at TP >= 2 (measured 0.25 / 2.07 / 2.13 GiB at TP 1 / 2 / 4).
+NON_TORCH_TP1_GIB = 0.27
+NON_TORCH_TP_GIB = 2.10
+# Bytes per parameter of each weight dtype as served. FP32 checkpoints are served in 16 bits
+# (vLLM --dtype auto). int4 carries one 16-bit scale per group of 128; MXFP4 is 4.25 bits.
+_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp32": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.515625}
+_MXFP4_BYTES = 4.25 / 8
+_CHECKPOINT_BYTES = {**_BYTES, "fp32": 4.0}
+
+# The engine's startup budget (docs/sizing.md: "Startup budget"): the checkpoint downloaded at
+# STARTUP_DOWNLOAD_MIB_S into an empty cache, plus STARTUP_BASE_S for the rest (reading the
+# weights onto the GPUs, torch.compile, CUDA graph capture, the KV connector's start). Both are
+# assumptions chosen to be generous, not measurements: a pod that needs longer is restarted by its
+# startup probe and starts the download again.
+STARTUP_DOWNLOAD_MIB_S = 100
+STARTUP_BASE_S = 600
+
+
+@dataclass(frozen=True)
+class Params:
+    """Parameter counts by where they live (all layers summed)."""
+
+    embedding: int
+    lm_head: int  # 0 when tied to the embedding
+    attention: int
+    dense_mlp: int
+    experts: int  # routed experts
+    shared: int  # shared experts and routers
+    norms: int
+    extra: int  # layers in the checkpoint that serving does not load (MTP)
+    active_experts: int  # routed expert parameters one token uses
+
+    @property
+    def total(self) -> int:
+        return (
+            self.embedding
+            + self.lm_head
+            + self.attention
+            + self.dense_mlp
+            + self.experts
+            + self.shared
+            + self.norms
+        )
+
+    @property
+    def active(self) -> int:
+        return self.total - self.experts + self.active_experts
+
+    @property
+    def compute(self) -> int:
+        """Parameters each token multiplies through, without the embedding lookup and the LM
+        head (prefill computes logits for the last position only)."""
+        return self.active - self.embedding - self.lm_head
+
+
+def params(arch: ModelArch) -> Params:
+    h, layers = arch.hidden_size, arch.layers
+    embedding = arch.vocab_size * h
+    lm_head = 0 if arch.tied_embeddings else embedding
+    if arch.mla:
+        m = arch.mla
+        qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+        if m.q_lora_rank:
+            q = h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * arch.heads * qk
+        else:
+            q = h * arch.heads * qk
+        kv = (
+            h * (m.kv_lora_rank + m.qk_rope_head_dim)
+            + m.kv_lora_rank
+            + m.kv_lora_rank * arch.heads * (m.qk_nope_head_dim + m.v_head_dim)
+        )
+        attention_layer = q + kv + arch.heads * m.v_head_dim * h
+    else:
+        d = arch.head_dim
+        attention_layer = 2 * h * arch.heads * d + 2 * h * arch.kv_heads * d
+    norms = 2 * h * layers + h
+    moe = arch.moe
+    if moe:
+        moe_layers = layers - moe.dense_layers
+        dense_mlp = moe.dense_layers * 3 * h * arch.intermediate_size
+        per_expert = 3 * h * moe.expert_intermediate_size
+        experts = moe_layers * moe.experts * per_expert
+        active_experts = moe_layers * moe.active_experts * per_expert
+        shared = moe_layers * (
+            moe.shared_experts * 3 * h * moe.shared_intermediate_size + h * moe.experts
+        )
+        layer_avg = attention_layer + (experts + shared) // max(moe_layers, 1)
+    else:
+        dense_mlp = layers * 3 * h * arch.intermediate_size
+        experts = shared = active_experts = 0
+        layer_avg = attention_layer + 3 * h * arch.intermediate_size
+    # A multi-token-prediction layer ships with its own embedding and head copies and a 2h x h
+    # projection (DeepSeek-V3's 685B on Hugging Face vs 671B served).
+    extra = arch.extra_layers * (layer_avg + 2 * h * h + embedding + lm_head)
+    return Params(
+        embedding,
+        lm_head,
+        attention_layer * layers,
+        dense_mlp,
+        experts,
+        shared,
+        norms,
+        extra,
+        active_experts,
+    )
+
+
+def linear_bytes(dtype: str) -> float:
+    return _MXFP4_BYTES if dtype == "mxfp4" else _BYTES[dtype]
+
+
+def weight_bytes(arch: ModelArch) -> float:
+    """Bytes of weights vLLM loads (all GPUs of one engine together). Quantized checkpoints keep
+    the embedding, LM head and norms in 16 bits; MXFP4 (gpt-oss) quantizes the experts only."""
+    p = params(arch)
+    dtype = arch.weight_dtype
+    sixteen = 2 * (p.embedding + p.lm_head + p.norms)
+    if dtype in ("bf16", "fp16", "fp32"):
+        return float(2 * p.total)
+    if dtype == "mxfp4":
+        return sixteen + 2 * (p.attention + p.dense_mlp + p.shared) + _MXFP4_BYTES * p.experts
+    return sixteen + _BYTES[dtype] * (p.attention + p.dense_mlp + p.shared + p.experts)
+
+
+def checkpoint_bytes(arch: ModelArch) -> float:
+    """Bytes the Hugging Face cache holds: the served weights (FP32 checkpoints at 4 bytes) and
+    layers serving does not load."""
+    p = params(arch)
+    served = weight_bytes(arch)
+    if arch.weight_dtype == "fp32":
+        served *= 2
+    per_param = _CHECKPOINT_BYTES.get(arch.weight_dtype, 1.0)
+    return served + per_param * p.extra
+
+
+def kv_dtype_bytes(kv_cache_dtype: str) -> int:
+    return 1 if kv_cache_dtype.startswith("fp8") else 2
+
+
+def kv_bytes_per_token(arch: ModelArch, kv_cache_dtype: str = "auto") -> int:
+    """KV cache bytes of one token in all layers of the whole model (no sharding, no window)."""
+    b = kv_dtype_bytes(kv_cache_dtype)
+    if arch.mla:
+        return arch.layers * (arch.mla.kv_lora_rank + arch.mla.qk_rope_head_dim) * b
+    return 2 * arch.layers * arch.kv_heads * arch.head_dim * b
+
+
+@dataclass(frozen=True)
+class KvLayout:
+    """KV bytes per token on one GPU of an engine: full-attention layers grow with the context,
+    sliding-window layers hold at most their window (vLLM's hybrid KV cache manager)."""
+
+    full: int  # bytes per token of the full-attention layers on this GPU
+    windowed: int  # bytes per token of the sliding-window layers on this GPU
+    window: int  # tokens those layers keep
+
+    @property
+    def per_token(self) -> int:
+        return self.full + self.windowed
+
+    def sequence_bytes(self, tokens: int) -> int:
+        """Bytes one sequence of `tokens` occupies, in whole blocks."""
+        blocks = math.ceil(tokens / BLOCK_SIZE)
+        kept = min(blocks, math.ceil(self.window / BLOCK_SIZE) + 1) if self.window else 0
+        return (self.full * blocks + self.windowed * kept) * BLOCK_SIZE
+
+    def tokens(self, pool_bytes: float) -> int:
+        """Tokens a pool holds, as vLLM reports them (full-attention layers, whole blocks)."""
+        per = self.full or self.windowed
+        return int(pool_bytes // (per * BLOCK_SIZE)) * BLOCK_SIZE if per else 0
+
+    def sequences(self, pool_bytes: float, tokens: int) -> int:
+        """Sequences of `tokens` a pool holds at once (vLLM's 'maximum concurrency')."""
+        return int(pool_bytes // self.sequence_bytes(tokens)) if tokens else 0
+
+    def longest(self, pool_bytes: float) -> int:
+        """The longest sequence one pool holds (whole blocks)."""
+        if self.full == 0:  # every layer windowed: any length fits once the window does
+            return 1 << 30 if self.sequence_bytes(self.window) <= pool_bytes else 0
+        low, high = 0, int(pool_bytes // (self.full * BLOCK_SIZE) + 1) * BLOCK_SIZE
+        while high - low > BLOCK_SIZE:
+            middle = (low + high) // 2 // BLOCK_SIZE * BLOCK_SIZE
+            low, high = (
+                (middle, high) if self.sequence_bytes(middle) <= pool_bytes else (low, middle)
+            )
+        return low
+
+
+def kv_heads_per_gpu(arch: ModelArch, tp: int) -> int:
+    """KV heads one TP rank holds: its share, or one replicated head when TP exceeds them."""
+    return max(1, arch.kv_heads // tp)
+
+
+def kv_layout(
+    arch: ModelArch, tp: int, pp: int = 1, kv_cache_dtype: str = "auto", hybrid: bool = True
+) -> KvLayout:
+    b = kv_dtype_bytes(kv_cache_dtype)
+    if arch.mla:  # one latent per token and layer, held whole by every TP rank
+        per_layer = (arch.mla.kv_lora_rank + arch.mla.qk_rope_head_dim) * b
+    else:
+        per_layer = 2 * kv_heads_per_gpu(arch, tp) * arch.head_dim * b
+    layers = math.ceil(arch.layers / pp)
+    window = arch.sliding_window
+    if window and hybrid:
+        windowed_layers = math.ceil(window.layers * layers / arch.layers)
+        return KvLayout(
+            (layers - windowed_layers) * per_layer, windowed_layers * per_layer, window.window
+        )
+    return KvLayout(layers * per_layer, 0, 0)
+
+
+def valid_tps(arch: ModelArch, limit: int) -> list[int]:
+    """Tensor parallel sizes vLLM can shard this model into, up to `limit`: heads divide evenly,
+    KV heads divide or are replicated, the MLP (or each expert) splits evenly."""
+    found = []
+    for tp in range(1, limit + 1):
+        if arch.heads % tp:
+            continue
+        if not arch.mla and arch.kv_heads % tp and tp % arch.kv_heads:
+            continue
+        mlp = arch.moe.expert_intermediate_size if arch.moe else arch.intermediate_size
+        if mlp % tp:
+            continue
+        found.append(tp)
+    return found
+
+
+# ============================================================================ memory
+
+
+def activation_gib(arch: ModelArch) -> float:
+    if arch.model_type in ACTIVATION_GIB:
+        return ACTIVATION_GIB[arch.model_type]
+    return ACTIVATION_MOE_GIB if arch.moe else ACTIVATION_DENSE_GIB
+
+
+def non_torch_gib(tp: int) -> float:
+    return NON_TORCH_TP1_GIB if tp == 1 else NON_TORCH_TP_GIB
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One GPU of an engine, in GiB."""
+
+    requested: float  # visible memory x --gpu-memory-utilization
+    weights: float
+    activation: float
+    non_torch: float
+
+    @property
+    def kv_pool(self) -> float:
+        return self.requested - self.weights - self.activation - self.non_torch
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "requested_gib": round(self.requested, 2),
+            "weights_gib": round(self.weights, 2),
+            "activation_gib": round(self.activation, 2),
+            "non_torch_gib": round(self.non_torch, 2),
+            "kv_pool_gib": round(self.kv_pool, 2),
+        }
+
+
+def memory(arch: ModelArch, gpu: Gpu, tp: int, utilization: float, pp: int = 1) -> Memory:
+    return Memory(
+        requested=gpu.memory_gib * utilization,
+        weights=weight_bytes(arch) / (tp * pp) / GiB,
+        activation=activation_gib(arch),
+        non_torch=non_torch_gib(tp),
+    )
+
+
+def startup_seconds(arch: ModelArch) -> int:
+    """Seconds an engine of `arch` may need from start to serving with an empty model cache."""
+    download = checkpoint_bytes(arch) / (STARTUP_DOWNLOAD_MIB_S * 2**20)
+    return int(math.ceil(download + STARTUP_BASE_S))

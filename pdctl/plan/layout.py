@@ -1,0 +1,138 @@
+"""The shapes of a plan: the workload and request it answers, the engines and roles it lays out,
+its estimates, and the refusal when nothing fits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pdctl.errors import InputError
+from pdctl.models.catalog import Gpu
+from pdctl.models.config import ModelArch
+from pdctl.models.memory import GiB, KvLayout, Memory
+
+
+@dataclass(frozen=True)
+class Workload:
+    input_len: int = 4096
+    output_len: int = 512
+    concurrency: int = 64
+    rate: float | None = None  # requests per second to sustain
+    ttft_ms: float | None = None
+    itl_ms: float | None = None
+
+    @property
+    def total_len(self) -> int:
+        return self.input_len + self.output_len
+
+    @property
+    def mean_context(self) -> int:
+        return self.input_len + self.output_len // 2
+
+
+@dataclass(frozen=True)
+class Request:
+    arch: ModelArch
+    gpu: Gpu
+    gpus: int
+    workload: Workload = field(default_factory=Workload)
+    gpus_per_node: int = 8
+    utilization: float = 0.9
+    kv_cache_dtype: str = "auto"
+    max_model_len: int | None = None
+    hetero_tp: bool = True  # the connector allows prefill and decode TP to differ
+    one_pair: bool = False  # the connector pairs one prefill pod with one decode pod
+    hybrid_kv: bool = True  # sliding-window layers keep only their window (hybrid KV manager)
+    network_gbps: float | None = None  # KV transfer bandwidth per GPU; default the GPU's NIC
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One TP size's sizing (an engine = one pod here: TP x PP GPUs, PP 1)."""
+
+    tp: int
+    memory: Memory
+    layout: KvLayout
+
+    @property
+    def pool_bytes(self) -> float:
+        return max(self.memory.kv_pool, 0.0) * GiB
+
+    def fits(self, tokens: int) -> bool:
+        return self.memory.kv_pool > 0 and self.layout.sequence_bytes(tokens) <= self.pool_bytes
+
+
+@dataclass(frozen=True)
+class RolePlan:
+    role: str
+    engine: Engine
+    replicas: int
+
+    @property
+    def gpus(self) -> int:
+        return self.engine.tp * self.replicas
+
+
+@dataclass(frozen=True)
+class Estimates:
+    prefill_ms: float
+    prefill_tokens_per_s: float
+    decode_step_ms: float  # one decode engine at decode_step_sequences
+    decode_step_sequences: int  # --concurrency, or fewer: what one engine holds (max-num-seqs, KV)
+    decode_tokens_per_s: float  # the same engine's output tokens per second
+    decode_batch: int  # sequences per decode engine in the layout
+    itl_ms: float  # decode step at decode_batch
+    kv_transfer_ms: float
+    kv_transfer_mb: float
+    ttft_ms: float
+    prefill_requests_per_s: float  # one prefill engine
+    decode_requests_per_s: float  # one decode engine at decode_batch
+    requests_per_s: float  # the layout, rate-matched
+    output_tokens_per_s: float
+    bottleneck: str
+    concurrency_fits: bool  # one decode engine holds --concurrency sequences
+
+
+@dataclass
+class Plan:
+    request: Request
+    prefill: RolePlan
+    decode: RolePlan
+    max_model_len: int
+    estimates: Estimates
+    verdict: str
+    reasons: list[str]
+    warnings: list[str]
+    notes: list[str] = field(default_factory=list)  # what the layout needs (engines over nodes)
+
+    @property
+    def gpus_used(self) -> int:
+        return self.prefill.gpus + self.decode.gpus
+
+
+class DoesNotFit(InputError):
+    """The request cannot be laid out; details say why in numbers and what would fit:
+    `needs_gpus` (the smallest PD layout on this GPU type, when one exists) and `fits_on` (other
+    GPU types where the smallest layout fits within the GPUs asked for, fewest GPUs first)."""
+
+    def __init__(
+        self,
+        message: str,
+        hint: str | None = None,
+        details: list[str] | None = None,
+        needs_gpus: int | None = None,
+        fits_on: list[dict[str, Any]] | None = None,
+    ):
+        super().__init__(message, hint, details)
+        self.needs_gpus = needs_gpus
+        self.fits_on = fits_on or []
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "fits": False,
+            "error": self.message,
+            "hint": self.hint,
+            "details": self.details,
+            "needs_gpus": self.needs_gpus,
+            "fits_on": self.fits_on,
+        }

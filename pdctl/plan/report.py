@@ -1,0 +1,142 @@
+"""A plan as JSON (`pdctl plan -o json`; the field names are documented in docs/sizing.md)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pdctl.models.memory import (
+    BLOCK_SIZE,
+    GiB,
+    checkpoint_bytes,
+    kv_bytes_per_token,
+    params,
+    weight_bytes,
+)
+from pdctl.models.pods import pod
+from pdctl.plan.layout import Plan, RolePlan
+from pdctl.plan.roofline import (
+    ALLREDUCE_LATENCY_S,
+    BANDWIDTH_EFFICIENCY,
+    DECODE_MATCH,
+    MFU,
+    PREFILL_MATCH,
+    default_max_num_seqs,
+)
+from pdctl.plan.sizing import nodes_per_engine
+
+
+def _round(value: float, digits: int = 2) -> float:
+    return round(value, digits) if math.isfinite(value) else -1.0
+
+
+def _role_dict(plan_: Plan, role: RolePlan) -> dict[str, Any]:
+    engine, w = role.engine, plan_.request.workload
+    pod_ = pod(plan_.request.arch, engine.tp)
+    return {
+        "tp": engine.tp,
+        "pp": 1,
+        "replicas": role.replicas,
+        "gpus": role.gpus,
+        "gpus_per_engine": engine.tp,
+        "nodes_per_engine": nodes_per_engine(plan_.request, engine),
+        "weights_gib_per_gpu": _round(engine.memory.weights),
+        "kv_pool_gib_per_gpu": _round(engine.memory.kv_pool),
+        "kv_bytes_per_token_per_gpu": engine.layout.per_token,
+        "kv_tokens_per_gpu": engine.layout.tokens(engine.pool_bytes),
+        "max_seqs_at_max_model_len": engine.layout.sequences(
+            engine.pool_bytes, plan_.max_model_len
+        ),
+        "max_seqs_at_workload": engine.layout.sequences(engine.pool_bytes, w.total_len),
+        "memory": engine.memory.as_dict(),
+        "pod": {
+            "cpu": pod_.cpu,
+            "memory_gib": pod_.memory_gib,
+            "cache_gib": pod_.cache_gib,
+            "shm_gib": pod_.shm_gib,
+        },
+    }
+
+
+def plan_dict(plan_: Plan) -> dict[str, Any]:
+    """The JSON of `pdctl plan -o json`; field names are documented in docs/sizing.md."""
+    req, arch, e, w = plan_.request, plan_.request.arch, plan_.estimates, plan_.request.workload
+    p = params(arch)
+    return {
+        "schema_version": 1,
+        "model": {
+            "name": arch.name,
+            "source": arch.source,
+            "architecture": arch.architecture,
+            "model_type": arch.model_type,
+            "attention": arch.attention,
+            "moe": arch.moe is not None,
+            "sliding_window": arch.sliding_window.window if arch.sliding_window else None,
+            "params_billion": _round(p.total / 1e9),
+            "active_params_billion": _round(p.active / 1e9),
+            "weight_dtype": arch.weight_dtype,
+            "weights_gib": _round(weight_bytes(arch) / GiB),
+            "checkpoint_gib": _round(checkpoint_bytes(arch) / GiB),
+            "max_position_embeddings": arch.max_positions,
+            "gated": arch.gated,
+        },
+        "gpu": {
+            "name": req.gpu.name,
+            "memory_gib": req.gpu.memory_gib,
+            "hbm_tbps": req.gpu.hbm_tbps,
+            "bf16_tflops": req.gpu.bf16_tflops,
+            "link": req.gpu.link,
+            "resource": req.gpu.resource,
+        },
+        "request": {
+            "gpus": req.gpus,
+            "gpus_per_node": req.gpus_per_node,
+            "gpu_memory_utilization": req.utilization,
+            "kv_cache_dtype": req.kv_cache_dtype,
+            "input_len": w.input_len,
+            "output_len": w.output_len,
+            "concurrency": w.concurrency,
+            "rate": w.rate,
+            "ttft_ms": w.ttft_ms,
+            "itl_ms": w.itl_ms,
+        },
+        "kv_bytes_per_token": kv_bytes_per_token(arch),
+        "kv_bytes_per_token_fp8": kv_bytes_per_token(arch, "fp8"),
+        "kv_bytes_per_token_planned": kv_bytes_per_token(arch, req.kv_cache_dtype),
+        "max_model_len": plan_.max_model_len,
+        "gpus_used": plan_.gpus_used,
+        "roles": {
+            "prefill": _role_dict(plan_, plan_.prefill),
+            "decode": _role_dict(plan_, plan_.decode),
+        },
+        "estimates": {
+            "prefill_ms": _round(e.prefill_ms, 1),
+            "prefill_tokens_per_s": _round(e.prefill_tokens_per_s, 0),
+            "prefill_requests_per_s_per_engine": _round(e.prefill_requests_per_s),
+            "decode_step_ms": _round(e.decode_step_ms),
+            "decode_step_sequences": e.decode_step_sequences,
+            "decode_tokens_per_s": _round(e.decode_tokens_per_s, 0),
+            "decode_batch_per_engine": e.decode_batch,
+            "itl_ms": _round(e.itl_ms),
+            "decode_requests_per_s_per_engine": _round(e.decode_requests_per_s),
+            "kv_transfer_ms": _round(e.kv_transfer_ms),
+            "kv_transfer_mb_per_gpu": _round(e.kv_transfer_mb, 1),
+            "kv_transfer_link_gbps": req.network_gbps or req.gpu.network_gbps,
+            "ttft_ms": _round(e.ttft_ms, 1),
+            "requests_per_s": _round(e.requests_per_s),
+            "output_tokens_per_s": _round(e.output_tokens_per_s, 0),
+            "bottleneck": e.bottleneck,
+        },
+        "assumptions": {
+            "mfu": MFU,
+            "bandwidth_efficiency": BANDWIDTH_EFFICIENCY,
+            "rate_matching": {"prefill": PREFILL_MATCH, "decode": DECODE_MATCH},
+            "allreduce_latency_us": ALLREDUCE_LATENCY_S * 1e6,
+            "block_size": BLOCK_SIZE,
+            "hybrid_kv_cache": req.hybrid_kv,
+            "max_num_seqs": default_max_num_seqs(req.gpu),
+        },
+        "verdict": {"pd": plan_.verdict, "reasons": plan_.reasons},
+        "warnings": plan_.warnings,
+        "notes": plan_.notes,
+    }
