@@ -48,6 +48,7 @@ lint: setup
 	$(BIN)/ruff check $(PY_DIRS)
 	$(BIN)/ruff format --check $(PY_DIRS)
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 schema: setup
 	$(BIN)/python scripts/build_schema.py

@@ -14,21 +14,21 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pdctl import manifests
 from pdctl.chart import bundled_chart_dir
 from pdctl.errors import InputError
 from pdctl.findings import Finding, Severity
+from pdctl.helm import TemplateRequest, find_helm, template
+from pdctl.validation.checks import check_values
 from pdctl.validation.inputs import STDIN
+from pdctl.validation.kube import check_objects
+from pdctl.validation.report import FileReport
 from pdctl.values.coalesce import merge_files
 from pdctl.values.loader import Document, ValuesLoadError, load, loads
 from pdctl.values.paths import KeyPath
 from pdctl.values.setvalues import apply_sets
-
-if TYPE_CHECKING:
-    from pdctl.validation.report import FileReport
-
 
 # Values files in helm's order: a list or tuple of names, never one string (a str is a Sequence
 # of one-letter names to a type checker; load_values refuses one at run time too).
@@ -88,7 +88,6 @@ def check(
     values: Values, release: str = "pd", chart: Path | None = None, namespace: str = "default"
 ) -> list[Finding]:
     """The chart's schema and the PD rules; each finding located in its file and line."""
-    from pdctl.validation.checks import check_values
 
     findings = check_values(values.data, release, chart or bundled_chart_dir(), namespace)
     for finding in findings:
@@ -153,7 +152,6 @@ def render(
     kube_version: str | None = None,
 ) -> Rendered:
     """helm template of the chart (default: the bundled one) with exactly these values."""
-    from pdctl.helm import TemplateRequest, find_helm, template
 
     chart_dir = chart or bundled_chart_dir()
     if not (chart_dir / "Chart.yaml").is_file():
@@ -191,9 +189,6 @@ def validate(names: FileNames, options: ValidateOptions) -> FileReport:
     """Everything `pdctl validate` checks for one file, or for several merged as helm merges
     them: loading, schema and rules, and with options.render the render of exactly those values
     against strict Kubernetes schemas. Only an environment problem (no helm) raises."""
-    from pdctl.validation.kube import check_objects
-    from pdctl.validation.report import FileReport
-
     report = FileReport(name=" + ".join(display_name(name) for name in names))
     try:
         values = load_values(names, options.set_values)

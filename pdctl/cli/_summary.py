@@ -21,7 +21,7 @@ def print_summary(summary: Summary, release: str) -> None:
         console.print(f"    {pool.model} on {pool.image}", markup=False)
     transfers = [pool for pool in summary.pools if pool.connector]
     if transfers:
-        from pdctl.connectors import load
+        from pdctl.connectors import load  # lazy: start-up
 
         console.print("KV transfer:")
         for pool in transfers:

@@ -29,7 +29,7 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        from pdctl import __version__
+        from pdctl import __version__  # lazy: start-up
 
         typer.echo(f"pdctl {__version__}")
         raise typer.Exit()

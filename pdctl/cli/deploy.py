@@ -53,9 +53,9 @@ def deploy(
     helm: HelmOpt = None,
 ) -> None:
     """Install or upgrade the release with helm and wait until every pod is Ready."""
-    from pdctl import release as releases
-    from pdctl.cli._release_view import LiveView, evidence, pool_line
-    from pdctl.errors import UsageError
+    from pdctl import release as releases  # lazy: start-up
+    from pdctl.cli._release_view import LiveView, evidence, pool_line  # lazy: start-up
+    from pdctl.errors import UsageError  # lazy: start-up
 
     if not values:
         raise UsageError("name the values: -f FILE (repeatable, merged in order)")

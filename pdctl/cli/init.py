@@ -114,7 +114,7 @@ def init(
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Plan a PD deployment and write it as a values file, each number commented."""
-    from pdctl.plan.emit import InitOptions, default_filename, write
+    from pdctl.plan.emit import InitOptions, default_filename, write  # lazy: start-up
 
     args = PlanArgs(
         model,
@@ -174,7 +174,7 @@ def init(
     for finding in written.warnings:
         for line in finding.lines():
             _output.info(line)
-    from pdctl.plan.report import plan_dict
+    from pdctl.plan.report import plan_dict  # lazy: start-up
 
     if output is OutputFormat.json:
         payload: dict[str, Any] = {

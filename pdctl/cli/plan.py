@@ -140,8 +140,8 @@ class PlanArgs:
     network_gbps: float | None
 
     def build(self, router: str = "vllm-router") -> tuple[Plan, Wiring]:
-        from pdctl.plan import Workload, make_plan, resolve_model
-        from pdctl.plan.emit import wiring
+        from pdctl.plan import Workload, make_plan, resolve_model  # lazy: start-up
+        from pdctl.plan.emit import wiring  # lazy: start-up
 
         wired = wiring(self.connector, router)
         arch = resolve_model(self.model, self.model_config, self.offline)
@@ -173,7 +173,7 @@ def build_plan(
     args: PlanArgs, output: OutputFormat, router: str = "vllm-router"
 ) -> tuple[Plan, Wiring]:
     """args.build(); under -o json a refusal is JSON on stdout too (why, and what would fit)."""
-    from pdctl.plan.layout import DoesNotFit
+    from pdctl.plan.layout import DoesNotFit  # lazy: start-up
 
     try:
         return args.build(router)
@@ -188,7 +188,7 @@ def print_plan(plan: Plan) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from pdctl.plan.report import plan_dict
+    from pdctl.plan.report import plan_dict  # lazy: start-up
 
     data = plan_dict(plan)
     console = Console()
@@ -305,7 +305,7 @@ def plan(
         connector,
         network_gbps,
     )
-    from pdctl.plan.report import plan_dict
+    from pdctl.plan.report import plan_dict  # lazy: start-up
 
     result, _ = build_plan(args, output)
     if output is OutputFormat.json:

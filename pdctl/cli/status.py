@@ -28,7 +28,7 @@ def status(
     """Show the release: revision and state, pools and roles, pods Ready, router, warnings.
 
     Exit 0 when the release is deployed and every pod is Ready, 1 otherwise."""
-    from pdctl import release as releases
+    from pdctl import release as releases  # lazy: start-up
 
     report = releases.status(release, namespace, helm_path=helm, events=events)
     if output is OutputFormat.json:
@@ -42,7 +42,7 @@ def status(
 def _print(report: StatusReport) -> None:
     from rich.console import Console
 
-    from pdctl.cli._release_view import pod_table
+    from pdctl.cli._release_view import pod_table  # lazy: start-up
 
     console = Console(highlight=False, soft_wrap=True)
     if not console.is_terminal:  # logs and pipes: wide enough that the table does not fold

@@ -49,8 +49,8 @@ def template(
     helm: HelmOpt = None,
 ) -> None:
     """Render the chart through the real helm (helm template), after validating the values."""
-    from pdctl import pipeline
-    from pdctl.errors import UsageError
+    from pdctl import pipeline  # lazy: start-up
+    from pdctl.errors import UsageError  # lazy: start-up
 
     paths = [*(files or []), *(values or [])]
     if not paths:
@@ -78,7 +78,7 @@ def template(
         if output is OutputFormat.json:
             _output.as_json(rendered.summary.as_dict())
         else:
-            from pdctl.cli._summary import print_summary
+            from pdctl.cli._summary import print_summary  # lazy: start-up
 
             print_summary(rendered.summary, release)
     elif output_dir:

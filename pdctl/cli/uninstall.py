@@ -30,7 +30,7 @@ def uninstall(
     helm: HelmOpt = None,
 ) -> None:
     """Remove the release; its PersistentVolumeClaims stay unless --delete-data."""
-    from pdctl import release as releases
+    from pdctl import release as releases  # lazy: start-up
 
     result = releases.uninstall(
         release,

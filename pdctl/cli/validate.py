@@ -102,8 +102,8 @@ def validate(
     helm: HelmOpt = None,
 ) -> None:
     """Check values files: YAML, the chart's schema and the PD rules (exit 1 if any is invalid)."""
-    from pdctl.pipeline import ValidateOptions, validate
-    from pdctl.validation.inputs import expand, warning_ids
+    from pdctl.pipeline import ValidateOptions, validate  # lazy: start-up
+    from pdctl.validation.inputs import expand, warning_ids  # lazy: start-up
 
     if not re.match(r"^1\.\d+(\.\d+)?$", kube_version):
         raise UsageError(f"--kube-version {kube_version!r}: expected a version such as 1.35")

@@ -76,7 +76,7 @@ def _targets(
     router_port: int,
     engine_port: int,
 ) -> Iterator[Targets]:
-    from pdctl.verify import targets
+    from pdctl.verify import targets  # lazy: start-up
 
     if url is None:
         if prefill_urls or decode_urls:
@@ -154,7 +154,7 @@ def verify(
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Smoke-test a deployment and prove PD from the engines' counters (exit 1 if a check fails)."""
-    from pdctl.verify.checks import Settings, run
+    from pdctl.verify.checks import Settings, run  # lazy: start-up
 
     settings = Settings(
         model=model,

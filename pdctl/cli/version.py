@@ -10,9 +10,9 @@ from pdctl.cli._output import OutputFormat
 @handle_errors
 def version(helm: HelmOpt = None, output: OutputOpt = OutputFormat.text) -> None:
     """Print the versions of pdctl, the bundled chart and helm (helm may be missing: exit 0)."""
-    from pdctl.chart import bundled_chart_dir, chart_version
-    from pdctl.errors import EnvironmentProblem
-    from pdctl.helm import find_helm
+    from pdctl.chart import bundled_chart_dir, chart_version  # lazy: start-up
+    from pdctl.errors import EnvironmentProblem  # lazy: start-up
+    from pdctl.helm import find_helm  # lazy: start-up
 
     versions: dict[str, str | None] = {
         "pdctl": __version__,

@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pdctl import __version__, connectors, naming
+from pdctl import __version__, chart, connectors, naming, pipeline
 from pdctl.chart import bundled_chart_dir
 from pdctl.errors import InputError, UsageError
 from pdctl.findings import Finding
 from pdctl.models import memory, pods
 from pdctl.plan import layout, sizing
+from pdctl.values.loader import loads
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "values.yaml.j2"
 
@@ -271,7 +272,6 @@ def context(plan: layout.Plan, options: InitOptions, out: Path | None) -> dict[s
 def _startup(plan: layout.Plan) -> dict[str, Any]:
     """The engines' startup budget (memory.startup_seconds) as failureThreshold periods of the
     chart's startup probe (servingEngineSpec.startupProbe.periodSeconds)."""
-    from pdctl import chart
 
     defaults = chart.default_values(bundled_chart_dir()).get("servingEngineSpec", {})
     period = int(defaults.get("startupProbe", {}).get("periodSeconds", 10))
@@ -336,8 +336,6 @@ def _wrap(line: str) -> str:
 def check(text: str, options: InitOptions, name: str = "<generated>") -> list[Finding]:
     """The pipeline's checks (schema and PD rules) on generated values: the warnings, or
     GeneratedValuesInvalid listing the errors."""
-    from pdctl import pipeline
-    from pdctl.values.loader import loads
 
     document = loads(text)
     values = pipeline.Values(data=document.data, sources=[(name, document)])

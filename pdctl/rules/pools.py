@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from pdctl import workloads
 from pdctl.findings import Severity
 from pdctl.naming import NAME_LIMIT
 from pdctl.rules.model import POOLS_PATH, Deployment, Pool, as_dict, as_int, as_number
@@ -60,7 +61,6 @@ def _group_pod_names(deployment: Deployment, pool: Pool) -> list[str]:
     """The longest pod name of a LeaderWorkerSet group (<lws>-<group>-<worker>; a pod's name is
     its hostname, at most 63 characters): the pool's own LeaderWorkerSet, or the one the
     DisaggregatedSet controller names <set>-<slice>-<revision>-<pool>."""
-    from pdctl import workloads
 
     kind = deployment.kind(pool)
     if kind == "Deployment":

@@ -14,7 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pdctl import chart, connectors
 from pdctl.findings import Finding, Severity
+from pdctl.naming import Release
+from pdctl.rules.model import Deployment
+from pdctl.rules.reads import Reads, watch
+from pdctl.values.coalesce import with_defaults
 from pdctl.values.paths import KeyPath
 
 
@@ -70,11 +75,6 @@ def run_rules(
     helm does). A rule that reads a key in `refused` (the paths the schema refused) reports
     nothing from then on, and a rule that fails on such a key is silent too: the schema's error
     is the one to show. A rule that fails on values the schema accepted is a bug and raises."""
-    from pdctl import chart, connectors
-    from pdctl.naming import Release
-    from pdctl.rules.model import Deployment
-    from pdctl.rules.reads import Reads, watch
-    from pdctl.values.coalesce import with_defaults
 
     chart_dir = chart_dir or chart.bundled_chart_dir()
     reads = Reads()

@@ -7,15 +7,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pdctl.findings import Severity
 from pdctl.models import catalog, memory, pods
+from pdctl.models.catalog import CatalogModel
 from pdctl.rules.model import Deployment, Pool, as_dict, as_int
 from pdctl.rules.registry import Issue, rule
-
-if TYPE_CHECKING:
-    from pdctl.models.catalog import CatalogModel
 
 GIB = 2**30
 _QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([KMGTPE]i?|[km])?$")

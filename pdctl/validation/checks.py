@@ -5,7 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pdctl.chart import default_values
 from pdctl.findings import Finding
+from pdctl.rules import run_rules
+from pdctl.validation.schema import check
+from pdctl.values.coalesce import with_defaults
 
 
 def check_values(
@@ -13,10 +17,6 @@ def check_values(
 ) -> list[Finding]:
     """Schema findings (on the values merged with the chart's defaults, as helm checks them),
     then the PD rules, silent where they would reason from a key the schema refused."""
-    from pdctl.chart import default_values
-    from pdctl.rules import run_rules
-    from pdctl.validation.schema import check
-    from pdctl.values.coalesce import with_defaults
 
     defaults = default_values(chart)
     findings = check(with_defaults(defaults, data), chart / "values.schema.json", defaults)

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pdctl.errors import InputError, UsageError
+from pdctl.findings import Severity
+from pdctl.rules import load_rules
 
 STDIN = "-"
 DIR_PATTERNS = ("*values*.yaml", "*values*.yml")
@@ -44,8 +46,6 @@ def expand(arguments: Sequence[str]) -> list[str]:
 
 def warning_ids(arguments: Sequence[str]) -> frozenset[str]:
     """The rule ids of --ignore arguments (comma lists allowed); only warnings may be ignored."""
-    from pdctl.findings import Severity
-    from pdctl.rules import load_rules
 
     rules = load_rules()
     ids = frozenset(part.strip() for argument in arguments for part in argument.split(",") if part)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pdctl import workloads
 from pdctl.findings import Finding, Severity
 
 DEFAULT_KUBE_VERSION = "1.35"
@@ -15,8 +16,6 @@ CUSTOM_KINDS = {"LeaderWorkerSet", "DisaggregatedSet", "InferencePool", "HTTPRou
 
 def _check_custom(obj: dict[str, Any], name: str, kube_version: str) -> list[Finding]:
     import kubernetes_validate
-
-    from pdctl import workloads
 
     wrapped = [("metadata", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": obj["metadata"]})]
     for where, template in workloads.pod_templates(obj):

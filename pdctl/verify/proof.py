@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pdctl import connectors
 from pdctl.errors import UsageError
 from pdctl.verify import metrics
 from pdctl.verify.client import Http, Reply, curl
@@ -55,7 +56,6 @@ class Connector:
 
 def known_connectors() -> list[str]:
     """The connector names --connector accepts: the keys of the connector table."""
-    from pdctl import connectors
 
     return sorted(connectors.load().connectors)
 
@@ -63,7 +63,6 @@ def known_connectors() -> list[str]:
 def resolve_connector(name: str | None, scrapes: list[metrics.Scrape]) -> Connector:
     """The connector whose transfer metrics verify checks: the one named, else the one whose
     metrics (from the connector table) the engines export, if exactly one does."""
-    from pdctl import connectors
 
     table = connectors.load()
     if name is not None:
@@ -210,7 +209,6 @@ class _Evidence:
 
 
 def _transfer_evidence() -> _Evidence:
-    from pdctl import connectors
 
     rule = connectors.load().transfer_evidence
     labels = dict(rule.get("labels") or {})

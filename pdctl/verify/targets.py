@@ -16,15 +16,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from pdctl.cluster import Pod
 from pdctl.errors import EnvironmentProblem, PdctlError, UsageError
 from pdctl.naming import ROLES, VLLM_PORT, Release, selector_text
 from pdctl.verify.report import Endpoint, Targets
-
-if TYPE_CHECKING:
-    from pdctl.cluster import Pod
 
 
 def _check_url(option: str, url: str) -> str:

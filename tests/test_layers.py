@@ -1,0 +1,47 @@
+"""pdctl imports its own modules at the top of each module, where the layers contract of
+pyproject.toml ([tool.importlinter], checked by `make lint`) sees them. Only the CLI defers them,
+to keep `pdctl --help` fast, and says so on each such line."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.helpers import ROOT
+
+TAG = "# lazy: start-up"
+
+
+def deferred_imports(path: Path) -> list[tuple[int, str]]:
+    """pdctl imports inside functions (not under `if TYPE_CHECKING:`), with their source line."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    lines = path.read_text(encoding="utf-8").splitlines()
+    found = []
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(function):
+            module = node.module if isinstance(node, ast.ImportFrom) else None
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if (module or "").startswith("pdctl") or any(n.startswith("pdctl") for n in names):
+                found.append((node.lineno, lines[node.lineno - 1]))
+    return found
+
+
+def test_only_the_cli_defers_pdctl_imports_and_says_why() -> None:
+    library, untagged = [], []
+    for path in sorted((ROOT / "pdctl").rglob("*.py")):
+        for lineno, line in deferred_imports(path):
+            where = f"{path.relative_to(ROOT)}:{lineno}: {line.strip()}"
+            if "cli" not in path.relative_to(ROOT / "pdctl").parts:
+                library.append(where)
+            elif TAG not in line:
+                untagged.append(where)
+    assert not library, "import these at the top of the module:\n" + "\n".join(library)
+    assert not untagged, f"tag each deferred CLI import with {TAG!r}:\n" + "\n".join(untagged)
+
+
+def test_the_check_sees_a_deferred_import(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from pdctl import naming\n    return naming\n")
+    assert deferred_imports(module) == [(2, "    from pdctl import naming")]
