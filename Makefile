@@ -15,9 +15,13 @@ DIST ?= dist
 
 export PDCTL_HELM ?= $(CURDIR)/$(HELM4)
 
-.PHONY: demo test lint schema docs corpus golden setup helm package clean checkov
+.PHONY: help demo test lint schema docs corpus golden setup helm package clean checkov
 
-setup: $(VENV)/.installed helm
+# `make help` lists the targets whose line carries a `## what it does` comment.
+help:
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)$$/  \1\t\2/' | expand -t 12
+
+setup: $(VENV)/.installed helm ## install the virtualenv (.venv) and the pinned Helm 3 and 4 (.tools)
 
 # pdctl/__init__.py holds the version: a bump reinstalls so the installed metadata follows it.
 $(VENV)/.installed: pyproject.toml pdctl/__init__.py
@@ -32,7 +36,7 @@ $(HELM4) $(HELM3): scripts/install_helm.py
 	$(PYTHON) scripts/install_helm.py
 	touch $(HELM4) $(HELM3)
 
-demo: setup
+demo: setup ## plan, validate and render a Llama-3.1-8B layout (the first command to try)
 	$(BIN)/pdctl init --model meta-llama/Llama-3.1-8B-Instruct --gpus 2 --gpu-type H100-80GB \
 		--offline --out $(DEMO_OUT) --force
 	$(BIN)/pdctl validate $(DEMO_OUT) --release pd
@@ -44,30 +48,30 @@ demo: setup
 	@echo "or put both on PATH for this shell:"
 	@echo "  export PATH=\"$(CURDIR)/$(BIN):$(CURDIR)/$(dir $(HELM4)):\$$PATH\""
 
-lint: setup
+lint: setup ## ruff, formatting, mypy and the import layers
 	$(BIN)/ruff check $(PY_DIRS)
 	$(BIN)/ruff format --check $(PY_DIRS)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-schema: setup
+schema: setup ## regenerate helm/values.schema.json from schemas/values.schema.yaml
 	$(BIN)/python scripts/build_schema.py
 
 # docs/production-stack.md (from helm/files/production-stack.yaml), helm/README.md, the values
 # reference (from the schema and values.yaml), and the Grafana dashboard
 # helm/files/dashboards/pd-stack.json (scripts/build_dashboard.py); a test checks all are current.
-docs: setup
+docs: setup ## regenerate the generated pages and the chart version lines
 	$(BIN)/python scripts/build_docs.py
 
 # Regenerate what the tests compare against: the defective-values corpus and the golden render of
 # the PD tutorial (review the diff: a changed golden file is a changed install).
-corpus: setup
+corpus: setup ## regenerate the defective-values corpus (review the diff)
 	$(BIN)/python tests/corpus/make_bad_corpus.py
 
-golden: setup
+golden: setup ## regenerate the golden render of the PD tutorial (review the diff)
 	$(HELM4) template pd helm -f $(DEMO_VALUES) > tests/golden/values-16-disagg-prefill.yaml
 
-test: setup lint
+test: setup lint ## lint, then the whole test suite (what CI runs, with checkov)
 	$(BIN)/python -m pytest -n 2 -q
 
 # checkov (Kubernetes checks) over the chart rendered with every tutorial asset: at most 6 distinct
@@ -84,7 +88,7 @@ $(CHECKOV_VENV)/.installed: Makefile
 	$(CHECKOV_VENV)/bin/pip install --quiet 'checkov==$(CHECKOV_VERSION)'
 	touch $@
 
-checkov: helm $(CHECKOV_VENV)/.installed
+checkov: helm $(CHECKOV_VENV)/.installed ## checkov over the tutorial renders (CI runs it)
 	$(PYTHON) scripts/checkov_assets.py --checkov $(CHECKOV_VENV)/bin/checkov --helm $(HELM4)
 
 # Release artifacts for the version in pdctl/__init__.py (chart version and appVersion are the
@@ -92,11 +96,11 @@ checkov: helm $(CHECKOV_VENV)/.installed
 # `helm push $(DIST)/pd-stack-<version>.tgz oci://<registry>/<path>`, and pdctl's sdist and wheel
 # (built from that sdist by `python -m build`; both carry the chart). Only the build backend
 # (hatchling) comes from the package index, into build's isolated environment.
-package: setup
+package: setup ## the chart archive, sdist and wheel into dist/ (or DIST=folder)
 	rm -f $(DIST)/pd-stack-*.tgz $(DIST)/pdctl-*.tar.gz $(DIST)/pdctl-*.whl
 	$(HELM4) lint --strict helm/
 	$(HELM4) package helm/ -d $(DIST)
 	$(BIN)/python -m build --outdir $(DIST) .
 
-clean:
+clean: ## remove the virtualenvs, tools and build output
 	rm -rf $(VENV) $(CHECKOV_VENV) .tools .pytest_cache .ruff_cache .hypothesis dist

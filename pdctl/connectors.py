@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pdctl import topology
 from pdctl.chart import bundled_chart_dir, read_yaml
 
 TABLE = Path("files") / "connectors.yaml"
-KV_ROLES = ("kv_producer", "kv_consumer", "kv_both")
+KV_ROLES = topology.load().kv_roles
 _COUNTS = {"one", "tp", "2tp", "dp*tp"}
 
 

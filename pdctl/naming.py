@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pdctl import topology
+
 NAME_LIMIT = 63  # Kubernetes names of Services (DNS-1035 labels) and label values
 
 # Label keys.
@@ -20,7 +22,7 @@ POOL = "model"  # the production-stack router tells pools apart by this pod labe
 ROLE = "pd-stack.io/role"
 
 # Values of ROLE: a pool's part in PD serving (both = aggregated, no KV transfer).
-ROLES = ("prefill", "decode", "both")
+ROLES = topology.load().roles
 
 # Values of COMPONENT.
 ENGINE = "serving-engine"
@@ -214,7 +216,8 @@ def names_service(release: Release, service: str, host: str) -> bool:
 def service_pool(release: Release, host: str) -> str | None:
     """The pool whose Service a host names: <release>-<pool>-engine-service, optionally followed by
     .<namespace>, .<namespace>.svc or .<namespace>.svc.cluster.local; else None. The chart's
-    check of the tutorial's nixlPeerHost uses the same pattern (templates/_checks.tpl)."""
+    check of the tutorial's nixlPeerHost uses the same pattern
+    (templates/_checks-connectors.tpl)."""
     pattern = (
         rf"{re.escape(release.name)}-([a-z0-9-]+)-engine-service"
         r"(\.[a-z0-9-]+(\.svc(\.cluster\.local)?)?)?"

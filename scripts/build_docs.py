@@ -2,18 +2,21 @@
 (every key of vLLM production-stack's chart with pd-stack's status for it: taken the same, taken
 differently, or refused and why), helm/README.md, the chart's values reference
 (scripts/values_reference.py), and the chart's Grafana dashboard
-(helm/files/dashboards/pd-stack.json, scripts/build_dashboard.py).
+(helm/files/dashboards/pd-stack.json, scripts/build_dashboard.py), and the version lines of
+helm/Chart.yaml from pdctl/__init__.py; docs/rules.md and docs/cli.md (scripts/reference_pages.py).
 
 Usage: python scripts/build_docs.py [--check]   (--check: exit 1 if a page is stale)
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 import build_dashboard
+import reference_pages
 import values_reference
 import yaml
 
@@ -21,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "helm" / "files" / "production-stack.yaml"
 TARGET = ROOT / "docs" / "production-stack.md"
 VALUES_REFERENCE = ROOT / "helm" / "README.md"
+CHART = ROOT / "helm" / "Chart.yaml"
 STATUS = {
     "same": "taken, same effect",
     "differs": "taken, differs",
@@ -91,8 +95,22 @@ def render() -> str:
     )
 
 
+def chart_yaml() -> str:
+    """helm/Chart.yaml with `version` and `appVersion` set to pdctl's version, the one place it is
+    written by hand (pdctl/__init__.py)."""
+    init = (ROOT / "pdctl" / "__init__.py").read_text(encoding="utf-8")
+    version = re.search(r'^__version__ = "([^"]+)"$', init, re.M)
+    assert version, "pdctl/__init__.py has no __version__"
+    text = CHART.read_text(encoding="utf-8")
+    text = re.sub(r"^version: .*$", f"version: {version[1]}", text, count=1, flags=re.M)
+    return re.sub(r"^appVersion: .*$", f'appVersion: "{version[1]}"', text, count=1, flags=re.M)
+
+
 def main() -> int:
     pages = {
+        CHART: chart_yaml(),
+        reference_pages.RULES: reference_pages.rules_page(),
+        reference_pages.CLI: reference_pages.cli_page(),
         TARGET: render(),
         VALUES_REFERENCE: values_reference.render(),
         build_dashboard.TARGET: build_dashboard.render(),

@@ -41,6 +41,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "schemas" / "values.schema.yaml"
 CONNECTORS = ROOT / "helm" / "files" / "connectors.yaml"
+TOPOLOGY = ROOT / "helm" / "files" / "topology.yaml"
 PRODUCTION_STACK = ROOT / "helm" / "files" / "production-stack.yaml"
 TARGET = ROOT / "helm" / "values.schema.json"
 
@@ -185,6 +186,14 @@ def add_connectors(kv_transfer: dict[str, Any], table: dict[str, Any]) -> None:
             owners.setdefault(key, name)
 
 
+def add_topology(own: dict[str, Any], topology: dict[str, Any]) -> None:
+    """The enums of helm/files/topology.yaml: pool roles, kv roles, router types."""
+    own["modelSpec"]["properties"]["role"]["enum"] = topology["roles"]
+    own["kvTransfer"]["properties"]["kvRole"]["enum"] = topology["kvRoles"]
+    own["lmcacheConfig"]["properties"]["kvRole"]["enum"] = topology["kvRoles"]
+    own["routerSpec"]["properties"]["type"]["enum"] = topology["routerTypes"]
+
+
 def add_llmd_releases(llmd: dict[str, Any], table: dict[str, Any]) -> None:
     """routerSpec.llmd.version takes the llm-d router releases of the table (routerImages.llm-d)."""
     llmd["properties"]["version"]["enum"] = list(table["routerImages"]["llm-d"]["releases"])
@@ -223,6 +232,7 @@ def build() -> dict[str, Any]:
     connectors = yaml.safe_load(CONNECTORS.read_text(encoding="utf-8"))
     add_connectors(own["kvTransfer"], connectors)
     add_llmd_releases(own["llmd"], connectors)
+    add_topology(own, yaml.safe_load(TOPOLOGY.read_text(encoding="utf-8")))
     add_refused(schema, yaml.safe_load(PRODUCTION_STACK.read_text(encoding="utf-8")))
     clash = sorted(name for name in own if name.startswith(KUBERNETES_PREFIX))
     if clash:

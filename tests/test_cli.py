@@ -215,6 +215,14 @@ def test_make_demo_says_how_to_reach_pdctl_and_helm() -> None:
 COMMANDS = ["plan", "init", "validate", "template", "deploy", "status", "verify", "uninstall"]
 
 
+def test_the_command_list_gives_each_first_line_whole() -> None:
+    result = runner.invoke(app, ["--help"], env={"COLUMNS": "80"}, terminal_width=80)
+    commands = result.stdout.split("Commands:")[1]
+    assert result.exit_code == 0 and "..." not in commands and "…" not in commands
+    text = " ".join(commands.split())
+    assert "Check values files: YAML, the chart's schema and the PD rules" in text
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_help_wraps_at_80_columns_without_cutting_a_word(command: str) -> None:
     import typer.main

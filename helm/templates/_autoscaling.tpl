@@ -1,6 +1,6 @@
 {{/*
 Autoscaling per pool: which workload a pool's KEDA ScaledObject scales, its minimum, and the
-default triggers (scaledobject-engine.yaml; rule PD023 in _checks.tpl). Pool helpers take
+default triggers (scaledobject-engine.yaml; rule PD023 in _checks-autoscaling.tpl). Pool helpers take
 (dict "root" $ "spec" <modelSpec entry>).
 */}}
 

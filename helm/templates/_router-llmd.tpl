@@ -70,7 +70,7 @@ the checks refuse pools that need different ones. */}}
 
 {{/* vLLM's port in decode pods behind the sidecar (routerSpec.llmd.sidecar.modelServerPort). */}}
 {{- define "pd-stack.llmdModelServerPort" -}}
-{{- dig "sidecar" "modelServerPort" 8200 (include "pd-stack.llmdValues" . | fromJson) | int -}}
+{{- (include "pd-stack.llmdValues" . | fromJson).sidecar.modelServerPort | int -}}
 {{- end -}}
 
 {{/* "true" when a pool's pods run the decode sidecar (ctx: root, spec): a decode pool, routed by
@@ -175,129 +175,16 @@ above 0) promptTokens; with stageOrder prefill-first it runs prefill on every re
 {{- end -}}
 {{- end -}}
 
-{{/*
-Envoy's configuration in standalone mode, after the llm-d-router-standalone chart's envoy preset
-(config/charts/llm-d-router-standalone/values.yaml at v0.10.0): a listener on the router's
-containerPort whose ext_proc filter hands each request to the EPP on 127.0.0.1:9002 (TLS: the EPP
-serves gRPC with a self-signed certificate unless --secure-serving=false; the only supported body
-mode is FULL_DUPLEX_STREAMED, llm-d-router README), then an ORIGINAL_DST cluster sends it to the
-pod the EPP wrote into x-gateway-destination-endpoint. /ready for the probes and the admin
-interface (loopback only) on pd-stack.llmdEnvoyPorts.
-*/}}
+{{/* Envoy's configuration in standalone mode: files/envoy.yaml, with the router's ports. */}}
 {{- define "pd-stack.llmdEnvoyConfig" -}}
 {{- $llmd := include "pd-stack.llmdValues" . | fromJson -}}
-{{- $ports := include "pd-stack.llmdEppPorts" . | fromJson -}}
-{{- $envoyPorts := include "pd-stack.llmdEnvoyPorts" . | fromJson -}}
 {{- $flags := dig "epp" "flags" dict $llmd -}}
 {{- $tls := not (and (hasKey $flags "secure-serving") (eq (toString (get $flags "secure-serving")) "false")) -}}
-{{- $hcm := "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager" -}}
-admin:
-  address:
-    socket_address: {address: 127.0.0.1, port_value: {{ $envoyPorts.admin }}}
-static_resources:
-  listeners:
-    - name: ready
-      address:
-        socket_address: {address: 0.0.0.0, port_value: {{ $envoyPorts.ready }}}
-      additional_addresses: [{address: {socket_address: {address: "::", port_value: {{ $envoyPorts.ready }}}}}]
-      filter_chains:
-        - filters:
-            - name: envoy.filters.network.http_connection_manager
-              typed_config:
-                "@type": {{ $hcm }}
-                stat_prefix: ready
-                route_config:
-                  name: ready
-                  virtual_hosts: [{name: ready, domains: ["*"], routes: []}]
-                http_filters:
-                  - name: envoy.filters.http.health_check
-                    typed_config:
-                      "@type": type.googleapis.com/envoy.extensions.filters.http.health_check.v3.HealthCheck
-                      pass_through_mode: false
-                      headers: [{name: ":path", string_match: {exact: /ready}}]
-                  - name: envoy.filters.http.router
-                    typed_config:
-                      "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-    - name: llm
-      address:
-        socket_address: {address: 0.0.0.0, port_value: {{ int .Values.routerSpec.containerPort }}}
-      # IPv6 too, as the standalone chart's preset: pods of IPv6-only and dual-stack clusters.
-      additional_addresses: [{address: {socket_address: {address: "::", port_value: {{ int .Values.routerSpec.containerPort }}}}}]
-      filter_chains:
-        - filters:
-            - name: envoy.filters.network.http_connection_manager
-              typed_config:
-                "@type": {{ $hcm }}
-                stat_prefix: http
-                normalize_path: true
-                merge_slashes: true
-                common_http_protocol_options: {headers_with_underscores_action: REJECT_REQUEST}
-                route_config:
-                  name: llm
-                  virtual_hosts:
-                    - name: llm
-                      domains: ["*"]
-                      routes:
-                        - match: {prefix: /}
-                          route: {cluster: original_destination_cluster, timeout: 86400s, idle_timeout: 86400s}
-                http_filters:
-                  - name: envoy.filters.http.ext_proc
-                    typed_config:
-                      "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor
-                      failure_mode_allow: {{ dig "proxy" "failOpen" true $llmd }}
-                      grpc_service:
-                        envoy_grpc: {cluster_name: ext_proc, authority: "localhost:{{ $ports.grpc }}"}
-                        timeout: 10s
-                      processing_mode:
-                        request_header_mode: SEND
-                        response_header_mode: SEND
-                        request_body_mode: FULL_DUPLEX_STREAMED
-                        response_body_mode: FULL_DUPLEX_STREAMED
-                        request_trailer_mode: SEND
-                        response_trailer_mode: SEND
-                      message_timeout: 1000s
-                  - name: envoy.filters.http.router
-                    typed_config:
-                      "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-                      suppress_envoy_headers: true
-  clusters:
-    - name: original_destination_cluster
-      type: ORIGINAL_DST
-      connect_timeout: 1000s
-      lb_policy: CLUSTER_PROVIDED
-      # Envoy's default limits (1024 connections, pending and active requests per cluster) would
-      # answer 503 itself above 1024 requests in flight; the standalone chart's preset sets 40000.
-      circuit_breakers:
-        thresholds: [{max_connections: 40000, max_pending_requests: 40000, max_requests: 40000}]
-      original_dst_lb_config:
-        use_http_header: true
-        http_header_name: x-gateway-destination-endpoint
-    - name: ext_proc
-      type: STATIC
-      connect_timeout: 10s
-      lb_policy: LEAST_REQUEST
-      circuit_breakers:
-        thresholds: [{max_connections: 40000, max_pending_requests: 40000, max_requests: 40000, max_retries: 1024}]
-      typed_extension_protocol_options:
-        envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-          "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-          explicit_http_config:
-            http2_protocol_options: {}
-      {{- if $tls }}
-      transport_socket:
-        name: envoy.transport_sockets.tls
-        typed_config:
-          "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext
-          common_tls_context:
-            validation_context: {}
-      {{- end }}
-      load_assignment:
-        cluster_name: ext_proc
-        endpoints:
-          - lb_endpoints:
-              - endpoint:
-                  address:
-                    socket_address: {address: 127.0.0.1, port_value: {{ $ports.grpc }}}
+{{- $envoy := dict "containerPort" (int .Values.routerSpec.containerPort) "grpcPort" (include "pd-stack.llmdEppPorts" . | fromJson).grpc -}}
+{{- $_ := set $envoy "envoyPorts" (include "pd-stack.llmdEnvoyPorts" . | fromJson) -}}
+{{- $_ = set $envoy "failOpen" (dig "proxy" "failOpen" true $llmd) -}}
+{{- $_ = set $envoy "tls" $tls -}}
+{{- tpl (.Files.Get "files/envoy.yaml") (dict "Template" .Template "Envoy" $envoy) | trimSuffix "\n" -}}
 {{- end -}}
 
 {{/*

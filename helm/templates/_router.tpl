@@ -1,12 +1,12 @@
 {{/*
 The PD router: which one (routerSpec.type), what it discovers, and its command line. Whether a
 router can route the pools' connector is a fact of files/connectors.yaml (routers, notRoutedBy),
-checked in _checks.tpl.
+checked in _checks-router.tpl.
 */}}
 
-{{/* routerSpec.type: production-stack (the default), vllm-router, lmcache-proxy or llm-d. */}}
+{{/* routerSpec.type (files/topology.yaml routerTypes; values.yaml has the default). */}}
 {{- define "pd-stack.routerType" -}}
-{{- .Values.routerSpec.type | default "production-stack" -}}
+{{- .Values.routerSpec.type -}}
 {{- end -}}
 
 {{/* "true" when routerSpec.type is vllm-router (the default is the production-stack router). */}}
@@ -357,7 +357,7 @@ file disagg_proxy_server.py of scriptConfigMap, mounted at /opt/lmcache-pd-proxy
 
 {{/* The proxy's ZMQ PULL port for the senders' notifications (LMCache senders' pd_proxy_port). */}}
 {{- define "pd-stack.lmcacheProxyNotifyPort" -}}
-{{- dig "notifyPort" 7500 (.Values.routerSpec.lmcacheProxy | default dict) | int -}}
+{{- .Values.routerSpec.lmcacheProxy.notifyPort | int -}}
 {{- end -}}
 
 {{/*
@@ -390,6 +390,6 @@ and the proxy's notify port. JSON {host, port}. */}}
 {{- $lmc := dig "kvTransfer" "lmcache" dict .spec -}}
 {{- $deployed := include "pd-stack.isLMCacheProxy" .root -}}
 {{- $host := $lmc.proxyHost | default (ternary (include "pd-stack.routerServiceName" .root) "" (eq $deployed "true")) -}}
-{{- $port := $lmc.proxyPort | default (ternary (include "pd-stack.lmcacheProxyNotifyPort" .root) "7500" (eq $deployed "true")) -}}
+{{- $port := $lmc.proxyPort | default (include "pd-stack.lmcacheProxyNotifyPort" .root) -}}
 {{- toJson (dict "host" $host "port" (int $port)) -}}
 {{- end -}}

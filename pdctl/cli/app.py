@@ -52,8 +52,10 @@ def root(
 
 
 # In the order of the work: size, write, check, render, install, watch, prove, remove.
+# Each command's first docstring line is its line in `pdctl --help`, whole (click would cut a
+# default short help at a few dozen characters).
 for command in (plan, init, validate, template, deploy, status, verify, uninstall, version):
-    app.command()(command)
+    app.command(short_help=(command.__doc__ or "").strip().splitlines()[0])(command)
 
 
 def main() -> None:

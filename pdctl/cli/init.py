@@ -92,8 +92,12 @@ def init(
     offline: OfflineOpt = False,
     connector: ConnectorOpt = "NixlConnector",
     router: Annotated[
-        str, typer.Option("--router", help="PD router: vllm-router (production-stack: not yet).")
-    ] = "vllm-router",
+        str | None,
+        typer.Option(
+            "--router",
+            help="PD router; the planner writes vllm-router values (production-stack: not yet).",
+        ),
+    ] = None,
     network_gbps: NetworkOpt = None,
     node_selector: Annotated[
         list[str] | None,

@@ -139,7 +139,7 @@ class PlanArgs:
     connector: str
     network_gbps: float | None
 
-    def build(self, router: str = "vllm-router") -> tuple[Plan, Wiring]:
+    def build(self, router: str | None = None) -> tuple[Plan, Wiring]:
         from pdctl.plan import Workload, make_plan, resolve_model  # lazy: start-up
         from pdctl.plan.emit import wiring  # lazy: start-up
 
@@ -170,7 +170,7 @@ class PlanArgs:
 
 
 def build_plan(
-    args: PlanArgs, output: OutputFormat, router: str = "vllm-router"
+    args: PlanArgs, output: OutputFormat, router: str | None = None
 ) -> tuple[Plan, Wiring]:
     """args.build(); under -o json a refusal is JSON on stdout too (why, and what would fit)."""
     from pdctl.plan.layout import DoesNotFit  # lazy: start-up

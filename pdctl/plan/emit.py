@@ -56,9 +56,9 @@ class Wiring:
         return self.connector.pairing == "1P1D"
 
 
-def wiring(connector: str = DEFAULT_CONNECTOR, router: str = ROUTER) -> Wiring:
+def wiring(connector: str = DEFAULT_CONNECTOR, router: str | None = None) -> Wiring:
     """The connector's table entry, refused when the engine image's vLLM lacks it or the router
-    cannot route it (with the table's reasons)."""
+    cannot route it (with the table's reasons). No router: the one pdctl init writes (ROUTER)."""
     from packaging.specifiers import SpecifierSet
     from packaging.version import Version
 
@@ -77,6 +77,7 @@ def wiring(connector: str = DEFAULT_CONNECTOR, router: str = ROUTER) -> Wiring:
             f"writes: it exists in vLLM {entry.vllm_versions} ({entry.versions_why})",
             hint=f"use {DEFAULT_CONNECTOR}",
         )
+    router = router or ROUTER
     if router not in ROUTERS:
         raise UsageError(f"--router {router!r}: one of {', '.join(ROUTERS)}")
     if router not in entry.routers:

@@ -52,7 +52,18 @@ def _keda_bounds(keda: dict[str, Any]) -> Iterator[tuple[str, str]]:
 
 
 @rule(
-    "PD023", "an autoscaler can own the replicas it is given (modelSpec[].keda, the router's HPA)"
+    "PD023",
+    "an autoscaler can own the replicas it is given (modelSpec[].keda, the router's HPA)",
+    explain=(
+        "an autoscaler can own the replicas it is given: no KEDA ScaledObject "
+        "(`modelSpec[].keda`) on a pool that must keep one replica (a 1P1D connector, a "
+        "decode pool behind LMCache's PD proxy) or on a DisaggregatedSet role that is not "
+        "`scalingMode: External`; KEDA's replica bounds (min <= max, idle below min); at "
+        "least one trigger; no scale to zero (`minReplicaCount: 0`, `idleReplicaCount`) on "
+        "the default triggers, which read only the pool's own engines; no router HPA "
+        "(`routerSpec.autoscaling`) for the llm-d router or LMCache's PD proxy, none without "
+        "`resources.requests.cpu`, min <= max"
+    ),
 )
 def autoscalers(deployment: Deployment) -> Iterator[Issue]:
     for pool in deployment.pools:

@@ -10,7 +10,18 @@ from pdctl.rules.model import Deployment
 from pdctl.rules.registry import Issue, rule
 
 
-@rule("PD019", "production-stack features pd-stack does not serve are refused by name")
+@rule(
+    "PD019",
+    "production-stack features pd-stack does not serve are refused by name",
+    explain=(
+        "production-stack features pd-stack does not serve are refused by name with the "
+        "reason and what to use instead "
+        "(docs/production-stack.md); with `routerSpec.type: "
+        "vllm-router`, `lmcache-proxy` or `llm-d`, so are the production-stack router's own "
+        "keys (`staticBackends`, `rootPath`, `prefixMinMatchLength`, the LMCache controller "
+        "keys)"
+    ),
+)
 def unsupported_features(deployment: Deployment) -> Iterator[Issue]:
     router = deployment.router_type
     for key in production_stack.load(deployment.chart_dir).values():

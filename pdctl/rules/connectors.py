@@ -1,7 +1,8 @@
 """Rules on a pool's KV connector, from the connector table (helm/files/connectors.yaml): it exists
 in the image's vLLM and engine, its kv role is one it has, and the settings each side needs are set.
 
-Each error here has a twin in the chart (templates/_checks.tpl, same rule id in its message).
+Each error here has a twin in the chart (templates/_checks-connectors.tpl, same rule id
+in its message).
 """
 
 from __future__ import annotations
@@ -20,7 +21,17 @@ def _outside(version: Version, versions: str) -> bool:
     return format_version(version) not in SpecifierSet(versions.replace(" ", ""))
 
 
-@rule("PD012", "the KV connector (and its settings) exist in the image's vLLM version and engine")
+@rule(
+    "PD012",
+    "the KV connector (and its settings) exist in the image's vLLM version and engine",
+    explain=(
+        "the connector exists in the image's vLLM (`vllmVersion`, or a `vX.Y.Z` tag of "
+        "`vllm/vllm-openai`), with the ranges of the connector table (NIXL from 0.9.0; PyNccl"
+        " up to 0.10.0; P2pNccl from 0.9.2 to before 0.23.0; `loadFailurePolicy` from "
+        "0.11.1); the connector's engine (V0 for PyNccl, V1 for the others) agrees with "
+        "`vllmConfig.v1`"
+    ),
+)
 def connector_available(deployment: Deployment) -> Iterator[Issue]:
     policy = deployment.table.kv_transfer_fields["loadFailurePolicy"]
     v0 = deployment.table.v0_engine
@@ -94,7 +105,16 @@ def _requirements(deployment: Deployment, pool: Pool) -> Iterator[Issue]:
             )
 
 
-@rule("PD018", "a pool's KV transfer is complete: one form, a role it has, the settings it needs")
+@rule(
+    "PD018",
+    "a pool's KV transfer is complete: one form, a role it has, the settings it needs",
+    explain=(
+        "a pool's KV transfer is complete: `lmcacheConfig` and `kvTransfer` are not both set;"
+        " a prefill or decode pool has a connector; `kv_both` only where the connector has it"
+        " (NIXL); the settings a side needs (LMCache sender `lmcache.proxyHost` unless the "
+        "chart deploys the proxy, PyNccl decode `peerPool`)"
+    ),
+)
 def connector_complete(deployment: Deployment) -> Iterator[Issue]:
     for pool in deployment.pools:
         connector = pool.connector

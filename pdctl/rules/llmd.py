@@ -1,6 +1,7 @@
 """Rules on the llm-d router (routerSpec.type llm-d): endpoint picker, gateway, decode sidecar.
 
-Each error here has a twin in the chart (templates/_checks.tpl pd-stack.checks.llmd, same rule id).
+Each error here has a twin in the chart (templates/_checks-llmd.tpl pd-stack.checks.llmd, same
+rule id).
 Which connectors the llm-d router routes at all is PD017 (pdctl/rules/router.py, from the connector
 table's routers/notRoutedBy); the facts read here are the table's routers.llm-d entries and its
 routerImages.llm-d release rows.
@@ -18,7 +19,6 @@ from pdctl.rules.registry import Issue, rule
 
 ROUTER = "llm-d"
 LLMD: tuple[str, ...] = ("routerSpec", "llmd")
-DEFAULT_MODEL_SERVER_PORT = 8200  # the sidecar's default vLLM port (pkg/sidecar/proxy/options.go)
 
 
 def release(deployment: Deployment) -> tuple[str, dict[str, Any]]:
@@ -41,10 +41,27 @@ def routed(deployment: Deployment) -> list[tuple[Pool, dict[str, Any]]]:
 
 def model_server_port(deployment: Deployment) -> int:
     sidecar = as_dict(as_dict(deployment.router.get("llmd")).get("sidecar"))
-    return as_int(sidecar.get("modelServerPort"), DEFAULT_MODEL_SERVER_PORT)
+    return as_int(sidecar.get("modelServerPort"), 0)  # values.yaml's default, merged in
 
 
-@rule("PD022", "the llm-d router: discovery, gateway, sidecar connector, TP, ports, scheduler")
+@rule(
+    "PD022",
+    "the llm-d router: discovery, gateway, sidecar connector, TP, ports, scheduler",
+    explain=(
+        "the llm-d router (`routerSpec.type: llm-d`): no static discovery (its endpoint "
+        "picker selects pods by label); gateway mode names a Gateway (`llmd.gateway.name`), "
+        "standalone mode none; one sidecar `--kv-connector` and one Mooncake bootstrap port "
+        "for the release; the tensor parallelism llm-d's P/D guide requires (NIXL: decode TP "
+        ">= prefill TP; Mooncake: equal); vLLM's port behind the sidecar "
+        "(`llmd.sidecar.modelServerPort`) is neither the engine port nor a connector port; "
+        "`scheduler.stageOrder` and `scheduler.promptTokens` only from llm-d-router v0.10.0, "
+        "and no prefix-based decider with `stageOrder: prefill-first`; a raw "
+        "`scheduler.config` is an EndpointPickerConfig of the release's apiVersion. The "
+        "schema takes `gateway.failureMode` FailOpen or FailClose only (llm-d's chart "
+        "README's FailClosed is refused by the InferencePool CRD) and `nonCachedTokens` >= 1 "
+        "(0 would never disaggregate)"
+    ),
+)
 def llmd_router(deployment: Deployment) -> Iterator[Issue]:
     if not deployment.router_enabled or deployment.router_type != ROUTER:
         return

@@ -2,7 +2,7 @@
 
 Every accessor tolerates missing keys and wrong types (rules run even when the schema failed).
 Roles, kv roles and connectors are derived exactly as the chart derives them (templates/
-_helpers.tpl pd-stack.poolRole, _connectors.tpl pd-stack.poolConnector and pd-stack.kvRole),
+_helpers-pools.tpl pd-stack.poolRole, _connectors.tpl pd-stack.poolConnector and pd-stack.kvRole),
 from the connector table the chart reads.
 """
 
@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pdctl import naming
+from pdctl import naming, topology
 from pdctl.connectors import Connector, Table
 from pdctl.naming import Release
 from pdctl.values.paths import KeyPath
 
-ROLE_BY_KV = {"kv_producer": "prefill", "kv_consumer": "decode"}
+ROLE_BY_KV = topology.load().role_by_kv_role
 POOLS_PATH: KeyPath = ("servingEngineSpec", "modelSpec")
 _VERSION_TAG = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
 _OFFICIAL_IMAGE = re.compile(r"(^|/)vllm/vllm-openai$")
@@ -250,7 +250,7 @@ class Deployment:
 
     @property
     def router_type(self) -> str:
-        return str(self.router.get("type") or "production-stack")
+        return str(self.router.get("type", ""))  # the chart's default is merged in (values.yaml)
 
     @property
     def router_discovery(self) -> str:

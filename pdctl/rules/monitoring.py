@@ -9,7 +9,15 @@ from pdctl.rules.model import Deployment, as_dict
 from pdctl.rules.registry import Issue, rule
 
 
-@rule("PD024", "a monitor scrapes what it names, once (serviceMonitor, podMonitor)")
+@rule(
+    "PD024",
+    "a monitor scrapes what it names, once (serviceMonitor, podMonitor)",
+    explain=(
+        "a monitor scrapes what it names, once: not both `serviceMonitor` and `podMonitor` "
+        "for the engines or for the router; no router monitor for LMCache's PD proxy (it "
+        "exports no metrics)"
+    ),
+)
 def monitors(deployment: Deployment) -> Iterator[Issue]:
     for where in ("servingEngineSpec", "routerSpec"):
         spec = as_dict(deployment.values.get(where))

@@ -1,25 +1,33 @@
 """Rules on how prefill and decode pools pair up: roles, peers, ports, model agreement.
 
-Each error here has a twin in the chart (templates/_checks.tpl, same rule id in its message).
+Each error here has a twin in the chart (templates/_checks-pairing.tpl, same rule id
+in its message).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pdctl.chart import bundled_chart_dir, default_values
 from pdctl.findings import Severity
 from pdctl.naming import names_service, service_pool
-from pdctl.rules.model import Deployment, Pool, as_dict, as_int
+from pdctl.rules.model import ROLE_BY_KV, Deployment, Pool, as_dict, as_int
 from pdctl.rules.registry import Issue, rule
 
 _ROLE_BY_NIXL = {"sender": "prefill", "receiver": "decode"}
-_ROLE_BY_KV = {"kv_producer": "prefill", "kv_consumer": "decode"}
+
 _OPPOSITE = {"prefill": "decode", "decode": "prefill"}
 _ANY_ADDRESS = {"0.0.0.0", "::"}
 
 
-@rule("PD001", "KV roles (producer/consumer, sender/receiver) agree with the pool's role and pair")
+@rule(
+    "PD001",
+    "KV roles (producer/consumer, sender/receiver) agree with the pool's role and pair",
+    explain=(
+        "a declared kvRole agrees with the pool's role (producer = prefill, consumer = "
+        "decode), a NIXL `nixlRole` too (sender = prefill); a prefill pool has a decode pool "
+        "and vice versa; NIXL needs LMCache enabled"
+    ),
+)
 def roles_agree(deployment: Deployment) -> Iterator[Issue]:
     for pool in deployment.pools:
         if pool.lmcache.get("enableNixl") and not pool.lmcache.get("enabled"):
@@ -32,7 +40,7 @@ def roles_agree(deployment: Deployment) -> Iterator[Issue]:
             ("lmcacheConfig", pool.lmcache.get("kvRole")),
             ("kvTransfer", pool.kv_transfer.get("kvRole")),
         ):
-            wanted = _ROLE_BY_KV.get(str(kv_role))
+            wanted = ROLE_BY_KV.get(str(kv_role))
             if pool.spec.get("role") and wanted and wanted != pool.role:
                 yield Issue(
                     pool.at(key, "kvRole"),
@@ -62,11 +70,8 @@ def roles_agree(deployment: Deployment) -> Iterator[Issue]:
 
 def lmcache_proxy_notify_port(deployment: Deployment) -> int:
     """The ZMQ port of the LMCache proxy the chart deploys (pd-stack.lmcacheProxyNotifyPort):
-    routerSpec.lmcacheProxy.notifyPort, else the chart's default."""
-    chart = default_values(deployment.chart_dir or bundled_chart_dir())
-    default = as_dict(as_dict(chart.get("routerSpec")).get("lmcacheProxy")).get("notifyPort")
-    own = as_dict(deployment.router.get("lmcacheProxy")).get("notifyPort")
-    return as_int(own, as_int(default, 7500))
+    routerSpec.lmcacheProxy.notifyPort (its default is values.yaml's, merged in)."""
+    return as_int(as_dict(deployment.router.get("lmcacheProxy")).get("notifyPort"), 0)
 
 
 def _lmcache_proxy_senders(deployment: Deployment) -> Iterator[Pool]:
@@ -79,7 +84,17 @@ def _lmcache_proxy_senders(deployment: Deployment) -> Iterator[Pool]:
             yield pool
 
 
-@rule("PD003", "peer hosts resolve to a Service this release renders for a pool of the right role")
+@rule(
+    "PD003",
+    "peer hosts resolve to a Service this release renders for a pool of the right role",
+    explain=(
+        "a sender's `nixlPeerHost` is "
+        "`<release>-<pool>-engine-service[.<ns>[.svc[.cluster.local]]]` of a decode pool; "
+        "`kvTransfer.peerPool` names a pool of the opposite role; a receiver listens on "
+        "0.0.0.0 (warning otherwise); an LMCache sender's `lmcache.proxyHost`, if set, names "
+        "the proxy the chart deploys"
+    ),
+)
 def peers_resolve(deployment: Deployment) -> Iterator[Issue]:
     proxy = deployment.release.router_service
     for sender in _lmcache_proxy_senders(deployment):
@@ -147,7 +162,14 @@ def _legacy_pairs(deployment: Deployment) -> Iterator[tuple[Pool, Pool]]:
                 yield sender, receiver
 
 
-@rule("PD004", "a sender's peer port is the port its receiver listens on")
+@rule(
+    "PD004",
+    "a sender's peer port is the port its receiver listens on",
+    explain=(
+        "sender and receiver `nixlPeerPort` agree; an LMCache sender's `lmcache.proxyPort`, "
+        "if set, is the deployed proxy's `notifyPort`"
+    ),
+)
 def peer_ports_agree(deployment: Deployment) -> Iterator[Issue]:
     for sender in _lmcache_proxy_senders(deployment):
         port = as_dict(sender.kv_transfer.get("lmcache")).get("proxyPort")
@@ -186,7 +208,14 @@ def _agreement(prefill: Pool, decode: Pool) -> Iterator[tuple[str, object, objec
         yield "blockSize", p_block, d_block
 
 
-@rule("PD005", "prefill and decode serve the same model, context length and KV cache layout")
+@rule(
+    "PD005",
+    "prefill and decode serve the same model, context length and KV cache layout",
+    explain=(
+        "prefill and decode agree on modelURL, maxModelLen, kvCacheDtype, blockSize (NIXL: "
+        "prefill block size may be smaller)"
+    ),
+)
 def pools_agree(deployment: Deployment) -> Iterator[Issue]:
     for prefill, decode in deployment.pairs():
         for key, p_value, d_value in _agreement(prefill, decode):
@@ -202,7 +231,14 @@ def pools_agree(deployment: Deployment) -> Iterator[Issue]:
             )
 
 
-@rule("PD013", "prefill and decode use the same connector, with tensor parallelism it allows")
+@rule(
+    "PD013",
+    "prefill and decode use the same connector, with tensor parallelism it allows",
+    explain=(
+        "prefill and decode use the same connector (or both none); PyNccl and P2pNccl need "
+        "equal TP (NIXL, Mooncake, LMCache allow hetero TP)"
+    ),
+)
 def connectors_pair(deployment: Deployment) -> Iterator[Issue]:
     for prefill, decode in deployment.pairs():
         p_conn, d_conn = prefill.connector, decode.connector
@@ -223,7 +259,15 @@ def connectors_pair(deployment: Deployment) -> Iterator[Issue]:
             )
 
 
-@rule("PD014", "1P1D connectors (PyNccl, the tutorial's LMCache NIXL form): one pod per pool")
+@rule(
+    "PD014",
+    "1P1D connectors (PyNccl, the tutorial's LMCache NIXL form): one pod per pool",
+    explain=(
+        "1P1D connectors (PyNccl, the tutorial's LMCache NIXL form): one replica per pool, "
+        "one sender per receiver; with LMCache's proxy (`routerSpec.type: lmcache-proxy`) one"
+        " replica per decode pool"
+    ),
+)
 def one_to_one(deployment: Deployment) -> Iterator[Issue]:
     for pool in deployment.by_role("decode") if deployment.lmcache_proxy else []:
         connector = pool.connector

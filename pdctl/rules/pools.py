@@ -15,7 +15,11 @@ from pdctl.values.paths import KeyPath
 _PLACEHOLDERS = ("<", "your-hf-token", "changeme", "xxx", "hf_xxx", "token-here")
 
 
-@rule("PD016", "engines enabled need at least one pool")
+@rule(
+    "PD016",
+    "engines enabled need at least one pool",
+    explain="engines enabled with no pool (`servingEngineSpec.modelSpec` empty or missing)",
+)
 def pools_exist(deployment: Deployment) -> Iterator[Issue]:
     if deployment.engines_enabled and not deployment.pools:
         yield Issue(
@@ -26,7 +30,7 @@ def pools_exist(deployment: Deployment) -> Iterator[Issue]:
         )
 
 
-@rule("PD006", "pool names are unique")
+@rule("PD006", "pool names are unique", explain="pool names are unique")
 def unique_names(deployment: Deployment) -> Iterator[Issue]:
     seen: dict[str, int] = {}
     for pool in deployment.pools:
@@ -39,7 +43,14 @@ def unique_names(deployment: Deployment) -> Iterator[Issue]:
         seen.setdefault(pool.name, pool.index)
 
 
-@rule("PD007", "object names stay within 63 characters after the release prefix")
+@rule(
+    "PD007",
+    "object names stay within 63 characters after the release prefix",
+    explain=(
+        "`<release>-<pool>-deployment-vllm`, `-engine-service`, `-storage-claim` fit in 63 "
+        "characters (validate only: Kubernetes refuses a long name at install)"
+    ),
+)
 def name_lengths(deployment: Deployment) -> Iterator[Issue]:
     """Validate only: Kubernetes refuses the object at install with its own message (not a silent
     failure), and helm template has no length limit, so the chart does not repeat this check."""
@@ -76,7 +87,11 @@ def _group_pod_names(deployment: Deployment, pool: Pool) -> list[str]:
     return [f"{lws}-{max(pool.replicas - 1, 0)}{worker}"]
 
 
-@rule("PD010", "GPUs per pod equal tensor x pipeline x data parallel size")
+@rule(
+    "PD010",
+    "GPUs per pod equal tensor x pipeline x data parallel size",
+    explain="`requestGPU` = tensorParallelSize x pipelineParallelSize x dataParallelSize",
+)
 def gpus_match_parallelism(deployment: Deployment) -> Iterator[Issue]:
     for pool in deployment.pools:
         needed = pool.tp * pool.pp * pool.dp
@@ -117,6 +132,7 @@ def _gpu_hint(gpus: int, needed: int, other_ranks: int) -> str:
     "PD011",
     "gpuMemoryUtilization between 0.5 and 0.95 (the schema bounds it to (0, 1])",
     Severity.warning,
+    explain="gpuMemoryUtilization above 0.95 or below 0.5 (the schema bounds it to (0, 1])",
 )
 def memory_utilization(deployment: Deployment) -> Iterator[Issue]:
     for pool in deployment.pools:
@@ -137,7 +153,11 @@ def memory_utilization(deployment: Deployment) -> Iterator[Issue]:
             )
 
 
-@rule("PD015", "a pool's label model equals its name (the router tells pools apart by it)")
+@rule(
+    "PD015",
+    "a pool's label model equals its name (the router tells pools apart by it)",
+    explain="`labels.model` equals the pool name",
+)
 def model_label(deployment: Deployment) -> Iterator[Issue]:
     engine = deployment.values.get("servingEngineSpec")
     common = engine.get("labels") if isinstance(engine, dict) else None
@@ -160,7 +180,12 @@ def _is_pd(deployment: Deployment) -> bool:
     return bool(deployment.pairs())
 
 
-@rule("PD101", "PD on a small workload rarely helps", Severity.warning)
+@rule(
+    "PD101",
+    "PD on a small workload rarely helps",
+    Severity.warning,
+    explain="PD where it rarely helps: prefill maxModelLen < 2048, or a single GPU in total",
+)
 def small_pd(deployment: Deployment) -> Iterator[Issue]:
     if not _is_pd(deployment):
         return
@@ -182,7 +207,7 @@ def small_pd(deployment: Deployment) -> Iterator[Issue]:
         )
 
 
-@rule("PD102", "hostIPC weakens pod isolation", Severity.warning)
+@rule("PD102", "hostIPC weakens pod isolation", Severity.warning, explain="`hostIPC: true`")
 def host_ipc(deployment: Deployment) -> Iterator[Issue]:
     for pool in deployment.pools:
         if pool.spec.get("hostIPC") is True:
@@ -194,7 +219,12 @@ def host_ipc(deployment: Deployment) -> Iterator[Issue]:
             )
 
 
-@rule("PD103", "hf_token is a placeholder", Severity.warning)
+@rule(
+    "PD103",
+    "hf_token is a placeholder",
+    Severity.warning,
+    explain="a placeholder `hf_token` such as `<your-hf-token>`",
+)
 def placeholder_token(deployment: Deployment) -> Iterator[Issue]:
     for pool in deployment.pools:
         token = pool.spec.get("hf_token")
@@ -218,7 +248,14 @@ def _images(deployment: Deployment) -> Iterator[tuple[KeyPath, str]]:
         yield ("routerSpec", "repository"), f"{router.get('repository')}:{router.get('tag')}"
 
 
-@rule("PD105", "an image is a placeholder", Severity.warning)
+@rule(
+    "PD105",
+    "an image is a placeholder",
+    Severity.warning,
+    explain=(
+        "a placeholder image (`example.com`, `<...>`, `your-...`) for an engine pool or the router"
+    ),
+)
 def placeholder_image(deployment: Deployment) -> Iterator[Issue]:
     for path, image in _images(deployment):
         if _PLACEHOLDER_IMAGE.search(image):
@@ -229,7 +266,15 @@ def placeholder_image(deployment: Deployment) -> Iterator[Issue]:
             )
 
 
-@rule("PD106", "replicas of a pool share a ReadWriteOnce claim", Severity.warning)
+@rule(
+    "PD106",
+    "replicas of a pool share a ReadWriteOnce claim",
+    Severity.warning,
+    explain=(
+        "several replicas of a pool sharing one ReadWriteOnce cache claim (only pods on one "
+        "node can mount it)"
+    ),
+)
 def shared_rwo_claim(deployment: Deployment) -> Iterator[Issue]:
     for pool in deployment.pools:
         modes = pool.spec.get("pvcAccessMode")
@@ -262,7 +307,15 @@ def _ucx_tls(deployment: Deployment, pool: Pool) -> tuple[str, KeyPath] | None:
     return None
 
 
-@rule("PD107", "UCX cuda_ipc between pods needs hostIPC", Severity.warning)
+@rule(
+    "PD107",
+    "UCX cuda_ipc between pods needs hostIPC",
+    Severity.warning,
+    explain=(
+        "`cuda_ipc` in `UCX_TLS` (`network.ucxTls` or env) without `hostIPC: true` (CUDA IPC "
+        "needs one IPC namespace)"
+    ),
+)
 def cuda_ipc_without_host_ipc(deployment: Deployment) -> Iterator[Issue]:
     """CUDA IPC hands GPU memory handles between processes, which needs them in one IPC
     namespace: containers get it with hostIPC (docker's --ipc=host)."""
@@ -283,7 +336,12 @@ def cuda_ipc_without_host_ipc(deployment: Deployment) -> Iterator[Issue]:
 _GATED = ("meta-llama/", "google/gemma")
 
 
-@rule("PD108", "a gated model without a Hugging Face token", Severity.warning)
+@rule(
+    "PD108",
+    "a gated model without a Hugging Face token",
+    Severity.warning,
+    explain="a gated Hugging Face model family (`meta-llama/`, `google/gemma`) without `hf_token`",
+)
 def gated_model_without_token(deployment: Deployment) -> Iterator[Issue]:
     for pool in deployment.pools:
         model = str(pool.spec.get("modelURL", ""))

@@ -39,6 +39,11 @@ def _blocks(budget: dict[str, Any], pods: int) -> str | None:
     "PD111",
     "a PodDisruptionBudget leaves node drains room to evict a pod",
     Severity.warning,
+    explain=(
+        "a PodDisruptionBudget (`modelSpec[].pdb`, `routerSpec.pdb`) that lets no pod be "
+        "evicted (`minAvailable` of all the pods, `maxUnavailable` 0), so node drains wait "
+        "forever"
+    ),
 )
 def disruption_budget(deployment: Deployment) -> Iterator[Issue]:
     hint = "leave minAvailable and maxUnavailable unset (maxUnavailable 1), or add replicas"
@@ -76,6 +81,11 @@ def disruption_budget(deployment: Deployment) -> Iterator[Issue]:
     "PD112",
     "the engines' NetworkPolicy admits the clients the release sets up",
     Severity.warning,
+    explain=(
+        "the engines' NetworkPolicy (`servingEngineSpec.networkPolicy`) admits the clients "
+        "the release sets up: Prometheus when a monitor is on (`metricsFrom`), the Gateway of"
+        " the llm-d router's gateway mode (`ingress`)"
+    ),
 )
 def network_policy(deployment: Deployment) -> Iterator[Issue]:
     engine = as_dict(deployment.values.get("servingEngineSpec"))

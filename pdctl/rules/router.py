@@ -1,17 +1,19 @@
 """Rules on the router: it routes PD when there are PD pools, speaks their connector, finds them.
 
-Each error here has a twin in the chart (templates/_checks.tpl, same rule id in its message).
+Each error here has a twin in the chart (templates/_checks-router.tpl, same rule id
+in its message).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from pdctl import topology
 from pdctl.findings import Severity
 from pdctl.rules.model import Deployment
 from pdctl.rules.registry import Issue, rule
 
-LABEL_FLAGS = {"--prefill-model-labels": "prefill", "--decode-model-labels": "decode"}
+LABEL_FLAGS = topology.load().router_label_flags
 
 
 def has_flag(args: list[object], flag: str) -> bool:
@@ -31,7 +33,16 @@ def label_args(args: list[object]) -> Iterator[tuple[int, str, str, list[str]]]:
         yield at, flag, LABEL_FLAGS[flag], [label for label in text.split(",") if label]
 
 
-@rule("PD008", "router --prefill/--decode-model-labels name existing pools of the right role")
+@rule(
+    "PD008",
+    "router --prefill/--decode-model-labels name existing pools of the right role",
+    explain=(
+        "`--prefill-model-labels`/`--decode-model-labels` in the production-stack router's "
+        "`routerSpec.extraArgs` (comma lists, `--flag=x` too) name existing pools of that "
+        "role; `disaggregated_prefill` has both flags, and with your own `staticBackends` "
+        "also `--static-model-labels`"
+    ),
+)
 def router_labels(deployment: Deployment) -> Iterator[Issue]:
     if not deployment.router_enabled or deployment.router_type != "production-stack":
         return
@@ -85,7 +96,14 @@ def router_labels(deployment: Deployment) -> Iterator[Issue]:
                 )
 
 
-@rule("PD009", "PD routing needs both a prefill and a decode pool, and PD pools need PD routing")
+@rule(
+    "PD009",
+    "PD routing needs both a prefill and a decode pool, and PD pools need PD routing",
+    explain=(
+        "PD routing (`disaggregated_prefill`, or `routerSpec.type` vllm-router, lmcache-proxy"
+        " or llm-d) has both roles; prefill+decode pools have PD routing"
+    ),
+)
 def pd_routing_has_both_roles(deployment: Deployment) -> Iterator[Issue]:
     if not deployment.router_enabled or not deployment.pools:
         return
@@ -107,7 +125,21 @@ def pd_routing_has_both_roles(deployment: Deployment) -> Iterator[Issue]:
         )
 
 
-@rule("PD017", "the router speaks the pools' KV connector and its discovery finds them")
+@rule(
+    "PD017",
+    "the router speaks the pools' KV connector and its discovery finds them",
+    explain=(
+        "the router can route the pools' connector (production-stack's "
+        "`disaggregated_prefill`: the tutorial's LMCache and PyNccl; vllm-router: NIXL, "
+        "Mooncake, P2pNccl; lmcache-proxy: LMCache >= 0.3.7; llm-d: NIXL, Mooncake); "
+        "LMCache's proxy has its script (`lmcacheProxy.scriptConfigMap` or `scriptPath`), the"
+        " pools' Services (no `serviceDiscovery: k8s`) and one list of receiver ports for all"
+        " decode pools; vllm-router's `kvConnector` is the one the pools need; static "
+        "discovery has a prefill and a decode worker; `routerSpec.serviceDiscovery` agrees "
+        "with `vllmRouter.serviceDiscovery`; the production-stack router's `staticBackends` "
+        "and `staticModels` come together, one model per backend"
+    ),
+)
 def router_speaks_connector(deployment: Deployment) -> Iterator[Issue]:
     if not deployment.router_enabled:
         return
@@ -242,12 +274,20 @@ def _static_backends(deployment: Deployment) -> Iterator[Issue]:
             )
 
 
-@rule("PD104", "the production-stack PD router keeps one endpoint per role", Severity.warning)
+@rule(
+    "PD104",
+    "the production-stack PD router keeps one endpoint per role",
+    Severity.warning,
+    explain=(
+        "the production-stack router's `disaggregated_prefill` with more than one pod per "
+        "role (it uses one endpoint per role: no balancing, no failover)"
+    ),
+)
 def single_endpoint_router(deployment: Deployment) -> Iterator[Issue]:
     """production-stack's disaggregated_prefill holds one client session per role, bound to the
     last discovered endpoint: extra prefill or decode pods get no traffic and no failover
     (router src/vllm_router/service_discovery.py::initialize_client_sessions)."""
-    if deployment.router.get("type", "production-stack") != "production-stack":
+    if deployment.router_type != "production-stack":
         return
     if deployment.router.get("routingLogic") != "disaggregated_prefill":
         return

@@ -57,6 +57,10 @@ def _known_models(deployment: Deployment) -> Iterator[tuple[Pool, CatalogModel]]
     "PD109",
     "a known model fits its cache volume and memory request",
     Severity.warning,
+    explain=(
+        "a model of the planner's catalog has a cache volume (`pvcStorage`) smaller than its "
+        "checkpoint, or `requestMemory` smaller than its weights"
+    ),
 )
 def model_fits_pod(deployment: Deployment) -> Iterator[Issue]:
     for pool, known in _known_models(deployment):
@@ -97,6 +101,11 @@ def _probe_seconds(probe: dict[str, Any]) -> int:
     "PD110",
     "a known model's engines get a startup budget long enough to download and load it",
     Severity.warning,
+    explain=(
+        "a model of the planner's catalog gets a startup probe (`initialDelaySeconds` + "
+        "`periodSeconds` x `failureThreshold`, the pool's over the shared one) shorter than "
+        "its checkpoint needs to download at 100 MiB/s and load (plus 10 minutes)"
+    ),
 )
 def startup_budget(deployment: Deployment) -> Iterator[Issue]:
     shared = as_dict(as_dict(deployment.values.get("servingEngineSpec")).get("startupProbe"))

@@ -1,7 +1,8 @@
 """Rules on how pools are rendered (helm/files/workloads.yaml): engines that span pods
 (LeaderWorkerSet, PD020) and the release's DisaggregatedSet (PD021).
 
-Each error here has a twin in the chart (templates/_checks.tpl, same rule id in its message).
+Each error here has a twin in the chart (templates/_checks-workloads.tpl, same rule id
+in its message).
 """
 
 from __future__ import annotations
@@ -15,7 +16,16 @@ from pdctl.rules.registry import Issue, rule
 SET_PATH = ("servingEngineSpec", "disaggregatedSet")
 
 
-@rule("PD020", "an engine over several pods has a vLLM launch form, DP ranks per pod, a connector")
+@rule(
+    "PD020",
+    "an engine over several pods has a vLLM launch form, DP ranks per pod, a connector",
+    explain=(
+        "an engine over several pods (`multiNode`) has a launch form for its vLLM version "
+        "(`helm/files/workloads.yaml`), `dataParallelSize` divisible by `nodes`, and a "
+        "connector that moves KV from every node (not PyNccl, the tutorial's 1P1D LMCache "
+        "form or P2pNccl)"
+    ),
+)
 def multi_node_engine(deployment: Deployment) -> Iterator[Issue]:
     table = workloads.load(deployment.chart_dir)
     for pool in deployment.pools:
@@ -61,7 +71,17 @@ def multi_node_engine(deployment: Deployment) -> Iterator[Issue]:
             )
 
 
-@rule("PD021", "the DisaggregatedSet exists in the LWS version and keeps its CRD's rules")
+@rule(
+    "PD021",
+    "the DisaggregatedSet exists in the LWS version and keeps its CRD's rules",
+    explain=(
+        "`servingEngineSpec.disaggregatedSet` exists in the stated `lwsVersion` (>= 0.9.0; "
+        "`slices`, `placementPolicy`, External scaling >= 0.10.0) and keeps the CRD's rules "
+        "(2-10 roles, Static roles all with replicas or none, a topology for a placement "
+        "policy, no `multiNode.exclusiveTopology` beside one, no External role with several "
+        "slices); `scalingMode` only with a DisaggregatedSet"
+    ),
+)
 def disaggregated_set(deployment: Deployment) -> Iterator[Issue]:
     table = workloads.load(deployment.chart_dir).disaggregated_set
     settings = deployment.disaggregated_set

@@ -1,0 +1,103 @@
+{{/* The engine pools and the facts every template needs of one (see _helpers.tpl). */}}
+
+{{/* Loads files/topology.yaml (roles, the kv-role map, router types and label flags) into the root
+context as .pdStackTopology, once per template; outputs nothing. */}}
+{{- define "pd-stack.topology" -}}
+{{- if not (hasKey . "pdStackTopology") -}}
+{{- $_ := set . "pdStackTopology" (.Files.Get "files/topology.yaml" | fromYaml) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The engine pools the chart renders, as JSON: servingEngineSpec.modelSpec without the pools
+that say enabled: false, or none when engines are off. */}}
+{{- define "pd-stack.pools" -}}
+{{- $engine := .Values.servingEngineSpec -}}
+{{- $pools := list -}}
+{{- if ne $engine.enableEngine false -}}
+{{- range $engine.modelSpec | default list -}}
+{{- if ne .enabled false -}}{{- $pools = append $pools . -}}{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $pools -}}
+{{- end -}}
+
+{{/*
+The pool's role: prefill, decode or both. modelSpec.role states it; without it the tutorial's
+lmcacheConfig.kvRole implies it (kv_producer = prefill, kv_consumer = decode), then
+kvTransfer.kvRole the same way; otherwise both (aggregated serving).
+*/}}
+{{- define "pd-stack.poolRole" -}}
+{{- include "pd-stack.topology" .root -}}
+{{- $byKv := .root.pdStackTopology.roleByKvRole -}}
+{{- $lmRole := dig "lmcacheConfig" "kvRole" "" .spec -}}
+{{- $ktRole := dig "kvTransfer" "kvRole" "" .spec -}}
+{{- if .spec.role -}}{{ .spec.role }}
+{{- else if hasKey $byKv $lmRole -}}{{ get $byKv $lmRole }}
+{{- else if hasKey $byKv $ktRole -}}{{ get $byKv $ktRole }}
+{{- else -}}both
+{{- end -}}
+{{- end -}}
+
+{{/* "servingEngineSpec.modelSpec[<index>]" of a pool, for messages that name the key path. */}}
+{{- define "pd-stack.poolPath" -}}
+{{- $name := .spec.name -}}
+{{- $found := "" -}}
+{{- range $i, $s := .root.Values.servingEngineSpec.modelSpec -}}
+{{- if and (eq $s.name $name) (eq $found "") -}}{{- $found = toString $i -}}{{- end -}}
+{{- end -}}
+{{- printf "servingEngineSpec.modelSpec[%s]" $found -}}
+{{- end -}}
+
+{{/* The pool named .name (as JSON), or {}. */}}
+{{- define "pd-stack.poolByName" -}}
+{{- $want := .name -}}
+{{- $found := dict -}}
+{{- range include "pd-stack.pools" .root | fromJsonArray -}}
+{{- if eq .name $want -}}{{- $found = . -}}{{- end -}}
+{{- end -}}
+{{- toJson $found -}}
+{{- end -}}
+
+{{/*
+vLLM version inside a pool's image as "X.Y.Z", or "" when unknown: modelSpec.vllmVersion, else
+the semver-like tag (vX.Y.Z...) of the official vllm/vllm-openai image. Other images (for
+example lmcache/vllm-openai, whose tags name LMCache builds) say nothing about vLLM.
+*/}}
+{{- define "pd-stack.vllmVersion" -}}
+{{- if .spec.vllmVersion -}}
+{{- .spec.vllmVersion -}}
+{{- else if regexMatch "(^|/)vllm/vllm-openai$" .spec.repository -}}
+{{- trimPrefix "v" (regexFind "^v?[0-9]+\\.[0-9]+\\.[0-9]+" (toString .spec.tag)) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when the pool's vLLM version is known and satisfies the constraint .c (e.g. ">=0.11.1"). */}}
+{{- define "pd-stack.vllmSatisfies" -}}
+{{- $v := include "pd-stack.vllmVersion" .ctx -}}
+{{- if and $v (semverCompare .c $v) -}}true{{- end -}}
+{{- end -}}
+
+{{/* "true" when the pool's vLLM version is known and does NOT satisfy .c. */}}
+{{- define "pd-stack.vllmViolates" -}}
+{{- $v := include "pd-stack.vllmVersion" .ctx -}}
+{{- if and $v (not (semverCompare .c $v)) -}}true{{- end -}}
+{{- end -}}
+
+{{/* The vllmConfig key that asks for vLLM's V0 engine (VLLM_USE_V1=0): "v0" (v0: 1), "v1" (v1: 0), or "". */}}
+{{- define "pd-stack.v0Key" -}}
+{{- $vllm := .spec.vllmConfig | default dict -}}
+{{- if eq (toString ($vllm.v0 | default "")) "1" -}}v0
+{{- else if and (hasKey $vllm "v1") (eq (toString $vllm.v1) "0") -}}v1
+{{- end -}}
+{{- end -}}
+
+{{/* A vllmConfig integer of the pool (.key), default 1: tensor/pipeline/data parallel size. */}}
+{{- define "pd-stack.parallelSize" -}}
+{{- int (dig .key 1 (.ctx.spec.vllmConfig | default dict)) -}}
+{{- end -}}
+
+{{/* GPUs one pod of the pool needs: tensor x pipeline x data parallel size (DP ranks run in the pod). */}}
+{{- define "pd-stack.parallelGPUs" -}}
+{{- $vllm := .spec.vllmConfig | default dict -}}
+{{- mul (int (dig "tensorParallelSize" 1 $vllm)) (int (dig "pipelineParallelSize" 1 $vllm)) (int (dig "dataParallelSize" 1 $vllm)) -}}
+{{- end -}}
