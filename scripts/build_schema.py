@@ -37,11 +37,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from values_reference import value_comments
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "schemas" / "values.schema.yaml"
 CONNECTORS = ROOT / "helm" / "files" / "connectors.yaml"
 TOPOLOGY = ROOT / "helm" / "files" / "topology.yaml"
+VALUES = ROOT / "helm" / "values.yaml"
 PRODUCTION_STACK = ROOT / "helm" / "files" / "production-stack.yaml"
 TARGET = ROOT / "helm" / "values.schema.json"
 
@@ -226,6 +228,18 @@ def add_refused(schema: dict[str, Any], table: dict[str, Any]) -> None:
         }
 
 
+def add_value_comments(schema: dict[str, Any], comments: dict[str, str]) -> None:
+    """Each key that values.yaml documents (its `# --` comment, the one source of that text) gets
+    the comment as its description here, for pdctl's messages and the values reference."""
+    for path, text in comments.items():
+        node: dict[str, Any] | None = schema
+        for part in path.split("."):
+            node = _definition(schema, node) if node else None
+            node = (node or {}).get("properties", {}).get(part)
+        if node is not None and text:
+            node["description"] = text
+
+
 def build() -> dict[str, Any]:
     schema: dict[str, Any] = yaml.safe_load(SOURCE.read_text(encoding="utf-8"))
     own = schema.setdefault("definitions", {})
@@ -234,6 +248,7 @@ def build() -> dict[str, Any]:
     add_llmd_releases(own["llmd"], connectors)
     add_topology(own, yaml.safe_load(TOPOLOGY.read_text(encoding="utf-8")))
     add_refused(schema, yaml.safe_load(PRODUCTION_STACK.read_text(encoding="utf-8")))
+    add_value_comments(schema, value_comments(VALUES.read_text(encoding="utf-8")))
     clash = sorted(name for name in own if name.startswith(KUBERNETES_PREFIX))
     if clash:
         raise SystemExit(f"{SOURCE.name} defines Kubernetes names itself: {clash}")

@@ -38,6 +38,7 @@ LOCAL = "#/definitions/"
 
 
 def _load_build_script() -> ModuleType:
+    sys.path.insert(0, str(ROOT / "scripts"))  # as `python scripts/build_schema.py` has it
     spec = importlib.util.spec_from_file_location(
         "build_schema", ROOT / "scripts" / "build_schema.py"
     )
