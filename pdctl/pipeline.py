@@ -21,10 +21,10 @@ from pdctl.chart import bundled_chart_dir
 from pdctl.errors import InputError
 from pdctl.findings import Finding, Severity
 from pdctl.helm import TemplateRequest, find_helm, template
-from pdctl.validation.checks import check_values
 from pdctl.validation.inputs import STDIN
 from pdctl.validation.kube import check_objects
 from pdctl.validation.report import FileReport
+from pdctl.validation.schema_and_rules import check_values
 from pdctl.values.coalesce import merge_files
 from pdctl.values.loader import Document, ValuesLoadError, load, loads
 from pdctl.values.paths import KeyPath

@@ -13,7 +13,7 @@ import pytest
 from pdctl import connectors, manifests
 from pdctl.helm import Helm
 from pdctl.naming import Release
-from pdctl.rules.model import Deployment, Pool
+from pdctl.rules.deployment import Deployment, Pool
 from tests.helpers import CHART, VALUES_FILES, Render, load_values, pool_container
 
 TABLE = connectors.load(CHART)

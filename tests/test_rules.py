@@ -176,7 +176,7 @@ def test_memory_utilization_warns(value: float) -> None:
 
 @pytest.mark.parametrize("value", [0, 1.2])
 def test_memory_utilization_out_of_range_is_the_schemas(value: float) -> None:
-    from pdctl.validation.checks import check_values
+    from pdctl.validation.schema_and_rules import check_values
     from tests.helpers import CHART
 
     values = nixl(decode={"vllmConfig": {"gpuMemoryUtilization": value}})

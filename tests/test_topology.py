@@ -8,7 +8,7 @@ import json
 import re
 
 from pdctl import connectors, naming, topology
-from pdctl.rules.model import ROLE_BY_KV
+from pdctl.rules.deployment import ROLE_BY_KV
 from pdctl.rules.router import LABEL_FLAGS
 from tests.helpers import CHART
 

@@ -34,9 +34,11 @@
 {{- if and $lm.enableNixl (not $lm.enabled) -}}
 {{- fail (printf "[PD001] %s.lmcacheConfig.enableNixl is true but lmcacheConfig.enabled is not: NIXL transfer runs inside LMCache; set enabled: true, or drop enableNixl" $path) -}}
 {{- end -}}
+{{- include "pd-stack.topology" .root -}}
+{{- $byKv := .root.pdStackTopology.roleByKvRole -}}
 {{- range $declared := list (list "lmcacheConfig" $lm.kvRole) (list "kvTransfer" $kt.kvRole) -}}
 {{- $kvRole := last $declared | default "" -}}
-{{- if and $spec.role (or (and (eq $kvRole "kv_producer") (ne $role "prefill")) (and (eq $kvRole "kv_consumer") (ne $role "decode"))) -}}
+{{- if and $spec.role (hasKey $byKv $kvRole) (ne $role (get $byKv $kvRole)) -}}
 {{- fail (printf "[PD001] %s.%s.kvRole %q contradicts %s.role %q: prefill pools are kv_producer, decode pools kv_consumer" $path (first $declared) $kvRole $path $role) -}}
 {{- end -}}
 {{- end -}}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from pdctl.rules.model import Deployment, as_dict, as_int
+from pdctl.rules.deployment import Deployment, as_dict, as_int
 from pdctl.rules.registry import Issue, rule
 
 

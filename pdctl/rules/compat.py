@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from pdctl import production_stack
-from pdctl.rules.model import Deployment
+from pdctl.rules.deployment import Deployment
 from pdctl.rules.registry import Issue, rule
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from pdctl.connectors import setting
-from pdctl.rules.model import Deployment, Pool, Version, format_version
+from pdctl.rules.deployment import Deployment, Pool, Version, format_version
 from pdctl.rules.registry import Issue, rule
 
 

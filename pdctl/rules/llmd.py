@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from pdctl.rules.model import Deployment, Pool, as_dict, as_int
+from pdctl.rules.deployment import Deployment, Pool, as_dict, as_int
 from pdctl.rules.registry import Issue, rule
 
 ROUTER = "llm-d"

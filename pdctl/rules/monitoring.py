@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pdctl.rules.model import Deployment, as_dict
+from pdctl.rules.deployment import Deployment, as_dict
 from pdctl.rules.registry import Issue, rule
 
 

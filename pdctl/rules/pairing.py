@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from pdctl.findings import Severity
 from pdctl.naming import names_service, service_pool
-from pdctl.rules.model import ROLE_BY_KV, Deployment, Pool, as_dict, as_int
+from pdctl.rules.deployment import ROLE_BY_KV, Deployment, Pool, as_dict, as_int
 from pdctl.rules.registry import Issue, rule
 
 _ROLE_BY_NIXL = {"sender": "prefill", "receiver": "decode"}

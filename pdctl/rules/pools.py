@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pdctl import workloads
 from pdctl.findings import Severity
 from pdctl.naming import NAME_LIMIT
-from pdctl.rules.model import POOLS_PATH, Deployment, Pool, as_dict, as_int, as_number
+from pdctl.rules.deployment import POOLS_PATH, Deployment, Pool, as_dict, as_int, as_number
 from pdctl.rules.registry import Issue, rule
 from pdctl.values.paths import KeyPath
 

@@ -1,6 +1,6 @@
 """Production settings that deploy but do not work as meant (warnings): a PodDisruptionBudget that
 no node drain can ever satisfy, and a NetworkPolicy that shuts out the release's own Prometheus or
-Gateway. (A startup probe too short for a known model is PD110, in rules/sizing.py.)"""
+Gateway. (A startup probe too short for a known model is PD110, in rules/model_fit.py.)"""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from pdctl.findings import Severity
-from pdctl.rules.model import Deployment, as_dict, as_int
+from pdctl.rules.deployment import Deployment, as_dict, as_int
 from pdctl.rules.registry import Issue, rule
 
 

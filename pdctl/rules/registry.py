@@ -17,7 +17,7 @@ from typing import Any
 from pdctl import chart, connectors
 from pdctl.findings import Finding, Severity
 from pdctl.naming import Release
-from pdctl.rules.model import Deployment
+from pdctl.rules.deployment import Deployment
 from pdctl.rules.reads import Reads, watch
 from pdctl.values.coalesce import with_defaults
 from pdctl.values.paths import KeyPath

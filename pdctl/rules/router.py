@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from pdctl import topology
 from pdctl.findings import Severity
-from pdctl.rules.model import Deployment
+from pdctl.rules.deployment import Deployment
 from pdctl.rules.registry import Issue, rule
 
 LABEL_FLAGS = topology.load().router_label_flags

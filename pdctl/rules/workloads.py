@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from pdctl import workloads
-from pdctl.rules.model import Deployment, as_dict, as_int, format_version
+from pdctl.rules.deployment import Deployment, as_dict, as_int, format_version
 from pdctl.rules.registry import Issue, rule
 
 SET_PATH = ("servingEngineSpec", "disaggregatedSet")

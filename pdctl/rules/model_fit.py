@@ -12,7 +12,7 @@ from typing import Any
 from pdctl.findings import Severity
 from pdctl.models import catalog, memory, pods
 from pdctl.models.catalog import CatalogModel
-from pdctl.rules.model import Deployment, Pool, as_dict, as_int
+from pdctl.rules.deployment import Deployment, Pool, as_dict, as_int
 from pdctl.rules.registry import Issue, rule
 
 GIB = 2**30
