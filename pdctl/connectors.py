@@ -3,7 +3,7 @@
 The table is the one place a KV connector's facts are written: the vLLM versions that have it,
 its roles, ports, router support, env and extra-config keys, and the metrics that prove a
 transfer. The chart's templates read it; this module gives the same facts to the rules, the
-render summary, and later plan and verify.
+render summary, the planner and verify.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The errors pdctl reports to users, each with the exit code the design notes assign."""
+"""The errors pdctl reports to users, each with its exit code (docs/cli.md: 1 bad input or
+deployment, 2 usage, 3 environment)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Object names, labels and selectors exactly as the chart computes them (templates/_helpers.tpl).
 
-Rules, the render summary, and later deploy, status and verify use these instead of writing a
+Rules, the render summary, deploy, status and verify use these instead of writing a
 name by hand; tests/test_naming.py compares every name and selector here with a real render.
 """
 

@@ -1,7 +1,7 @@
 """The one way values reach helm: load safely, merge the files, apply --set, check (schema and
 PD rules), write one merged values file, render it with the real helm.
 
-`pdctl template`, `pdctl validate` (and later deploy) all go through here, so what was
+`pdctl template`, `pdctl validate`, `pdctl deploy` and `pdctl init` all go through here, so what was
 validated is byte for byte the file helm renders.
 """
 
