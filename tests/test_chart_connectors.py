@@ -69,13 +69,16 @@ def nixl(helm4: Helm, rendered: Render) -> list[manifests.Manifest]:
     return rendered(helm4, ASSETS / "values-17-nixl-vllm-router.yaml")
 
 
-@pytest.mark.parametrize(("pool", "role"), [("qwen-prefill", "prefill"), ("qwen-decode", "decode")])
-def test_nixl_per_role(nixl: list[manifests.Manifest], pool: str, role: str) -> None:
-    # docs/features/nixl_connector_usage.md: the same config on both sides; v0.33.0 has
-    # kv_load_failure_policy (PR #26813), so the chart states it.
+@pytest.mark.parametrize(
+    ("pool", "role", "kv_role"),
+    [("qwen-prefill", "prefill", "kv_producer"), ("qwen-decode", "decode", "kv_consumer")],
+)
+def test_nixl_per_role(nixl: list[manifests.Manifest], pool: str, role: str, kv_role: str) -> None:
+    # vLLM deprecates kv_both for NixlConnector (PR #43874): prefill kv_producer, decode
+    # kv_consumer. v0.33.0 has kv_load_failure_policy (PR #26813), so the chart states it.
     assert kv_config(nixl, pool) == {
         "kv_connector": "NixlConnector",
-        "kv_role": "kv_both",
+        "kv_role": kv_role,
         "kv_load_failure_policy": "fail",
     }
     env = env_of(engine(nixl, pool))

@@ -19,8 +19,9 @@ from tests import crd_schemas
 from tests.helpers import KUBE_VERSIONS, assert_kube_valid, render_file, write_values
 from tests.test_engine_flags import assert_accepted
 
-KV = '{"kv_connector":"NixlConnector","kv_load_failure_policy":"fail","kv_role":"kv_both"}'
-KV_OLD = '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'  # before kv_load_failure_policy
+# The prefill pool's: kv_producer (vLLM deprecates kv_both for NixlConnector; connectors.yaml).
+KV = '{"kv_connector":"NixlConnector","kv_load_failure_policy":"fail","kv_role":"kv_producer"}'
+KV_OLD = '{"kv_connector":"NixlConnector","kv_role":"kv_producer"}'  # before kv_load_failure_policy
 RELEASE = naming.Release("pd")
 
 
