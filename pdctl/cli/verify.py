@@ -17,7 +17,7 @@ from pdctl.errors import UsageError
 if TYPE_CHECKING:
     from pdctl.verify.checks import Report, Targets
 
-_MARK = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP"}
+_MARK = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP", "warn": "WARN"}
 
 
 def _ms(stat: dict[str, float] | None) -> str:
@@ -62,7 +62,7 @@ def _print_text(report: Report, show_curl: bool) -> None:
     pd = "PD proven" if report.pd_proven else "PD not proven"
     _output.info(
         f"verify {verdict}: {counts['pass']} passed, {counts['fail']} failed, "
-        f"{counts['skip']} skipped; {pd}"
+        f"{counts['skip']} skipped, {counts['warn']} warned; {pd}"
     )
 
 
@@ -137,6 +137,15 @@ def verify(
             help="Seconds to wait for the engines' counters to show the PD probe.",
         ),
     ] = 3.0,
+    min_kv_gbps: Annotated[
+        float | None,
+        typer.Option(
+            "--min-kv-gbps",
+            min=0.0,
+            help="KV bandwidth (GB/s) below which pd-kv-bandwidth warns (default: a quarter of "
+            "the slowest RDMA link, pdctl/models/catalog/links.yaml).",
+        ),
+    ] = None,
     router_port: Annotated[
         int,
         typer.Option("--router-port", help="Cluster mode: the router's container port."),
@@ -164,6 +173,7 @@ def verify(
         prompt_words=prompt_words,
         timeout=timeout,
         settle=settle,
+        min_kv_gbps=min_kv_gbps,
     )
     with _targets(
         url,

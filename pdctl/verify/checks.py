@@ -33,6 +33,7 @@ from pdctl.verify.client import Http, Stream, curl
 from pdctl.verify.proof import Connector, pd_proof, resolve_connector
 from pdctl.verify.report import (
     ORDER,
+    PROOF,
     Check,
     Endpoint,
     Report,
@@ -331,7 +332,7 @@ def _run(http: Http, targets: Targets, settings: Settings) -> Report:
     checks["engines-health"] = _engines_health(http, targets.engines)
     router = targets.router.url
     model = settings.model
-    later = ("models", "completion", "chat-stream", "pd-prefill", "pd-decode", "pd-kv-transfer")
+    later = ("models", "completion", "chat-stream", *PROOF, "pd-kv-bandwidth")
     reachable = router is not None and checks["router-health"].evidence.get("status") is not None
     if not reachable or router is None:
         for check_id in later:

@@ -31,6 +31,7 @@ from typing import Any
 
 from pdctl import connectors
 from pdctl.errors import UsageError
+from pdctl.models import links
 from pdctl.verify import metrics
 from pdctl.verify.client import Http, Reply, curl
 from pdctl.verify.report import Check, Endpoint, Settings, Status, Targets, join
@@ -50,8 +51,19 @@ class Connector:
     name: str | None
     source: str | None  # "option" or "detected"
     transfer: tuple[str, ...] = ()
+    bandwidth: tuple[str, ...] = ()  # [bytes, seconds] histograms (the table's metrics.bandwidth)
     failures: tuple[str, ...] = ()
     candidates: tuple[str, ...] = ()
+
+
+def _from_table(entry: connectors.Connector, source: str) -> Connector:
+    return Connector(
+        entry.name,
+        source,
+        transfer=entry.metrics.get("transfer", ()),
+        bandwidth=entry.metrics.get("bandwidth", ()),
+        failures=entry.metrics.get("failures", ()),
+    )
 
 
 def known_connectors() -> list[str]:
@@ -70,25 +82,14 @@ def resolve_connector(name: str | None, scrapes: list[metrics.Scrape]) -> Connec
         if entry is None:
             known = ", ".join(known_connectors())
             raise UsageError(f"--connector {name}: not in the connector table (known: {known})")
-        return Connector(
-            entry.name,
-            "option",
-            entry.metrics.get("transfer", ()),
-            entry.metrics.get("failures", ()),
-        )
+        return _from_table(entry, "option")
     found = []
     for entry in table.connectors.values():
         transfer = entry.metrics.get("transfer", ())
         if transfer and any(s.family(m) for s in scrapes for m in transfer):
             found.append(entry)
     if len(found) == 1:
-        entry = found[0]
-        return Connector(
-            entry.name,
-            "detected",
-            entry.metrics.get("transfer", ()),
-            entry.metrics.get("failures", ()),
-        )
+        return _from_table(found[0], "detected")
     return Connector(None, None, candidates=tuple(e.name for e in found))
 
 
@@ -236,7 +237,10 @@ _IDS = ("pd-prefill", "pd-decode", "pd-kv-transfer")
 
 
 def _all(status: Status, why: str) -> list[Check]:
-    return [Check(i, status, why) for i in _IDS]
+    """The proof's checks, all with one verdict; pd-kv-bandwidth skipped (nothing to time)."""
+    return [Check(i, status, why) for i in _IDS] + [
+        Check("pd-kv-bandwidth", Status.skipped, "no KV transfer was timed")
+    ]
 
 
 def pd_proof(
@@ -293,6 +297,7 @@ def pd_proof(
             for e in engines
         ]
         verdicts = _pd_verdicts(moves, reply, prompt_len, output_len, evidence, connector)
+        verdicts.append(_bandwidth_verdict(moves, connector, settings.min_kv_gbps))
         if all(c.status is Status.passed for c in verdicts) or time.monotonic() >= deadline:
             break
         time.sleep(SETTLE_POLL)
@@ -373,6 +378,58 @@ def _pd_verdicts(
         moves, prompt_len, evidence.metric, evidence.external, evidence.role, connector
     )
     return [prefill, decode, kv]
+
+
+def _bandwidth_verdict(
+    moves: list[_Moves], connector: Connector, min_kv_gbps: float | None
+) -> Check:
+    """The KV bandwidth of the probe's transfer, from the connector's byte and time histograms
+    (the table's `metrics.bandwidth`), per engine and overall, named by the link it matches
+    (pdctl/models/links.yaml); a warning below min_kv_gbps (default: the link table's floor)."""
+    if len(connector.bandwidth) != 2:
+        why = f"the connector table lists no bandwidth metrics for {connector.name}"
+        return Check("pd-kv-bandwidth", Status.skipped, why)
+    size, seconds = connector.bandwidth
+    per_engine: dict[str, dict[str, float]] = {}
+    for m in moves:
+        moved, took = m.connector.get(size, {}), m.connector.get(seconds, {})
+        if moved.get("sum", 0) > 0 and took.get("sum", 0) > 0:
+            per_engine[m.engine.name] = {"bytes": moved["sum"], "seconds": took["sum"]}
+    if not per_engine:
+        return Check("pd-kv-bandwidth", Status.skipped, f"no engine's {size} moved")
+    total_bytes = sum(e["bytes"] for e in per_engine.values())
+    gbps = total_bytes / sum(e["seconds"] for e in per_engine.values()) / 1e9
+    table = links.load()
+    floor = min_kv_gbps if min_kv_gbps is not None else table.minimum_gbps
+    link = table.matching(gbps)
+    evidence: dict[str, Any] = {
+        "gbps": round(gbps, 3),
+        "bytes": total_bytes,
+        "per_engine": {
+            name: {**e, "gbps": round(e["bytes"] / e["seconds"] / 1e9, 3)}
+            for name, e in per_engine.items()
+        },
+        "min_kv_gbps": floor,
+        "link": link.name,
+        "link_gbps": link.gbps,
+    }
+    details = [
+        f"{name}: {e['bytes'] / 1e6:.1f} MB in {e['seconds'] * 1000:.2f} ms"
+        for name, e in per_engine.items()
+    ]
+    summary = f"KV moved at {gbps:.2f} GB/s ({total_bytes / 1e6:.1f} MB), as fast as {link.name}"
+    if gbps >= floor:
+        return Check("pd-kv-bandwidth", Status.passed, summary, evidence, details)
+    tcp = "" if link.rdma else ": TCP speed, no RDMA transport was used"
+    return Check(
+        "pd-kv-bandwidth",
+        Status.warned,
+        f"{summary}{tcp}; below --min-kv-gbps {floor:g}. Check that the pods have an RDMA device "
+        "(network.rdmaResource), UCX_TLS and UCX_NET_DEVICES (network.ucxTls, ucxNetDevices), "
+        "and the NIXL/UCX logs for the transport chosen",
+        evidence,
+        details,
+    )
 
 
 def _kv_verdict(

@@ -16,7 +16,10 @@ ORDER = (
     "pd-prefill",
     "pd-decode",
     "pd-kv-transfer",
+    "pd-kv-bandwidth",
 )
+# The checks that prove PD (pd-kv-bandwidth judges how fast the proven transfer was).
+PROOF = ("pd-prefill", "pd-decode", "pd-kv-transfer")
 TITLES = {
     "router-health": "the router answers /health",
     "models": "/v1/models lists the served model",
@@ -26,6 +29,7 @@ TITLES = {
     "pd-prefill": "prefill computed the prompt",
     "pd-decode": "decode produced the output",
     "pd-kv-transfer": "KV reached decode through the connector",
+    "pd-kv-bandwidth": "KV moved at the speed of a fast link",
 }
 
 
@@ -33,6 +37,7 @@ class Status(str, Enum):
     passed = "pass"
     failed = "fail"
     skipped = "skip"
+    warned = "warn"  # passes, with something to fix
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,7 @@ class Settings:
     prompt_words: int = 600  # words of the PD probe's prompt
     timeout: float = 60.0
     settle: float = 3.0  # seconds to wait for the engines' counters after the probe
+    min_kv_gbps: float | None = None  # below it pd-kv-bandwidth warns; None: the link table's
 
 
 @dataclass
@@ -106,7 +112,7 @@ class Report:
 
     @property
     def pd_proven(self) -> bool:
-        pd = [c for c in self.checks if c.id.startswith("pd-")]
+        pd = [c for c in self.checks if c.id in PROOF]
         return bool(pd) and all(c.status is Status.passed for c in pd)
 
     def counts(self) -> dict[str, int]:
