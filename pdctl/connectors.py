@@ -71,6 +71,7 @@ class Connector:
     engine: str
     kv_roles: dict[str, str]
     kv_both: bool
+    kv_both_deprecated: str | None  # vLLM versions that deprecate kv_both on prefill/decode pools
     hetero_tp: bool
     pairing: str
     pairing_when: tuple[str, ...]
@@ -138,6 +139,7 @@ def _connector(name: str, settings_key: str, data: dict[str, Any]) -> Connector:
         engine=data["engine"],
         kv_roles=dict(data.get("kvRoles", {})),
         kv_both=bool(data["kvBoth"]),
+        kv_both_deprecated=data.get("kvBothDeprecated"),
         hetero_tp=bool(data["heteroTP"]),
         pairing=data["pairing"],
         pairing_when=tuple(data.get("pairingWhen", ())),

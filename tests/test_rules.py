@@ -340,3 +340,20 @@ def test_known_model_larger_than_its_volume_and_memory_warns() -> None:
     assert "PD109" not in ids(nixl(prefill=unknown, decode=unknown))
     claimed = big | {"pvcExistingClaimName": "weights", "requestMemory": "256Gi"}
     assert "PD109" not in ids(nixl(prefill=claimed, decode=claimed))
+
+
+@pytest.mark.parametrize(
+    ("tag", "warned"), [("v0.33.0", True), ("v0.23.0", True), ("v0.22.0", False), ("dev", True)]
+)
+def test_pd113_a_declared_kv_both_that_vllm_deprecates_for_nixl_warns(
+    tag: str, warned: bool
+) -> None:
+    """vLLM deprecates kv_both for NixlConnector from 0.23.0 (the connector table's
+    kvBothDeprecated); an image of unknown version is taken as current."""
+    values = nixl(prefill={"tag": tag, "kvTransfer": {"kvRole": "kv_both"}}, decode={"tag": tag})
+    found = [f for f in run_rules(values) if f.rule == "PD113"]
+    assert bool(found) is warned, found
+    if warned:
+        assert found[0].key == "servingEngineSpec.modelSpec[0].kvTransfer.kvRole"
+        assert found[0].hint and "kv_producer" in found[0].hint
+    assert not [f for f in run_rules(nixl()) if f.rule == "PD113"]  # roles given: no warning

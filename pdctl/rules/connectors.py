@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from pdctl.connectors import setting
+from pdctl.findings import Severity
 from pdctl.rules.deployment import Deployment, Pool, Version, format_version
 from pdctl.rules.registry import Issue, rule
+from pdctl.workloads import satisfies
 
 
 def _outside(version: Version, versions: str) -> bool:
@@ -140,3 +142,35 @@ def connector_complete(deployment: Deployment) -> Iterator[Issue]:
                 "set the pool's role: prefill or decode",
             )
         yield from _requirements(deployment, pool)
+
+
+@rule(
+    "PD113",
+    "a prefill or decode pool does not declare a kv_role its vLLM deprecates",
+    Severity.warning,
+    explain=(
+        "a prefill or decode pool's `kvTransfer.kvRole: kv_both` where the connector table says "
+        "the image's vLLM deprecates it (NixlConnector from vLLM 0.23.0, PR #43874: vLLM warns "
+        "at every start and will use the roles); without kvRole the chart renders kv_producer "
+        "and kv_consumer"
+    ),
+)
+def deprecated_kv_both(deployment: Deployment) -> Iterator[Issue]:
+    for pool in deployment.pools:
+        connector = pool.connector
+        declared = pool.kv_transfer.get("kvRole")
+        if not connector or not connector.kv_both_deprecated or pool.role == "both":
+            continue
+        version, _ = pool.version
+        if declared != "kv_both" or (
+            version is not None and not satisfies(version, connector.kv_both_deprecated)
+        ):
+            continue
+        which = f"vLLM {format_version(version)}" if version is not None else "current vLLM"
+        yield Issue(
+            pool.at("kvTransfer", "kvRole"),
+            f"{connector.name} pool {pool.name!r} ({pool.role}) declares kv_role kv_both, which "
+            f"{which} deprecates for {connector.name} (it warns at every start)",
+            f"drop kvTransfer.kvRole: the chart renders {connector.kv_roles.get(pool.role)} for a "
+            f"{pool.role} pool",
+        )
