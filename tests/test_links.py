@@ -3,8 +3,13 @@ connector table's bandwidth metrics it reads."""
 
 from __future__ import annotations
 
+import jsonschema
+import yaml
+
 from pdctl import connectors
 from pdctl.models import links
+from pdctl.models.catalog import CATALOG_DIR
+from tests.helpers import ROOT
 
 
 def test_every_link_has_its_source_and_the_floor_is_below_every_rdma_link() -> None:
@@ -31,3 +36,12 @@ def test_bandwidth_metrics_are_bytes_then_seconds_among_the_transfer_metrics() -
         assert set(bandwidth) <= set(entry.metrics.get("transfer", ())), entry.name
     size, seconds = connectors.load().connectors["NixlConnector"].metrics["bandwidth"]
     assert size.endswith("bytes_transferred") and seconds.endswith("_seconds")
+
+
+def test_the_link_table_matches_its_schema() -> None:
+    schema = yaml.safe_load((ROOT / "schemas" / "links.schema.yaml").read_text())
+    jsonschema.Draft7Validator.check_schema(schema)
+    data = yaml.safe_load((CATALOG_DIR / "links.yaml").read_text())
+    assert not list(jsonschema.Draft7Validator(schema).iter_errors(data))
+    data["links"][0]["gbps"] = "fast"
+    assert list(jsonschema.Draft7Validator(schema).iter_errors(data))  # the schema can refuse
