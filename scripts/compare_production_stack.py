@@ -127,12 +127,10 @@ def compare(file: str, theirs: str, ours: str) -> Iterator[Difference]:
                     )
 
 
-def listed() -> dict[tuple[str, str, str], str]:
+def listed() -> set[tuple[str, str, str]]:
+    """The differences helm/files/production-stack.yaml lists (`effect`), as Difference keys."""
     table = yaml.safe_load(TABLE.read_text(encoding="utf-8"))
-    return {
-        (e["component"], e["aspect"], e["name"]): e.get("reason") or f"see {e['see']}"
-        for e in table["effect"]
-    }
+    return {(e["component"], e["aspect"], e["name"]) for e in table["effect"]}
 
 
 def production_stack_chart(checkout: Path, into: Path) -> Path:
@@ -172,7 +170,7 @@ def main() -> int:
             found += differences
             print(f"{path.name}: accepted, {len(differences)} difference(s)")
     unlisted = [d for d in found if d.key() not in known]
-    stale = sorted(set(known) - {d.key() for d in found})
+    stale = sorted(known - {d.key() for d in found})
     for d in found:
         mark = "UNLISTED " if d.key() not in known else ""
         print(f"  {mark}{d.file} {d.deployment} {d.aspect} {d.name}: {d.theirs!r} -> {d.ours!r}")

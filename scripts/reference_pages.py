@@ -15,17 +15,19 @@ GENERATED = (
 )
 
 
-def _chart_ids() -> set[str]:
+def chart_rule_ids() -> set[str]:
+    """The rule ids the chart's templates fail with ([PDnnn] at the start of a message)."""
     ids: set[str] = set()
-    for template in (ROOT / "helm" / "templates").rglob("*.tpl"):
-        ids |= set(re.findall(r"\[(PD\d{3})\]", template.read_text(encoding="utf-8")))
+    for template in (ROOT / "helm" / "templates").rglob("*"):
+        if template.is_file():
+            ids |= set(re.findall(r"\[(PD\d{3})\]", template.read_text(encoding="utf-8")))
     return ids
 
 
 def rules_page() -> str:
     from pdctl.rules import load_rules
 
-    chart = _chart_ids()
+    chart = chart_rule_ids()
     rows = []
     for rule_id, rule in load_rules().items():
         module = rule.check.__module__.rsplit(".", 1)[1]

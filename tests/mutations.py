@@ -26,6 +26,7 @@ import yaml
 from pdctl import manifests, pipeline
 from pdctl.findings import Finding
 from pdctl.helm import Helm
+from pdctl.validation.report import FileReport
 from pdctl.values.paths import KeyPath
 from tests.helpers import VALUES_FILES, assert_kube_valid, helm_template_result
 
@@ -77,25 +78,36 @@ def read_inside(finding: Finding, paths: set[KeyPath]) -> bool:
     return any(tuple(read[: len(path)]) == path for read in finding.inputs for path in paths)
 
 
-def judge(values: dict[str, Any], path: KeyPath, helm: Helm) -> str:
-    """Check validate and the chart on values mutated at path (assertions); the outcome:
-    "accepted", "refused by the schema" or "refused by the rules"."""
+def agreement(values: dict[str, Any], helm: Helm) -> tuple[FileReport, str]:
+    """validate's report on values and the outcome ("accepted", "refused by the schema" or "by
+    the rules"), asserting that every error has a rule and a message and that what validate
+    accepts the chart renders into objects that pass strict Kubernetes schemas (so whatever the
+    chart refuses, validate refuses)."""
     with tempfile.TemporaryDirectory() as tmp:
         file = Path(tmp) / "values.yaml"
         file.write_text(yaml.safe_dump(values))
         report = pipeline.validate([str(file)], pipeline.ValidateOptions())
         chart = helm_template_result(helm, file)
-    schema = {f.path for f in report.errors if f.rule == "SCHEMA"}
     for finding in report.errors:
         assert finding.rule and finding.message
+    if report.passed():
+        assert chart.returncode == 0, f"validate accepts what the chart refuses: {chart.stderr}"
+        assert_kube_valid(manifests.parse(chart.stdout), "1.35.0")
+        return report, "accepted"
+    schema = any(f.rule == "SCHEMA" for f in report.errors)
+    return report, "refused by the schema" if schema else "refused by the rules"
+
+
+def judge(values: dict[str, Any], path: KeyPath, helm: Helm) -> str:
+    """agreement() on values mutated at path, and no error beyond the mutation's: each names the
+    mutated key or comes from a rule that read it, and no rule read a key the schema refused."""
+    report, outcome = agreement(values, helm)
+    schema = {f.path for f in report.errors if f.rule == "SCHEMA"}
+    for finding in report.errors:
         assert related(finding.path, path) or read_inside(finding, {path}), (
             f"mutating {path} gave an unrelated error: {finding.text()}"
         )
         assert finding.rule == "SCHEMA" or not read_inside(finding, schema), (
             f"{finding.rule} reasoned from a key the schema refused: {finding.text()}"
         )
-    if report.passed():
-        assert chart.returncode == 0, f"validate accepts what the chart refuses: {chart.stderr}"
-        assert_kube_valid(manifests.parse(chart.stdout), "1.35.0")
-        return "accepted"
-    return "refused by the schema" if schema else "refused by the rules"
+    return outcome

@@ -13,20 +13,17 @@ examples reach the code they judge.
 
 from __future__ import annotations
 
-import tempfile
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
-import yaml
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pdctl import connectors, manifests, pipeline
+from pdctl import connectors
 from pdctl.helm import Helm
 from pdctl.values.paths import KeyPath
-from tests.helpers import CHART, assert_kube_valid, helm_template_result
-from tests.mutations import REPLACEMENTS, SHIPPED, judge, key_paths, mutated
+from tests.helpers import CHART
+from tests.mutations import REPLACEMENTS, SHIPPED, agreement, judge, key_paths, mutated
 
 # Each example renders with helm: no deadline, and the helm fixture is shared by the examples.
 RENDERS = settings(
@@ -265,44 +262,19 @@ def test_chart_and_validate_agree(helm4: Helm) -> None:
     @settings(RENDERS, max_examples=80)
     @given(values=documents())
     def agree(values: dict[str, Any]) -> None:
-        outcomes[assert_agreement(values, helm4)] += 1
+        _, outcome = agreement(values, helm4)
+        outcomes[outcome] += 1
 
     agree()
     assert_reached(outcomes, accepted=0.2, by_rules=0.1)
-
-
-def assert_agreement(values: dict[str, Any], helm: Helm) -> str:
-    """Whatever validate accepts renders into valid objects; whatever the chart refuses, validate
-    refuses. The outcome: accepted, refused by the schema, or by the rules."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "values.yaml"
-        path.write_text(yaml.safe_dump(values))
-        report = pipeline.validate([str(path)], pipeline.ValidateOptions())
-        for finding in report.errors:
-            assert finding.rule and finding.message
-        chart = helm_template_result(helm, path)
-    event("chart renders" if chart.returncode == 0 else "chart refuses")
-    if report.passed():
-        assert chart.returncode == 0, chart.stderr
-        assert_kube_valid(manifests.parse(chart.stdout), "1.35.0")
-    if chart.returncode != 0:
-        assert not report.passed(), f"validate accepts what the chart refuses: {chart.stderr}"
-    if report.passed():
-        return "accepted"
-    return (
-        "refused by the schema"
-        if any(f.rule == "SCHEMA" for f in report.errors)
-        else ("refused by the rules")
-    )
 
 
 def assert_reached(outcomes: Counter[str], accepted: float, by_rules: float) -> None:
     """The examples reached what they judge: a share was accepted (rendered and checked against
     Kubernetes) and a share was refused by the PD rules, not only by loading or the schema."""
     total = sum(outcomes.values())
-    event_counts = dict(outcomes)
-    assert outcomes["accepted"] >= accepted * total, event_counts
-    assert outcomes["refused by the rules"] >= by_rules * total, event_counts
+    assert outcomes["accepted"] >= accepted * total, dict(outcomes)
+    assert outcomes["refused by the rules"] >= by_rules * total, dict(outcomes)
 
 
 @st.composite

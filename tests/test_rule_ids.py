@@ -4,11 +4,14 @@ too, except those that say why not (validate-only)."""
 
 from __future__ import annotations
 
-import re
+import sys
 
 from pdctl.findings import Severity
 from pdctl.rules import load_rules
-from tests.helpers import CHART
+from tests.helpers import ROOT
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from reference_pages import chart_rule_ids  # noqa: E402
 
 # Error rules the chart does not repeat, with the reason (the rule's docstring says it too).
 VALIDATE_ONLY = {
@@ -17,27 +20,19 @@ VALIDATE_ONLY = {
 }
 
 
-def chart_ids() -> set[str]:
-    ids: set[str] = set()
-    for template in (CHART / "templates").rglob("*"):
-        if template.is_file():
-            ids |= set(re.findall(r"\[(PD\d{3})\]", template.read_text(encoding="utf-8")))
-    return ids
-
-
 def test_every_id_the_chart_fails_with_is_a_registered_error_rule() -> None:
     rules = load_rules()
-    unknown = sorted(i for i in chart_ids() if i not in rules)
+    unknown = sorted(i for i in chart_rule_ids() if i not in rules)
     assert not unknown, f"the chart fails with ids no rule has: {unknown}"
-    warnings = sorted(i for i in chart_ids() if rules[i].severity is not Severity.error)
+    warnings = sorted(i for i in chart_rule_ids() if rules[i].severity is not Severity.error)
     assert not warnings, f"the chart refuses what validate only warns about: {warnings}"
 
 
 def test_every_error_rule_is_refused_by_the_chart_too() -> None:
     errors = {i for i, r in load_rules().items() if r.severity is Severity.error}
     assert VALIDATE_ONLY.keys() <= errors
-    missing = sorted(errors - chart_ids() - VALIDATE_ONLY.keys())
+    missing = sorted(errors - chart_rule_ids() - VALIDATE_ONLY.keys())
     assert not missing, f"error rules the chart does not refuse: {missing}"
-    assert not VALIDATE_ONLY.keys() & chart_ids(), "a validate-only rule is in the chart now"
+    assert not VALIDATE_ONLY.keys() & chart_rule_ids(), "a validate-only rule is in the chart now"
     for rule_id in VALIDATE_ONLY:
         assert "Validate only" in (load_rules()[rule_id].check.__doc__ or ""), rule_id
