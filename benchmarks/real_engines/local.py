@@ -55,9 +55,10 @@ class Layout:
     engines: list[Process]
     router: Process | None
     changes: list[str] = field(default_factory=list)  # what was changed, for the record
+    rendered_utilization: dict[str, float] = field(default_factory=dict)  # by pool, as rendered
 
 
-def _set_flag(args: list[str], flag: str, value: str) -> list[str]:
+def set_flag(args: list[str], flag: str, value: str) -> list[str]:
     """args with `flag value` replaced (or appended)."""
     out = list(args)
     if flag in out:
@@ -98,10 +99,10 @@ def engine(
     argv = [str(word) for word in [*container.get("command", []), *container.get("args", [])]]
     served = argv[argv.index("serve") + 1]
     argv[argv.index("serve") + 1] = str(model_dir)
-    argv = _set_flag(argv, "--host", LOOPBACK)
-    argv = _set_flag(argv, "--port", str(port))
-    argv = _set_flag(argv, "--gpu-memory-utilization", f"{utilization:g}")
-    argv = _set_flag(argv, "--load-format", "dummy")
+    argv = set_flag(argv, "--host", LOOPBACK)
+    argv = set_flag(argv, "--port", str(port))
+    argv = set_flag(argv, "--gpu-memory-utilization", f"{utilization:g}")
+    argv = set_flag(argv, "--load-format", "dummy")
     if "--served-model-name" not in argv:
         argv += ["--served-model-name", served]
     env = _env(container, pool)
@@ -121,10 +122,10 @@ def router(deployment: dict[str, Any], port: int, engines: list[Process]) -> Pro
             dropping = word in DISCOVERY_FLAGS
         if not dropping:
             kept.append(word)
-    kept = _set_flag(kept, "--host", LOOPBACK)
-    kept = _set_flag(kept, "--port", str(port))
-    kept = _set_flag(kept, "--prometheus-host", LOOPBACK)
-    kept = _set_flag(kept, "--prometheus-port", str(port + 1))
+    kept = set_flag(kept, "--host", LOOPBACK)
+    kept = set_flag(kept, "--port", str(port))
+    kept = set_flag(kept, "--prometheus-host", LOOPBACK)
+    kept = set_flag(kept, "--prometheus-port", str(port + 1))
     for e in engines:
         if e.role in ("prefill", "decode"):
             kept += [f"--{e.role}", e.url]
@@ -145,6 +146,7 @@ def plan(
     pools = [p for p in summary.pools if p.kind == "Deployment"]
     per_gpu = max(1, -(-len(pools) // max(gpus, 1)))  # engines sharing one GPU
     engines: list[Process] = []
+    rendered_utilization: dict[str, float] = {}
     changes = [
         f"engines on {LOOPBACK}, ports from {base_port}; --load-format dummy on {model_dir}",
         "router in static PD mode with the engines' URLs (no Kubernetes discovery)",
@@ -156,6 +158,7 @@ def plan(
             "--gpu-memory-utilization" in args
         ) else 0.9  # fmt: skip
         utilization = round(rendered / per_gpu, 2)
+        rendered_utilization[pool.name] = rendered
         if per_gpu > 1:
             changes.append(f"{pool.name}: --gpu-memory-utilization {rendered:g} -> {utilization:g}")
         port, nixl_port = base_port + 10 * i, base_port + 10 * i + 5
@@ -166,4 +169,4 @@ def plan(
     if summary.router:
         found = manifests.find(objects, "Deployment", summary.router["name"])
         router_process = router(found, base_port + 10 * len(pools), engines)
-    return Layout(engines, router_process, changes)
+    return Layout(engines, router_process, changes, rendered_utilization)

@@ -1,8 +1,12 @@
-"""Run pd-stack's own rendered PD release on real engines on this host's GPUs, prove it with
-`pdctl verify`, and write a dated record. See README.md beside this file for what it needs.
+"""Run pd-stack's own rendered PD release on real engines on one host's GPUs, prove it with
+`pdctl verify`, measure it, and write a record. README.md beside this file says what it needs.
 
-    python benchmarks/real_engines/run.py --model-dir /models/llama-3.1-8b-instruct --gpus 1
-    python benchmarks/real_engines/run.py -f my-values.yaml --model-dir DIR --out record.json
+    run.py plan -o layout.json                    # where helm is: render, plan the processes
+    run.py run --layout layout.json --phase all   # where the GPUs are: start, measure, verify
+
+`--phase alone` measures one engine by itself (KV pool, prefill, decode step); `--phase pair` the
+PD pair through the router (verify, TTFT and ITL, the KV transfer). Each phase adds its part to the
+record (`--record`), so the two can run as separate commands.
 """
 
 from __future__ import annotations
@@ -11,27 +15,49 @@ import argparse
 import importlib.metadata
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.real_engines import local  # noqa: E402
-from pdctl import pipeline  # noqa: E402
+from benchmarks.real_engines import local, measure, model_dir  # noqa: E402
 
 PDCTL = [sys.executable, "-m", "pdctl"]
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+DEFAULT_CONFIG = ROOT / "tests/fixtures/configs/llama-3.1-8b.json"
+MODEL_DIR = Path(tempfile.gettempdir()) / "real-engines-model"
+# Engine log lines worth keeping in the record.
+KEPT_LOG = re.compile(r"Available KV cache memory|GPU KV cache size|deprecated|Traceback|Error")
+# UCX prints the protocols and transports it selects when UCX_PROTO_INFO=y (UCX >= 1.15).
+UCX_DIAGNOSTICS = {"UCX_PROTO_INFO": "y"}
+UCX_TABLE = re.compile(
+    r"ucp_context|\|.*\b(tcp|cuda_ipc|cuda_copy|gdr_copy|rc_\w+|dc_\w+|ud_\w+|sysv|posix|cma)/"
+)
+ALONE_PREFILL = measure.Load(prompt_len=2048, output_len=1, concurrency=32, requests=96)
+PD_LOADS = [measure.Load(2048, 64, c, max(2 * c, 8)) for c in (1, 4, 16)]
+DECODE_BATCHES = (1, 16, 64)
 
 
 def versions() -> dict[str, str | None]:
     found: dict[str, str | None] = {}
-    for package in ("vllm", "torch", "nixl", "vllm-router", "lmcache"):
+    for package in (
+        "vllm",
+        "torch",
+        "nixl",
+        "nixl-cu13",
+        "vllm-router",
+        "lmcache",
+        "flashinfer-python",
+    ):
         try:
             found[package] = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:
@@ -39,81 +65,286 @@ def versions() -> dict[str, str | None]:
     return found
 
 
-def default_values(directory: Path, vllm_version: str | None) -> Path:
-    """`pdctl init` for the default model on two GPUs, its pools' image tag set to the vLLM that
-    runs here (the render follows that version's flags)."""
+def gpu() -> str:
+    query = ["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"]
+    try:
+        return subprocess.run(query, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+# --- plan: render with pdctl's pipeline (needs helm) ----------------------------------------------
+
+
+def init_values(directory: Path, tag: str | None) -> Path:
+    """`pdctl init` for the default model on two GPUs; with `tag`, the pools' image tag set to it
+    (the render follows that vLLM version's flags)."""
+    from pdctl import pipeline
+
     out = directory / "values.yaml"
     init = ["init", "-m", DEFAULT_MODEL, "--gpus", "2", "--offline", "--out", str(out), "--force"]
-    subprocess.run([*PDCTL, *init], check=True)
-    if not vllm_version:
+    subprocess.run([*PDCTL, *init], check=True, capture_output=True)
+    if not tag:
         return out
     values = pipeline.load_values([str(out)]).data
     for pool in values["servingEngineSpec"]["modelSpec"]:
-        pool["tag"] = f"v{vllm_version}"
-    tagged = directory / "values-tagged.json"
+        pool["tag"] = tag
+    tagged = directory / f"values-{tag}.json"
     tagged.write_text(json.dumps(values))
     return tagged
 
 
-def wait_healthy(process: local.Process, popen: subprocess.Popen[bytes], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if popen.poll() is not None:
-            raise SystemExit(f"{process.name} exited with {popen.returncode}")
-        try:
-            with urllib.request.urlopen(f"{process.url}/health", timeout=2):
-                return
-        except OSError:
-            time.sleep(2)
-    raise SystemExit(f"{process.name} not healthy after {timeout:.0f}s")
+def render(values: Path, gpus: int) -> local.Layout:
+    from pdctl import pipeline
+
+    rendered = pipeline.render(pipeline.load_values([str(values)]))
+    return local.plan(rendered.objects, "pd", MODEL_DIR, gpus)
+
+
+def render_difference(ours: local.Layout, other: local.Layout) -> dict[str, list[list[str]]]:
+    """Per process, the argv words and env entries that differ between two renders."""
+    different: dict[str, list[list[str]]] = {}
+    for a, b in zip([*ours.engines, ours.router], [*other.engines, other.router], strict=True):
+        if a is None or b is None:
+            continue
+        env_a = [f"{k}={v}" for k, v in sorted(a.env.items())]
+        env_b = [f"{k}={v}" for k, v in sorted(b.env.items())]
+        only_a = sorted(set(a.argv + env_a) - set(b.argv + env_b))
+        only_b = sorted(set(b.argv + env_b) - set(a.argv + env_a))
+        if only_a or only_b:
+            different[a.name] = [only_a, only_b]
+    return different
+
+
+def plan_command(args: argparse.Namespace) -> int:
+    work = Path(tempfile.mkdtemp(prefix="real-engines-plan-"))
+    tag = f"v{args.vllm_version}"
+    values = args.values or init_values(work, tag)
+    layout = render(values, args.gpus)
+    default_render = render(init_values(work, None), args.gpus)
+    plan = {
+        "values": str(values),
+        "tag": tag,
+        "gpus": args.gpus,
+        "layout": asdict(layout),
+        "difference_from_default_render": render_difference(layout, default_render),
+    }
+    args.out.write_text(json.dumps(plan, indent=1))
+    print(f"wrote {args.out}: {len(layout.engines)} engines, router: {bool(layout.router)}")
+    return 0
+
+
+# --- run: start the processes, measure, verify (needs GPUs) ---------------------------------------
+
+
+class Processes:
+    """Started processes with their logs; stopped (process group and all) on exit."""
+
+    def __init__(self, logs: Path) -> None:
+        self.logs = logs
+        self.running: list[tuple[local.Process, subprocess.Popen[bytes]]] = []
+
+    def start(self, process: local.Process, timeout: float, extra_env: dict[str, str]) -> None:
+        log = (self.logs / f"{process.name}.log").open("ab")
+        env = {**os.environ, **process.env, **extra_env}
+        popen = subprocess.Popen(
+            process.argv, env=env, stdout=log, stderr=log, start_new_session=True
+        )
+        self.running.append((process, popen))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if popen.poll() is not None:
+                raise SystemExit(
+                    f"{process.name} exited with {popen.returncode}: {self.tail(process)}"
+                )
+            try:
+                with urllib.request.urlopen(f"{process.url}/health", timeout=2):
+                    return
+            except OSError:
+                time.sleep(2)
+        raise SystemExit(f"{process.name} not healthy after {timeout:.0f}s: {self.tail(process)}")
+
+    def tail(self, process: local.Process) -> str:
+        lines = (self.logs / f"{process.name}.log").read_text(errors="replace").splitlines()
+        return "\n".join(lines[-30:])
+
+    def kept_lines(self, process: local.Process) -> list[str]:
+        text = (self.logs / f"{process.name}.log").read_text(errors="replace")
+        return [line[-300:] for line in text.splitlines() if KEPT_LOG.search(line)][:40]
+
+    def stop(self) -> None:
+        for _, popen in self.running:
+            if popen.poll() is None:
+                os.killpg(popen.pid, signal.SIGTERM)
+        for _, popen in self.running:
+            try:
+                popen.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(popen.pid, signal.SIGKILL)
+        self.running.clear()
+
+
+def _process(data: dict[str, Any]) -> local.Process:
+    return local.Process(**data)
+
+
+def _kv_pool(lines: list[str]) -> dict[str, str]:
+    found = {}
+    for line in lines:
+        for key, pattern in (
+            ("memory", r"Available KV cache memory: ([\d.]+ GiB)"),
+            ("tokens", r"GPU KV cache size: ([\d,]+) tokens"),
+        ):
+            match = re.search(pattern, line)
+            if match:
+                found[key] = match.group(1)
+    return found
+
+
+def alone_phase(plan: dict[str, Any], processes: Processes, timeout: float) -> dict[str, Any]:
+    """The first engine by itself, at the utilization the values file gives it."""
+    engine = _process(plan["layout"]["engines"][0])
+    rendered = plan["layout"]["rendered_utilization"][engine.name]
+    engine.name = f"{engine.name}-alone"
+    engine.argv = local.set_flag(engine.argv, "--gpu-memory-utilization", f"{rendered:g}")
+    model, vocab = served_model(engine), vocab_size()
+    processes.start(engine, timeout, {})
+    measure.run(engine.url, model, measure.Load(256, 8, 8, 16), vocab)  # warm-up
+    part: dict[str, Any] = {"engine": engine.name, "argv": engine.argv}
+    part["prefill"] = measure.run(engine.url, model, ALONE_PREFILL, vocab, seed=1)
+    part["decode"] = {
+        str(batch): measure.run(
+            engine.url, model, measure.Load(128, 192, batch, batch), vocab, seed=100 + batch
+        )
+        for batch in DECODE_BATCHES
+    }
+    part["ttft_alone"] = [
+        measure.run(engine.url, model, load, vocab, seed=1000 + load.concurrency)
+        for load in PD_LOADS
+    ]
+    processes.stop()
+    part["log"] = processes.kept_lines(engine)
+    part["kv_pool"] = _kv_pool(part["log"])
+    return part
+
+
+def _metrics(url: str) -> Any:
+    from pdctl.verify import metrics
+
+    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as response:
+        return metrics.parse(response.read().decode())
+
+
+def kv_moved(decode_url: str, before: Any, after: Any) -> dict[str, float]:
+    """The decode engine's KV bytes and transfer seconds between two scrapes (the connector
+    table's `metrics.bandwidth` histograms for NIXL)."""
+    from pdctl import connectors
+
+    size, seconds = connectors.load().connectors["NixlConnector"].metrics["bandwidth"]
+    moved = {}
+    for key, name in (("bytes", size), ("seconds", seconds)):
+        family = after.family(name)
+        if family is None:
+            return {}
+        now, then = family.read(after), family.read(before) if before.family(name) else {}
+        moved[key] = now.get("sum", 0.0) - then.get("sum", 0.0)
+        moved[f"{key}_count"] = now["count"] - then.get("count", 0.0)
+    if moved["seconds"] > 0:
+        moved["gbps"] = round(moved["bytes"] / moved["seconds"] / 1e9, 3)
+        moved["ms_per_transfer"] = round(moved["seconds"] / max(moved["seconds_count"], 1) * 1e3, 2)
+    return moved
+
+
+def pair_phase(plan: dict[str, Any], processes: Processes, timeout: float) -> dict[str, Any]:
+    engines = [_process(e) for e in plan["layout"]["engines"]]
+    router = _process(plan["layout"]["router"])
+    model, vocab = served_model(engines[0]), vocab_size()
+    for engine in engines:
+        processes.start(engine, timeout, UCX_DIAGNOSTICS)
+    processes.start(router, 120, {})
+    urls = ["--url", router.url]
+    for engine in engines:
+        urls += [f"--{engine.role}-url", engine.url]
+    verify = subprocess.run(
+        [*PDCTL, "verify", *urls, "-o", "json"], capture_output=True, text=True, check=False
+    )
+    part: dict[str, Any] = {"verify_exit_code": verify.returncode}
+    part["verify"] = json.loads(verify.stdout) if verify.stdout.strip() else verify.stderr[-2000:]
+    decode = next(e for e in engines if e.role == "decode")
+    part["through_router"] = []
+    for load in PD_LOADS:
+        before = _metrics(decode.url)
+        result = measure.run(router.url, model, load, vocab, seed=1000 + load.concurrency)
+        result["kv_transfer"] = kv_moved(decode.url, before, _metrics(decode.url))
+        part["through_router"].append(result)
+    processes.stop()
+    part["logs"] = {e.name: processes.kept_lines(e) for e in [*engines, router]}
+    part["ucx"] = ucx_lines(processes.logs, engines)
+    part["deprecation_warnings"] = sorted(
+        {line for e in engines for line in processes.kept_lines(e) if "deprecated" in line}
+    )
+    return part
+
+
+def ucx_lines(logs: Path, engines: list[local.Process]) -> list[str]:
+    """UCX's protocol selection tables (UCX_PROTO_INFO=y) from the engines' logs."""
+    kept: list[str] = []
+    for engine in engines:
+        text = (logs / f"{engine.name}.log").read_text(errors="replace")
+        found = [line[-200:] for line in text.splitlines() if UCX_TABLE.search(line)]
+        kept += [f"{engine.name}: {line}" for line in found[:40]]
+    return kept
+
+
+def served_model(engine: local.Process) -> str:
+    return engine.argv[engine.argv.index("--served-model-name") + 1]
+
+
+def vocab_size() -> int:
+    return int(json.loads((MODEL_DIR / "config.json").read_text())["vocab_size"])
+
+
+def run_command(args: argparse.Namespace) -> int:
+    plan = json.loads(args.layout.read_text())
+    model_dir.make(args.config, MODEL_DIR)
+    record: dict[str, Any] = json.loads(args.record.read_text()) if args.record.exists() else {}
+    record.update(date=time.strftime("%Y-%m-%d"), versions=versions(), gpu=gpu())
+    record["plan"] = {k: v for k, v in plan.items() if k != "layout"}
+    record["changes"] = plan["layout"]["changes"] + [
+        f"model: {args.config.name} with a generated word-level tokenizer (model_dir.py)",
+        f"engines of the pair: {UCX_DIAGNOSTICS} (UCX prints the transports it selects)",
+    ]
+    logs = Path(tempfile.mkdtemp(prefix="real-engines-logs-"))
+    processes = Processes(logs)
+    try:
+        if args.phase in ("alone", "all"):
+            record["alone"] = alone_phase(plan, processes, args.startup_timeout)
+            args.record.write_text(json.dumps(record, indent=1))
+        if args.phase in ("pair", "all"):
+            record["pair"] = pair_phase(plan, processes, args.startup_timeout)
+    finally:
+        processes.stop()
+        args.record.write_text(json.dumps(record, indent=1))
+        print(f"wrote {args.record}; engine logs in {logs}")
+    return int(record.get("pair", {}).get("verify_exit_code", 0))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-f", "--values", type=Path, help="default: pdctl init of the 8B layout")
-    parser.add_argument("--model-dir", type=Path, required=True, help="config.json + tokenizer")
-    parser.add_argument("--gpus", type=int, default=1)
-    parser.add_argument("--out", type=Path, default=Path("real-engines-record.json"))
-    parser.add_argument("--startup-timeout", type=float, default=900.0)
+    commands = parser.add_subparsers(dest="command", required=True)
+    plan = commands.add_parser("plan", help="render and plan the processes (needs helm)")
+    plan.add_argument("-f", "--values", type=Path, help="default: pdctl init of the 8B layout")
+    plan.add_argument("--vllm-version", default="0.26.0", help="the vLLM the GPU host runs")
+    plan.add_argument("--gpus", type=int, default=1)
+    plan.add_argument("-o", "--out", type=Path, default=Path("layout.json"))
+    run = commands.add_parser("run", help="start, measure and verify (needs GPUs)")
+    run.add_argument("--layout", type=Path, default=Path("layout.json"))
+    run.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="the model's config.json")
+    run.add_argument("--phase", choices=("alone", "pair", "all"), default="all")
+    run.add_argument("--record", type=Path, default=Path("real-engines-record.json"))
+    run.add_argument("--startup-timeout", type=float, default=600.0)
     args = parser.parse_args()
-
-    found = versions()
-    logs = Path(tempfile.mkdtemp(prefix="real-engines-"))
-    values = args.values or default_values(logs, found["vllm"])
-    rendered = pipeline.render(pipeline.load_values([str(values)]))
-    layout = local.plan(rendered.objects, "pd", args.model_dir, args.gpus)
-    running: list[subprocess.Popen[bytes]] = []
-    record: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "versions": found}
-    record["values"] = str(values)
-    record["changes"] = layout.changes
-    try:
-        for process in [*layout.engines, *([layout.router] if layout.router else [])]:
-            log = (logs / f"{process.name}.log").open("wb")
-            env = {**os.environ, **process.env}
-            running.append(subprocess.Popen(process.argv, env=env, stdout=log, stderr=log))
-            wait_healthy(process, running[-1], args.startup_timeout)
-        urls = ["--url", layout.router.url] if layout.router else []
-        for engine in layout.engines:
-            urls += [f"--{engine.role}-url", engine.url] if engine.role != "both" else []
-        verify = subprocess.run(
-            [*PDCTL, "verify", *urls, "-o", "json"], capture_output=True, text=True, check=False
-        )
-        record["verify"] = json.loads(verify.stdout) if verify.stdout else verify.stderr
-        record["verify_exit_code"] = verify.returncode
-        record["deprecation_warnings"] = [
-            line
-            for path in logs.glob("*.log")
-            for line in path.read_text(errors="replace").splitlines()
-            if "deprecated" in line
-        ]
-    finally:
-        for popen in running:
-            popen.terminate()
-        for popen in running:
-            popen.wait(timeout=60)
-    args.out.write_text(json.dumps(record, indent=1))
-    print(f"wrote {args.out}; engine logs in {logs}")
-    return int(record["verify_exit_code"])
+    return plan_command(args) if args.command == "plan" else run_command(args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,120 @@
+"""Timed completions against one OpenAI-compatible URL (an engine or the router): time to first
+token, the gaps between streamed tokens, throughput. A fixed number of requests at a fixed
+concurrency; prompts from model_dir.prompt so that each is a known number of tokens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from benchmarks.real_engines import model_dir
+
+WARM_GAPS = 4  # gaps left out of the steady inter-token figure (the batch is still filling)
+
+
+@dataclass
+class Timing:
+    ttft: float = 0.0  # seconds to the first streamed token
+    gaps: list[float] = field(default_factory=list)  # seconds between later tokens
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Load:
+    prompt_len: int
+    output_len: int
+    concurrency: int
+    requests: int
+
+
+async def _one(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> Timing:
+    timing = Timing()
+    start = last = time.perf_counter()
+    try:
+        async with client.stream("POST", f"{url}/v1/completions", json=body) as response:
+            if response.status_code != 200:
+                await response.aread()
+                return Timing(error=f"HTTP {response.status_code}: {response.text[:200]}")
+            async for line in response.aiter_lines():
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                if not json.loads(line[6:]).get("choices"):
+                    continue
+                now = time.perf_counter()
+                if timing.ttft == 0.0:
+                    timing.ttft = now - start
+                else:
+                    timing.gaps.append(now - last)
+                last = now
+    except httpx.HTTPError as error:
+        return Timing(error=f"{type(error).__name__}: {error}")
+    return timing
+
+
+async def _run(url: str, model: str, load: Load, vocab_size: int, seed: int) -> dict[str, Any]:
+    rng = random.Random(seed)
+    prompts = [model_dir.prompt(rng, load.prompt_len, vocab_size) for _ in range(load.requests)]
+    gate = asyncio.Semaphore(load.concurrency)
+    limits = httpx.Limits(max_connections=load.concurrency + 4)
+
+    async with httpx.AsyncClient(timeout=600, limits=limits) as client:
+
+        async def send(text: str) -> Timing:
+            body = {
+                "model": model,
+                "prompt": text,
+                "max_tokens": load.output_len,
+                "min_tokens": load.output_len,
+                "ignore_eos": True,
+                "temperature": 0,
+                "stream": True,
+            }
+            async with gate:
+                return await _one(client, url, body)
+
+        start = time.perf_counter()
+        timings = await asyncio.gather(*(send(p) for p in prompts))
+        wall = time.perf_counter() - start
+    return summarize(list(timings), wall, load)
+
+
+def _percentiles(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {}
+    ordered = sorted(values)
+
+    def at(share: float) -> float:
+        return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+    return {
+        "p50_ms": at(0.5) * 1e3,
+        "p90_ms": at(0.9) * 1e3,
+        "mean_ms": statistics.fmean(values) * 1e3,
+    }
+
+
+def summarize(timings: list[Timing], wall: float, load: Load) -> dict[str, Any]:
+    served = [t for t in timings if t.error is None]
+    steady = [gap for t in served for gap in t.gaps[WARM_GAPS:]]
+    return {
+        "load": load.__dict__,
+        "wall_s": round(wall, 3),
+        "errors": [t.error for t in timings if t.error is not None][:5],
+        "served": len(served),
+        "prompt_tokens_per_s": round(len(served) * load.prompt_len / wall, 1),
+        "output_tokens_per_s": round(len(served) * load.output_len / wall, 1),
+        "ttft": {k: round(v, 2) for k, v in _percentiles([t.ttft for t in served]).items()},
+        "itl": {k: round(v, 3) for k, v in _percentiles(steady).items()},
+    }
+
+
+def run(url: str, model: str, load: Load, vocab_size: int, seed: int = 0) -> dict[str, Any]:
+    return asyncio.run(_run(url, model, load, vocab_size, seed))
