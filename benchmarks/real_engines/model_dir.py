@@ -12,6 +12,8 @@ import shutil
 from pathlib import Path
 
 UNKNOWN = "w0"
+# The messages' contents in turn: chat requests work (verify sends one), no special tokens.
+CHAT_TEMPLATE = "{% for message in messages %}{{ message['content'] }} {% endfor %}"
 
 
 def word(token_id: int) -> str:
@@ -42,7 +44,11 @@ def make(config: Path, out: Path) -> Path:
     shutil.copyfile(config, out / "config.json")
     vocab_size = int(json.loads(config.read_text())["vocab_size"])
     (out / "tokenizer.json").write_text(json.dumps(tokenizer(vocab_size)))
-    settings = {"tokenizer_class": "PreTrainedTokenizerFast", "unk_token": UNKNOWN}
+    settings = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "unk_token": UNKNOWN,
+        "chat_template": CHAT_TEMPLATE,
+    }
     (out / "tokenizer_config.json").write_text(json.dumps(settings))
     return out
 

@@ -44,6 +44,8 @@ UCX_TABLE = re.compile(
 )
 ALONE_PREFILL = measure.Load(prompt_len=2048, output_len=1, concurrency=32, requests=96)
 PD_LOADS = [measure.Load(2048, 64, c, max(2 * c, 8)) for c in (1, 4, 16)]
+# One request at a time at growing prompts: the KV transfer's time against its size (link model).
+PD_SIZES = [measure.Load(n, 16, 1, 3) for n in (2048, 8192, 32768)]
 DECODE_BATCHES = (1, 16, 64)
 
 
@@ -255,12 +257,14 @@ def kv_moved(decode_url: str, before: Any, after: Any) -> dict[str, float]:
     return moved
 
 
-def pair_phase(plan: dict[str, Any], processes: Processes, timeout: float) -> dict[str, Any]:
+def pair_phase(
+    plan: dict[str, Any], processes: Processes, timeout: float, extra_env: dict[str, str]
+) -> dict[str, Any]:
     engines = [_process(e) for e in plan["layout"]["engines"]]
     router = _process(plan["layout"]["router"])
     model, vocab = served_model(engines[0]), vocab_size()
     for engine in engines:
-        processes.start(engine, timeout, UCX_DIAGNOSTICS)
+        processes.start(engine, timeout, {**UCX_DIAGNOSTICS, **extra_env})
     processes.start(router, 120, {})
     urls = ["--url", router.url]
     for engine in engines:
@@ -271,12 +275,14 @@ def pair_phase(plan: dict[str, Any], processes: Processes, timeout: float) -> di
     part: dict[str, Any] = {"verify_exit_code": verify.returncode}
     part["verify"] = json.loads(verify.stdout) if verify.stdout.strip() else verify.stderr[-2000:]
     decode = next(e for e in engines if e.role == "decode")
-    part["through_router"] = []
-    for load in PD_LOADS:
-        before = _metrics(decode.url)
-        result = measure.run(router.url, model, load, vocab, seed=1000 + load.concurrency)
-        result["kv_transfer"] = kv_moved(decode.url, before, _metrics(decode.url))
-        part["through_router"].append(result)
+    for name, loads in (("through_router", PD_LOADS), ("transfer_by_size", PD_SIZES)):
+        part[name] = []
+        for load in loads:
+            before = _metrics(decode.url)
+            seed = 1000 * load.prompt_len + load.concurrency
+            result = measure.run(router.url, model, load, vocab, seed=seed)
+            result["kv_transfer"] = kv_moved(decode.url, before, _metrics(decode.url))
+            part[name].append(result)
     processes.stop()
     part["logs"] = {e.name: processes.kept_lines(e) for e in [*engines, router]}
     part["ucx"] = ucx_lines(processes.logs, engines)
@@ -321,7 +327,9 @@ def run_command(args: argparse.Namespace) -> int:
             record["alone"] = alone_phase(plan, processes, args.startup_timeout)
             args.record.write_text(json.dumps(record, indent=1))
         if args.phase in ("pair", "all"):
-            record["pair"] = pair_phase(plan, processes, args.startup_timeout)
+            extra_env = dict(pair.split("=", 1) for pair in args.env)
+            record["pair_env"] = extra_env
+            record["pair"] = pair_phase(plan, processes, args.startup_timeout, extra_env)
     finally:
         processes.stop()
         args.record.write_text(json.dumps(record, indent=1))
@@ -343,6 +351,13 @@ def main() -> int:
     run.add_argument("--phase", choices=("alone", "pair", "all"), default="all")
     run.add_argument("--record", type=Path, default=Path("real-engines-record.json"))
     run.add_argument("--startup-timeout", type=float, default=600.0)
+    run.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="more environment for the pair's engines (e.g. UCX_TLS=cuda_ipc,cuda_copy,tcp)",
+    )
     args = parser.parse_args()
     return plan_command(args) if args.command == "plan" else run_command(args)
 
