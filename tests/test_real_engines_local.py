@@ -73,7 +73,7 @@ def test_the_default_values_are_rendered_for_the_vllm_that_runs_there(tmp_path: 
     """run.py's default: pdctl init's 8B layout, the pools' image tag set to the local vLLM."""
     from benchmarks.real_engines import run
 
-    values = run.default_values(tmp_path, "0.26.0")
+    values = run.init_values(tmp_path, "v0.26.0")
     pools = pipeline.load_values([str(values)]).data["servingEngineSpec"]["modelSpec"]
     assert {pool["tag"] for pool in pools} == {"v0.26.0"} and len(pools) == 2
     assert not pipeline.errors(pipeline.check(pipeline.load_values([str(values)])))

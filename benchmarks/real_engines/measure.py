@@ -10,6 +10,7 @@ import json
 import random
 import statistics
 import time
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,5 +117,12 @@ def summarize(timings: list[Timing], wall: float, load: Load) -> dict[str, Any]:
     }
 
 
-def run(url: str, model: str, load: Load, vocab_size: int, seed: int = 0) -> dict[str, Any]:
-    return asyncio.run(_run(url, model, load, vocab_size, seed))
+def seed(series: str, load: Load) -> int:
+    """The prompts' seed: one series sends the same prompts for the same load (to one engine
+    alone and to the pair, say); different series and loads never share a prompt, so that prefix
+    caching (on the prefill and on the decode engine) cannot hide work."""
+    return zlib.crc32(f"{series}:{load}".encode())
+
+
+def run(url: str, model: str, load: Load, vocab_size: int, series: str) -> dict[str, Any]:
+    return asyncio.run(_run(url, model, load, vocab_size, seed(series, load)))

@@ -211,19 +211,16 @@ def alone_phase(plan: dict[str, Any], processes: Processes, timeout: float) -> d
     engine.argv = local.set_flag(engine.argv, "--gpu-memory-utilization", f"{rendered:g}")
     model, vocab = served_model(engine), vocab_size()
     processes.start(engine, timeout, {})
-    measure.run(engine.url, model, measure.Load(256, 8, 8, 16), vocab)  # warm-up
+    measure.run(engine.url, model, measure.Load(256, 8, 8, 16), vocab, "warm-up")
     part: dict[str, Any] = {"engine": engine.name, "argv": engine.argv}
-    part["prefill"] = measure.run(engine.url, model, ALONE_PREFILL, vocab, seed=1)
+    part["prefill"] = measure.run(engine.url, model, ALONE_PREFILL, vocab, "prefill")
     part["decode"] = {
         str(batch): measure.run(
-            engine.url, model, measure.Load(128, 192, batch, batch), vocab, seed=100 + batch
+            engine.url, model, measure.Load(128, 192, batch, batch), vocab, "decode"
         )
         for batch in DECODE_BATCHES
     }
-    part["ttft_alone"] = [
-        measure.run(engine.url, model, load, vocab, seed=1000 + load.concurrency)
-        for load in PD_LOADS
-    ]
+    part["ttft_alone"] = [measure.run(engine.url, model, load, vocab, "ttft") for load in PD_LOADS]
     processes.stop()
     part["log"] = processes.kept_lines(engine)
     part["kv_pool"] = _kv_pool(part["log"])
@@ -237,7 +234,7 @@ def _metrics(url: str) -> Any:
         return metrics.parse(response.read().decode())
 
 
-def kv_moved(decode_url: str, before: Any, after: Any) -> dict[str, float]:
+def kv_moved(before: Any, after: Any) -> dict[str, float]:
     """The decode engine's KV bytes and transfer seconds between two scrapes (the connector
     table's `metrics.bandwidth` histograms for NIXL)."""
     from pdctl import connectors
@@ -272,16 +269,20 @@ def pair_phase(
     verify = subprocess.run(
         [*PDCTL, "verify", *urls, "-o", "json"], capture_output=True, text=True, check=False
     )
-    part: dict[str, Any] = {"verify_exit_code": verify.returncode}
+    part: dict[str, Any] = {"argv": {e.name: e.argv for e in [*engines, router]}}
+    part["verify_exit_code"] = verify.returncode
     part["verify"] = json.loads(verify.stdout) if verify.stdout.strip() else verify.stderr[-2000:]
     decode = next(e for e in engines if e.role == "decode")
-    for name, loads in (("through_router", PD_LOADS), ("transfer_by_size", PD_SIZES)):
+    # "ttft": the prompts the engine alone was timed with (alone_phase), for a like comparison.
+    for name, series, loads in (
+        ("through_router", "ttft", PD_LOADS),
+        ("transfer_by_size", "by-size", PD_SIZES),
+    ):
         part[name] = []
         for load in loads:
             before = _metrics(decode.url)
-            seed = 1000 * load.prompt_len + load.concurrency
-            result = measure.run(router.url, model, load, vocab, seed=seed)
-            result["kv_transfer"] = kv_moved(decode.url, before, _metrics(decode.url))
+            result = measure.run(router.url, model, load, vocab, series)
+            result["kv_transfer"] = kv_moved(before, _metrics(decode.url))
             part[name].append(result)
     processes.stop()
     part["logs"] = {e.name: processes.kept_lines(e) for e in [*engines, router]}

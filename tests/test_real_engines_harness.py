@@ -1,0 +1,128 @@
+"""The real-engine harness's parts that need no GPU (benchmarks/real_engines): the generated model
+folder, the timed load (against the engine TEST DOUBLE, not vLLM), the KV arithmetic from the
+decode's histograms, and the kept record of the GPU run (benchmarks/records)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import pytest
+
+from benchmarks.real_engines import local, measure, model_dir, run
+from pdctl.verify import metrics
+from tests.doubles.vllm_engine import Behaviour, KvRegistry, VllmEngineDouble
+
+CONFIG = Path("tests/fixtures/configs/llama-3.1-8b.json")
+RECORDS = Path("benchmarks/records")
+
+
+def test_the_model_folder_has_the_real_config_and_a_token_per_word(tmp_path: Path) -> None:
+    folder = model_dir.make(CONFIG, tmp_path / "model")
+    assert json.loads((folder / "config.json").read_text()) == json.loads(CONFIG.read_text())
+    tokenizer = json.loads((folder / "tokenizer.json").read_text())
+    vocab = tokenizer["model"]["vocab"]
+    assert tokenizer["model"]["type"] == "WordLevel" and len(vocab) == 128256
+    assert sorted(vocab.values()) == list(range(128256))
+    assert tokenizer["pre_tokenizer"] == {"type": "WhitespaceSplit"}
+    prompt = model_dir.prompt(random.Random(0), 2048, 128256)
+    assert len(prompt.split()) == 2048 and all(word in vocab for word in prompt.split())
+    settings = json.loads((folder / "tokenizer_config.json").read_text())
+    assert settings["tokenizer_class"] == "PreTrainedTokenizerFast"
+    messages = [{"role": "user", "content": "w1 w2"}, {"role": "user", "content": "w3"}]
+    rendered = jinja2.Template(settings["chat_template"]).render(messages=messages)
+    assert rendered.split() == ["w1", "w2", "w3"]  # chat requests work (verify sends one)
+
+
+def test_no_two_series_or_loads_share_prompts() -> None:
+    loads = [*run.PD_LOADS, *run.PD_SIZES, run.ALONE_PREFILL]
+    seeds = {measure.seed(series, load) for series in ("ttft", "by-size") for load in loads}
+    assert len(seeds) == 2 * len(loads)
+    assert measure.seed("ttft", run.PD_LOADS[0]) == measure.seed("ttft", run.PD_LOADS[0])
+
+
+def test_summary_arithmetic() -> None:
+    load = measure.Load(prompt_len=100, output_len=4, concurrency=2, requests=3)
+    timings = [
+        measure.Timing(ttft=0.1, gaps=[0.01] * 3),
+        measure.Timing(ttft=0.3, gaps=[0.02] * 3),
+        measure.Timing(error="HTTP 500"),
+    ]
+    summary = measure.summarize(timings, wall=2.0, load=load)
+    assert summary["served"] == 2 and summary["errors"] == ["HTTP 500"]
+    assert summary["prompt_tokens_per_s"] == 100.0  # 2 x 100 tokens in 2 s
+    assert summary["output_tokens_per_s"] == 4.0
+    assert summary["ttft"]["p50_ms"] == 300.0 and summary["ttft"]["mean_ms"] == 200.0
+    assert summary["itl"] == {}  # every gap is inside the first WARM_GAPS
+
+
+def test_timed_load_against_the_engine_double() -> None:
+    """TEST DOUBLE: delays injected into the double are lower bounds of what is measured."""
+    behaviour = Behaviour(first_token_delay=0.03, inter_token_delay=0.004)
+    engine = VllmEngineDouble("alone", KvRegistry(), behaviour=behaviour).up()
+    try:
+        load = measure.Load(prompt_len=64, output_len=12, concurrency=2, requests=4)
+        summary = measure.run(engine.url, engine.model, load, 1000, "test")
+    finally:
+        engine.down()
+    assert summary["served"] == 4 and not summary["errors"]
+    assert summary["ttft"]["p50_ms"] >= 30 and summary["itl"]["p50_ms"] >= 4
+    prompts = [r.body["prompt"] for r in engine.generation_requests()]
+    assert len(set(prompts)) == 4 and all(len(p.split()) == 64 for p in prompts)
+    assert all(
+        r.body["max_tokens"] == 12 and r.body["ignore_eos"] for r in engine.generation_requests()
+    )
+
+
+def _page(bytes_sum: float, seconds_sum: float, count: int) -> metrics.Scrape:
+    lines = []
+    for name, total in (
+        ("nixl_bytes_transferred", bytes_sum),
+        ("nixl_xfer_time_seconds", seconds_sum),
+    ):
+        lines += [f"# TYPE vllm:{name} histogram", f"vllm:{name}_sum {total}"]
+        lines.append(f"vllm:{name}_count {count}")
+    return metrics.parse("\n".join(lines))
+
+
+def test_kv_moved_is_the_difference_of_the_decode_histograms() -> None:
+    moved = run.kv_moved(_page(1e9, 1.0, 2), _page(3e9, 5.0, 6))
+    assert moved["bytes"] == 2e9 and moved["seconds"] == 4.0
+    assert moved["gbps"] == 0.5 and moved["ms_per_transfer"] == 1000.0
+    assert run.kv_moved(metrics.parse(""), metrics.parse("")) == {}
+
+
+def test_render_difference_names_the_words_that_differ() -> None:
+    def layout(role: str) -> local.Layout:
+        engine = local.Process("p", "prefill", ["vllm", "serve", f"--kv-role={role}"], {}, 1)
+        return local.Layout([engine], None)
+
+    assert run.render_difference(layout("kv_producer"), layout("kv_producer")) == {}
+    different = run.render_difference(layout("kv_producer"), layout("kv_both"))
+    assert different == {"p": [["--kv-role=kv_producer"], ["--kv-role=kv_both"]]}
+
+
+@pytest.fixture(scope="module")
+def record() -> dict[str, Any]:
+    return json.loads((RECORDS / "real-engines-h200-1gpu.json").read_text())
+
+
+def test_the_kept_gpu_record_proved_pd_and_reported_the_bandwidth(record: dict[str, Any]) -> None:
+    """The record of the GPU run (benchmarks/real_engines/README.md): kept, so what docs and the
+    measurements catalog cite from it stays checkable."""
+    assert record["versions"]["vllm"] == "0.26.0" and "H200" in record["gpu"]
+    pair = record["pair"]
+    assert pair["verify_exit_code"] == 0
+    checks = {c["id"]: c for c in pair["verify"]["checks"]}
+    assert all(
+        checks[name]["status"] == "pass" for name in ("pd-prefill", "pd-decode", "pd-kv-transfer")
+    )
+    bandwidth = checks["pd-kv-bandwidth"]
+    assert bandwidth["status"] == "warn" and bandwidth["evidence"]["gbps"] < 1.25
+    assert pair["deprecation_warnings"] == []  # kv_producer / kv_consumer: no kv_both warning
+    argv = record["alone"]["argv"]
+    assert json.loads(argv[argv.index("--kv-transfer-config") + 1])["kv_role"] == "kv_producer"
+    assert any("tcp/lo" in line for line in pair["ucx"])
