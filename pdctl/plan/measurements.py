@@ -64,6 +64,7 @@ class Measurement:
     measured: dict[str, float]  # metric -> milliseconds
     published: str
     notes: str
+    use: str = "check"  # "fit": a figure the planner's factors are fitted to; "check": kept aside
 
     def arch(self) -> ModelArch:
         found = catalog.find_model(self.model)
@@ -103,6 +104,7 @@ def _measurement(key: str, data: dict[str, Any]) -> Measurement:
         measured={metric: float(value) for metric, value in data["measured"].items()},
         published=" ".join(str(data["published"]).split()),
         notes=" ".join(str(data.get("notes", "")).split()),
+        use=data.get("use", "check"),
     )
     unknown = set(entry.measured) - set(METRICS)
     if unknown:
@@ -202,8 +204,11 @@ def render_table(comparisons: list[Comparison] | None = None) -> str:
     for c in comparisons if comparisons is not None else compare():
         e = c.entry
         engine = e.engine.split(" (")[0]
+        # The table is in docs/; this project's own records are files of the repository.
+        url = e.source.url if e.source.url.startswith("https://") else f"../{e.source.url}"
+        use = " (fit)" if e.use == "fit" else ""
         rows.append(
-            f"| [{e.id}]({e.source.url}) | {_model_label(e)}, {e.gpu} TP{e.tp} | {engine} | "
+            f"| [{e.id}]({url}){use} | {_model_label(e)}, {e.gpu} TP{e.tp} | {engine} | "
             f"{_workload(e)} | {METRICS[c.metric]} | {_number(c.measured_ms)} | "
             f"{_number(c.estimated_ms)} | {c.ratio:.2f} |"
         )
