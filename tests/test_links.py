@@ -4,10 +4,12 @@ connector table's bandwidth metrics it reads."""
 from __future__ import annotations
 
 import jsonschema
+import pytest
 import yaml
 
 from pdctl import connectors
 from pdctl.models import links
+from pdctl.models import catalog
 from pdctl.models.catalog import CATALOG_DIR
 from tests.helpers import ROOT
 
@@ -19,6 +21,16 @@ def test_every_link_has_its_source_and_the_floor_is_below_every_rdma_link() -> N
     assert speeds == sorted(speeds, reverse=True)
     assert 0 < table.minimum_gbps < min(link.gbps for link in table.links if link.rdma)
     assert not table.links[-1].rdma  # TCP, the slowest
+
+
+def test_the_gpu_catalog_names_its_networks_from_the_link_table() -> None:
+    """The planner's KV transfer estimate reads the link table through the GPU catalog."""
+    table = links.load()
+    for gpu in catalog.gpus().values():
+        assert gpu.network_gbps == table.by_id(gpu.network).gbps, gpu.name
+    assert catalog.gpu("H200").network == "ib-ndr" and catalog.gpu("H200").network_gbps == 50
+    with pytest.raises(ValueError, match="no link 'warp-drive'"):
+        table.by_id("warp-drive")
 
 
 def test_a_measured_speed_is_named_by_the_slowest_link_that_carries_it() -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from pdctl.chart import read_yaml
 from pdctl.errors import InputError, UsageError
+from pdctl.models import links
 from pdctl.models.config import Mla, ModelArch, Moe, SlidingWindow
 
 CATALOG_DIR = Path(__file__).resolve().parent / "catalog"
@@ -35,7 +36,8 @@ class Gpu:
     fp8_tflops: float | None
     link: str
     link_gbps: float
-    network_gbps: float
+    network: str  # the link table's id of the usual network between nodes (KV transfer)
+    network_gbps: float  # that link's bandwidth per GPU and direction
     resource: str
     gpus_per_node: int
     product_label: str | None
@@ -76,7 +78,8 @@ def _gpu(name: str, data: dict[str, Any]) -> Gpu:
         fp8_tflops=float(data["fp8TFLOPS"]) if data.get("fp8TFLOPS") else None,
         link=data["link"],
         link_gbps=float(data["linkGBps"]),
-        network_gbps=float(data["networkGBps"]),
+        network=data["network"],
+        network_gbps=links.load().by_id(data["network"]).gbps,
         resource=data["resource"],
         gpus_per_node=int(data["gpusPerNode"]),
         product_label=data.get("productLabel"),

@@ -1,17 +1,21 @@
 """The link table (pdctl/models/catalog/links.yaml): the bandwidth a KV transfer can expect over
-each kind of link, and which kind a measured speed matches."""
+each kind of link, and which kind a measured speed matches. The one place that the planner (through
+the GPU catalog's `network`) and verify read link speeds from."""
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from pathlib import Path
 
 from pdctl.chart import read_yaml
-from pdctl.models.catalog import CATALOG_DIR
+
+LINKS_FILE = Path(__file__).resolve().parent / "catalog" / "links.yaml"
 
 
 @dataclass(frozen=True)
 class Link:
+    id: str
     name: str
     gbps: float  # GB/s per GPU, one direction
     rdma: bool
@@ -28,6 +32,12 @@ class Links:
         """Below this a transfer is slow for any RDMA link: the slowest one x minimumFraction."""
         return min(link.gbps for link in self.links if link.rdma) * self.minimum_fraction
 
+    def by_id(self, link_id: str) -> Link:
+        for link in self.links:
+            if link.id == link_id:
+                return link
+        raise ValueError(f"{LINKS_FILE.name}: no link {link_id!r}")
+
     def matching(self, gbps: float) -> Link:
         """The fastest link a measured speed fits within (the slowest link when below all)."""
         fitting = [link for link in self.links if gbps <= link.gbps]
@@ -36,9 +46,9 @@ class Links:
 
 @functools.cache
 def load() -> Links:
-    data = read_yaml(CATALOG_DIR / "links.yaml")
+    data = read_yaml(LINKS_FILE)
     links = sorted(
-        (Link(e["name"], float(e["gbps"]), bool(e["rdma"]), " ".join(e["source"].split()))
+        (Link(e["id"], e["name"], float(e["gbps"]), bool(e["rdma"]), " ".join(e["source"].split()))
          for e in data["links"]),
         key=lambda link: -link.gbps,
     )  # fmt: skip

@@ -231,10 +231,7 @@ def context(plan: layout.Plan, options: InitOptions, out: Path | None) -> dict[s
         "itl_ms": f"{e.itl_ms:.1f}",
         "decode_batch": e.decode_batch,
         "transfer_ms": f"{e.kv_transfer_ms:.1f}",
-        "transfer_link": (
-            f"{req.network_gbps or req.gpu.network_gbps:g} GB/s per GPU (RDMA; without the "
-            "network keys UCX falls back to TCP, often much slower)"
-        ),
+        "transfer_link": req.link_description,
         "ttft_ms": f"{e.ttft_ms:.0f}",
         "rps": f"{e.requests_per_s:.2f}",
         "bottleneck": e.bottleneck,

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pdctl.errors import InputError
+from pdctl.models import links
 from pdctl.models.catalog import Gpu
 from pdctl.models.config import ModelArch
 from pdctl.models.memory import GiB, KvLayout, Memory
@@ -44,6 +45,22 @@ class Request:
     one_pair: bool = False  # the connector pairs one prefill pod with one decode pod
     hybrid_kv: bool = True  # sliding-window layers keep only their window (hybrid KV manager)
     network_gbps: float | None = None  # KV transfer bandwidth per GPU; default the GPU's NIC
+
+    @property
+    def link_gbps(self) -> float:
+        """The KV transfer bandwidth the estimate assumes: --network-gbps, else the link table's
+        figure for the GPU's usual network."""
+        return self.network_gbps or self.gpu.network_gbps
+
+    @property
+    def link_description(self) -> str:
+        if self.network_gbps:
+            return f"{self.network_gbps:g} GB/s per GPU (--network-gbps)"
+        link = links.load().by_id(self.gpu.network)
+        return (
+            f"{link.gbps:g} GB/s per GPU, {link.name} (the usual {self.gpu.name} network; "
+            "without the network keys UCX falls back to TCP, often much slower)"
+        )
 
 
 @dataclass(frozen=True)

@@ -121,7 +121,7 @@ def plan_dict(plan_: Plan) -> dict[str, Any]:
             "decode_requests_per_s_per_engine": _round(e.decode_requests_per_s),
             "kv_transfer_ms": _round(e.kv_transfer_ms),
             "kv_transfer_mb_per_gpu": _round(e.kv_transfer_mb, 1),
-            "kv_transfer_link_gbps": req.network_gbps or req.gpu.network_gbps,
+            "kv_transfer_link_gbps": req.link_gbps,
             "ttft_ms": _round(e.ttft_ms, 1),
             "requests_per_s": _round(e.requests_per_s),
             "output_tokens_per_s": _round(e.output_tokens_per_s, 0),

@@ -61,7 +61,7 @@ def transfer_seconds(req: Request, decode: Engine) -> tuple[float, float]:
     """(seconds, bytes per decode GPU) to move one prompt's KV: every decode rank pulls its share
     (the whole latent under MLA) over its own NIC."""
     per_rank = decode.layout.sequence_bytes(req.workload.input_len)
-    bandwidth = (req.network_gbps or req.gpu.network_gbps) * 1e9
+    bandwidth = req.link_gbps * 1e9
     return per_rank / bandwidth, per_rank
 
 
