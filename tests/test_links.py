@@ -8,8 +8,7 @@ import pytest
 import yaml
 
 from pdctl import connectors
-from pdctl.models import links
-from pdctl.models import catalog
+from pdctl.models import catalog, links
 from pdctl.models.catalog import CATALOG_DIR
 from tests.helpers import ROOT
 

@@ -157,13 +157,41 @@ def test_the_json_report_carries_the_bandwidth(stack: Stack) -> None:
     assert checks["pd-kv-bandwidth"]["evidence"]["gbps"] == pytest.approx(0.43, rel=0.01)
 
 
+def test_ttft_through_pd_is_compared_with_the_prefill_engine_alone(stack: Stack) -> None:
+    check = _check(run(stack.targets(), QUICK), "pd-ttft")
+    assert check.status is Status.passed, check.summary
+    evidence = check.evidence
+    assert evidence["prefill_engine"] == stack.prefill.url
+    assert evidence["added_ms"] == pytest.approx(
+        evidence["ttft_pd_ms"] - evidence["ttft_prefill_alone_ms"], abs=0.02
+    )
+    # One request straight to the prefill engine (computed there), one through the router.
+    requests = stack.prefill.generation_requests()
+    direct = [r for r in requests if not r.body.get("kv_transfer_params")]
+    assert len(direct) == 1 and direct[0].body["stream"] is True
+
+
+def test_a_slow_first_token_through_pd_is_a_warning(stack: Stack) -> None:
+    """TEST DOUBLE: the decode's first token waits 0.3 s (as a slow KV transfer would make it),
+    the prefill engine alone answers at once: PD more than doubles TTFT."""
+    stack.decode.behaviour.first_token_delay = 0.3
+    report = run(stack.targets(), QUICK)
+    check = _check(report, "pd-ttft")
+    assert check.status is Status.warned
+    assert check.evidence["added_ms"] >= 300 - check.evidence["ttft_prefill_alone_ms"]
+    assert "more than doubles it" in check.summary and "pd-kv-bandwidth" in check.summary
+    assert report.passed  # a warning, not a failure
+
+
 def test_decode_recomputing_the_prompt_fails_kv_transfer(stack: Stack) -> None:
     stack.decode.behaviour.recompute = True
     report = run(stack.targets(), QUICK)
     statuses = _statuses(report)
     assert statuses["pd-kv-transfer"] == "fail"
     assert statuses["pd-kv-bandwidth"] == "skip"  # nothing was transferred to time
-    rest = {k: v for k, v in statuses.items() if k not in ("pd-kv-transfer", "pd-kv-bandwidth")}
+    assert statuses["pd-ttft"] == "skip"  # PD not proven: no transfer to compare
+    unproven = ("pd-kv-transfer", "pd-kv-bandwidth", "pd-ttft")
+    rest = {k: v for k, v in statuses.items() if k not in unproven}
     assert rest == dict.fromkeys(rest, "pass")
     summary = _check(report, "pd-kv-transfer").summary
     assert "decode computed 200 of the 200 prompt tokens itself" in summary
@@ -279,10 +307,10 @@ def test_cli_json_shape_and_exit_0(stack: Stack) -> None:
         "counts", "checks", "latency",
     }  # fmt: skip
     assert report["passed"] is True and report["pd_proven"] is True
-    assert report["counts"] == {"pass": 9, "fail": 0, "skip": 0, "warn": 0}
+    assert report["counts"] == {"pass": 10, "fail": 0, "skip": 0, "warn": 0}
     assert [c["id"] for c in report["checks"]] == [
         "router-health", "models", "engines-health", "completion", "chat-stream",
-        "pd-prefill", "pd-decode", "pd-kv-transfer", "pd-kv-bandwidth",
+        "pd-prefill", "pd-decode", "pd-kv-transfer", "pd-kv-bandwidth", "pd-ttft",
     ]  # fmt: skip
     for check in report["checks"]:
         assert set(check) == {"id", "title", "status", "summary", "evidence", "curl"}

@@ -18,11 +18,11 @@ from pdctl import connectors
 from pdctl.cli.app import app
 from pdctl.errors import UsageError
 from pdctl.verify import metrics
-from pdctl.verify.checks import _measure
 from pdctl.verify.client import Event, Http, Stream, curl
 from pdctl.verify.proof import Connector, _kv_verdict, _Moves, probe_prompt, resolve_connector
 from pdctl.verify.report import Endpoint, Status, percentile, stats
 from pdctl.verify.targets import from_urls
+from pdctl.verify.timing import measure
 
 runner = CliRunner()
 
@@ -149,7 +149,7 @@ def test_measure_times_text_chunks_and_uses_server_usage() -> None:
         Event(0.190, _chunk(" d")),
         Event(0.191, _chunk(None, {"prompt_tokens": 9, "completion_tokens": 4})),
     ]
-    timed = _measure(stream)
+    timed = measure(stream)
     assert timed.problem is None
     assert timed.ttft_ms == pytest.approx(100.0)  # the role-only chunk carries no text
     assert timed.gaps_ms == pytest.approx([30.0, 60.0])
@@ -160,9 +160,9 @@ def test_measure_times_text_chunks_and_uses_server_usage() -> None:
 
 def test_measure_names_what_is_missing() -> None:
     stream = Stream(status=200, done=False, ended_at=0.2, events=[Event(0.1, _chunk("x"))])
-    problem = _measure(stream).problem or ""
+    problem = measure(stream).problem or ""
     assert "no usage in the stream" in problem and "did not end with data: [DONE]" in problem
-    assert _measure(Stream(status=503, text="busy")).problem == "HTTP 503: busy"
+    assert measure(Stream(status=503, text="busy")).problem == "HTTP 503: busy"
 
 
 class _SseHandler(http.server.BaseHTTPRequestHandler):

@@ -25,11 +25,11 @@ between the two nearest values (as numpy's default).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from pdctl.naming import ROLES
-from pdctl.verify.client import Http, Stream, curl
+from pdctl.verify import timing, ttft
+from pdctl.verify.client import Http, curl
 from pdctl.verify.proof import Connector, pd_proof, resolve_connector
 from pdctl.verify.report import (
     ORDER,
@@ -193,62 +193,6 @@ def _completion(http: Http, router: str, model: str, settings: Settings) -> Chec
     return Check("completion", Status.passed, summary, evidence, curl=command)
 
 
-def _delta_text(choice: dict[str, Any]) -> str:
-    delta = choice.get("delta") or {}
-    parts = [delta.get(key) for key in ("content", "reasoning_content", "reasoning")]
-    return "".join(p for p in parts if isinstance(p, str))
-
-
-@dataclass
-class _Timed:
-    """One streaming request, measured."""
-
-    problem: str | None
-    ttft_ms: float | None = None
-    e2e_ms: float = 0.0
-    gaps_ms: list[float] = field(default_factory=list)  # between chunks that carry text
-    chunks: int = 0
-    completion_tokens: int | None = None
-    prompt_tokens: int | None = None
-    tpot_ms: float | None = None
-
-
-def _measure(stream: Stream) -> _Timed:
-    if stream.status != 200 or stream.error and not stream.events:
-        return _Timed(stream.problem())
-    times: list[float] = []
-    usage: dict[str, Any] | None = None
-    for event in stream.events:
-        choices = event.data.get("choices") or []
-        if any(isinstance(c, dict) and _delta_text(c) for c in choices):
-            times.append(event.at)
-        if isinstance(event.data.get("usage"), dict):
-            usage = event.data["usage"]
-    timed = _Timed(None, e2e_ms=stream.ended_at * 1000, chunks=len(times))
-    if times:
-        timed.ttft_ms = times[0] * 1000
-        timed.gaps_ms = [(b - a) * 1000 for a, b in zip(times, times[1:], strict=False)]
-    if usage:
-        timed.completion_tokens = usage.get("completion_tokens")
-        timed.prompt_tokens = usage.get("prompt_tokens")
-        n = timed.completion_tokens
-        if isinstance(n, int) and n > 1 and len(times) > 1:
-            timed.tpot_ms = (times[-1] - times[0]) * 1000 / (n - 1)
-    problems = []
-    if stream.error:
-        problems.append(stream.error)
-    if not times:
-        problems.append("no chunk carried generated text")
-    if usage is None:
-        problems.append("no usage in the stream (stream_options.include_usage was not honoured)")
-    elif not isinstance(timed.completion_tokens, int) or timed.completion_tokens < 1:
-        problems.append("usage reports no completion tokens")
-    if not stream.done:
-        problems.append("the stream did not end with data: [DONE]")
-    timed.problem = "; ".join(problems) or None
-    return timed
-
-
 def _chat_stream(
     http: Http, router: str, model: str, settings: Settings
 ) -> tuple[Check, dict[str, Any]]:
@@ -263,7 +207,7 @@ def _chat_stream(
         "stream_options": {"include_usage": True},
     }
     command = [curl(url, body, stream=True)]
-    runs = [_measure(http.stream(url, body)) for _ in range(settings.requests)]
+    runs = [timing.measure(http.stream(url, body)) for _ in range(settings.requests)]
     good = [r for r in runs if r.problem is None]
     per_token = all(r.completion_tokens == r.chunks for r in good)
     latency: dict[str, Any] = {
@@ -306,6 +250,20 @@ def _chat_stream(
     return Check("chat-stream", Status.passed, summary, evidence, curl=command), latency
 
 
+def _pd_ttft(
+    http: Http,
+    router: str,
+    targets: Targets,
+    model: str,
+    settings: Settings,
+    checks: dict[str, Check],
+) -> Check:
+    """Timed only where PD was proven: otherwise there is no transfer to compare."""
+    if any(checks[i].status is not Status.passed for i in PROOF):
+        return skip("pd-ttft", "PD was not proven (pd-prefill, pd-decode, pd-kv-transfer)")
+    return ttft.compare(http, router, targets.role("prefill"), model, settings)
+
+
 # ---- all of it --------------------------------------------------------------------------
 
 
@@ -332,7 +290,7 @@ def _run(http: Http, targets: Targets, settings: Settings) -> Report:
     checks["engines-health"] = _engines_health(http, targets.engines)
     router = targets.router.url
     model = settings.model
-    later = ("models", "completion", "chat-stream", *PROOF, "pd-kv-bandwidth")
+    later = ("models", "completion", "chat-stream", *PROOF, "pd-kv-bandwidth", "pd-ttft")
     reachable = router is not None and checks["router-health"].evidence.get("status") is not None
     if not reachable or router is None:
         for check_id in later:
@@ -355,6 +313,7 @@ def _run(http: Http, targets: Targets, settings: Settings) -> Report:
                 checks[check.id] = check
             checks["completion"] = _completion(http, router, model, settings)
             checks["chat-stream"], latency = _chat_stream(http, router, model, settings)
+            checks["pd-ttft"] = _pd_ttft(http, router, targets, model, settings, checks)
     return Report(
         router=targets.router,
         model=model,

@@ -17,8 +17,9 @@ ORDER = (
     "pd-decode",
     "pd-kv-transfer",
     "pd-kv-bandwidth",
+    "pd-ttft",
 )
-# The checks that prove PD (pd-kv-bandwidth judges how fast the proven transfer was).
+# The checks that prove PD (pd-kv-bandwidth and pd-ttft judge how fast the proven transfer was).
 PROOF = ("pd-prefill", "pd-decode", "pd-kv-transfer")
 TITLES = {
     "router-health": "the router answers /health",
@@ -30,6 +31,7 @@ TITLES = {
     "pd-decode": "decode produced the output",
     "pd-kv-transfer": "KV reached decode through the connector",
     "pd-kv-bandwidth": "KV moved at the speed of a fast link",
+    "pd-ttft": "PD adds little to the prefill engine's own TTFT",
 }
 
 
