@@ -1,11 +1,14 @@
 # Two entry points for a fresh clone: `make demo` and `make test`.
-# Each sets up what it needs: a virtualenv in .venv and the pinned Helm binaries in .tools.
+# Each sets up what it needs: a virtualenv in .venv and the pinned Helm binaries in .tools (`make
+# test` also the pinned OCI registry the chart's push/pull tests use).
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 HELM4 := .tools/helm-4.1.4/helm
 HELM3 := .tools/helm-3.17.2/helm
+# The CNCF distribution registry the OCI tests push the chart to (scripts/install_registry.py).
+REGISTRY := .tools/docker-registry-2.8.2/docker-registry
 DEMO_VALUES := tutorials/assets/values-16-disagg-prefill.yaml
 # `make demo` plans Llama-3.1-8B-Instruct on 2 x H100-80GB offline (from the catalog) into this file.
 DEMO_OUT := build/demo-values.yaml
@@ -71,7 +74,10 @@ corpus: setup ## regenerate the defective-values corpus (review the diff)
 golden: setup ## regenerate the golden render of the PD tutorial (review the diff)
 	$(HELM4) template pd helm -f $(DEMO_VALUES) > tests/golden/values-16-disagg-prefill.yaml
 
-test: setup lint ## lint, then the whole test suite (what CI runs, with checkov)
+$(REGISTRY): scripts/install_registry.py
+	$(PYTHON) scripts/install_registry.py --dest $@
+
+test: setup lint $(REGISTRY) ## lint, then the whole test suite (what CI runs, with checkov)
 	$(BIN)/python -m pytest -n 2 -q
 
 # checkov (Kubernetes checks) over the chart rendered with every tutorial asset: at most 6 distinct
@@ -96,10 +102,17 @@ checkov: helm $(CHECKOV_VENV)/.installed ## checkov over the tutorial renders (C
 # `helm push $(DIST)/pd-stack-<version>.tgz oci://<registry>/<path>`, and pdctl's sdist and wheel
 # (built from that sdist by `python -m build`; both carry the chart). Only the build backend
 # (hatchling) comes from the package index, into build's isolated environment.
-package: setup ## the chart archive, sdist and wheel into dist/ (or DIST=folder)
-	rm -f $(DIST)/pd-stack-*.tgz $(DIST)/pdctl-*.tar.gz $(DIST)/pdctl-*.whl
+# The chart archive is reproducible (scripts/package_chart.py: file times set from the last commit
+# that changed helm/). SIGN_KEY=<name or email> signs it (a .prov beside it) with that key from the
+# legacy GnuPG secret keyring KEYRING (docs/chart.md, "Signed releases").
+SIGN_KEY ?=
+KEYRING ?= $(HOME)/.gnupg/secring.gpg
+
+package: setup ## the chart archive, sdist and wheel into dist/ (or DIST=folder; SIGN_KEY= signs)
+	rm -f $(DIST)/pd-stack-*.tgz $(DIST)/pd-stack-*.tgz.prov $(DIST)/pdctl-*.tar.gz $(DIST)/pdctl-*.whl
 	$(HELM4) lint --strict helm/
-	$(HELM4) package helm/ -d $(DIST)
+	$(BIN)/python scripts/package_chart.py --helm $(HELM4) --dest $(DIST) \
+		$(if $(SIGN_KEY),--sign '$(SIGN_KEY)' --keyring '$(KEYRING)')
 	$(BIN)/python -m build --outdir $(DIST) .
 
 clean: ## remove the virtualenvs, tools and build output

@@ -27,6 +27,11 @@ def bundled_chart_dir() -> Path:
     return REPO_ROOT / "helm"
 
 
+def bundled_chart_origin(chart_dir: Path) -> str:
+    """Where bundled_chart_dir() found the chart, in words."""
+    return "inside the installed pdctl" if chart_dir == PACKAGE_DIR / "_chart" else "the checkout"
+
+
 def chart_version(chart_dir: Path) -> str:
     metadata = read_yaml(chart_dir / "Chart.yaml")
     return str(metadata["version"])

@@ -177,6 +177,10 @@ def test_version_without_helm_still_prints_pdctl_and_chart() -> None:
     assert "helm: not found (helm from --helm is not an executable file" in result.stdout
     as_json = json.loads(runner.invoke(app, ["version", "-o", "json", "--helm", "/x"]).stdout)
     assert as_json["helm"] is None and as_json["helm_problem"]
+    # Where the chart is read from: this checkout's helm/ here, pdctl/_chart in a wheel
+    # (tests/test_wheel.py).
+    assert as_json["chart_path"] == str(ROOT / "helm") and as_json["chart_origin"] == "the checkout"
+    assert f"({ROOT / 'helm'}: the checkout)" in result.stdout
 
 
 def test_version_option() -> None:

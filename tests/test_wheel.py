@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import sysconfig
@@ -70,6 +71,17 @@ def test_installed_wheel_renders_from_another_directory(tmp_path: Path, helm4: H
         text=True,
     ).stdout.strip()
     assert where == str(target / "pdctl" / "_chart")
+    version = subprocess.run(
+        [str(env_dir / "bin" / "pdctl"), "version", "-o", "json"],
+        cwd=workdir,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    reported = json.loads(version)
+    assert reported["chart_path"] == where
+    assert reported["chart_origin"] == "inside the installed pdctl"
     result = subprocess.run(
         [str(env_dir / "bin" / "pdctl"), "template", "-f", str(TUTORIAL_VALUES)],
         cwd=workdir,

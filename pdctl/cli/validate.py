@@ -42,7 +42,8 @@ def _print_github(reports: list[FileReport], strict: bool) -> None:
     for report in reports:
         for finding in report.findings:
             level = "error" if finding.severity.value == "error" or strict else "warning"
-            props = [f"file={_github_escape(report.name, True)}"]
+            # A finding of several merged -f files names its own file.
+            props = [f"file={_github_escape(finding.file or report.name, True)}"]
             if finding.line:
                 props.append(f"line={finding.line}")
             if finding.column:
