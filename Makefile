@@ -1,14 +1,16 @@
 # Two entry points for a fresh clone: `make demo` and `make test`.
 # Each sets up what it needs: a virtualenv in .venv and the pinned Helm binaries in .tools (`make
-# test` also the pinned OCI registry the chart's push/pull tests use).
+# test` also the pinned OCI registry and promtool that some tests run).
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 HELM4 := .tools/helm-4.1.4/helm
 HELM3 := .tools/helm-3.17.2/helm
-# The CNCF distribution registry the OCI tests push the chart to (scripts/install_registry.py).
+# Programs some tests run, from pinned Debian packages (scripts/install_debian_tools.py): the CNCF
+# distribution registry the OCI tests push the chart to, and promtool for the alert rules.
 REGISTRY := .tools/docker-registry-2.8.2/docker-registry
+PROMTOOL := .tools/promtool-2.42.0/promtool
 DEMO_VALUES := tutorials/assets/values-16-disagg-prefill.yaml
 # `make demo` plans Llama-3.1-8B-Instruct on 2 x H100-80GB offline (from the catalog) into this file.
 DEMO_OUT := build/demo-values.yaml
@@ -74,10 +76,11 @@ corpus: setup ## regenerate the defective-values corpus (review the diff)
 golden: setup ## regenerate the golden render of the PD tutorial (review the diff)
 	$(HELM4) template pd helm -f $(DEMO_VALUES) > tests/golden/values-16-disagg-prefill.yaml
 
-$(REGISTRY): scripts/install_registry.py
-	$(PYTHON) scripts/install_registry.py --dest $@
+$(REGISTRY) $(PROMTOOL): scripts/install_debian_tools.py
+	$(PYTHON) scripts/install_debian_tools.py $(notdir $@)
+	touch $@
 
-test: setup lint $(REGISTRY) ## lint, then the whole test suite (what CI runs, with checkov)
+test: setup lint $(REGISTRY) $(PROMTOOL) ## lint, then the whole test suite (what CI runs, with checkov)
 	$(BIN)/python -m pytest -n 2 -q
 
 # checkov (Kubernetes checks) over the chart rendered with every tutorial asset: at most 6 distinct

@@ -166,6 +166,11 @@ class Release:
         return f"{self.name}-grafana-pd-stack"
 
     @property
+    def alert_rules(self) -> str:
+        """The PrometheusRule of the PD alerts (alerts)."""
+        return f"{self.name}-pd-stack-alerts"
+
+    @property
     def router_autoscaler(self) -> str:
         """The router's HorizontalPodAutoscaler (routerSpec.autoscaling)."""
         return f"{self.name}-router-hpa"

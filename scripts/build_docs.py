@@ -2,7 +2,8 @@
 (every key of vLLM production-stack's chart with pd-stack's status for it: taken the same, taken
 differently, or refused and why), helm/README.md, the chart's values reference
 (scripts/values_reference.py), and the chart's Grafana dashboard
-(helm/files/dashboards/pd-stack.json, scripts/build_dashboard.py), and the version lines of
+(helm/files/dashboards/pd-stack.json, scripts/build_dashboard.py), its alert rules
+(helm/files/alerts/pd-stack.rules.yaml, scripts/build_alerts.py), and the version lines of
 helm/Chart.yaml from pdctl/__init__.py; docs/rules.md and docs/cli.md (scripts/reference_pages.py).
 
 Usage: python scripts/build_docs.py [--check]   (--check: exit 1 if a page is stale)
@@ -15,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import build_alerts
 import build_dashboard
 import reference_pages
 import values_reference
@@ -114,6 +116,7 @@ def main() -> int:
         TARGET: render(),
         VALUES_REFERENCE: values_reference.render(),
         build_dashboard.TARGET: build_dashboard.render(),
+        build_alerts.TARGET: build_alerts.render(),
     }
     if "--check" in sys.argv[1:]:
         stale = [p for p, text in pages.items() if not p.is_file() or p.read_text("utf-8") != text]

@@ -27,11 +27,11 @@ from tests.doubles.kube_api import KubeAPIDouble
 from tests.helpers import ROOT, TUTORIAL_VALUES
 
 sys.path.insert(0, str(ROOT / "scripts"))  # as `python scripts/package_chart.py` has it
-import install_registry  # noqa: E402
+import install_debian_tools  # noqa: E402
 import package_chart  # noqa: E402
 
 VERSION = pdctl.__version__
-REGISTRY = install_registry.destination()
+REGISTRY = install_debian_tools.destination("docker-registry")
 
 
 def _free_port() -> int:
@@ -42,7 +42,7 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    assert REGISTRY.is_file(), f"{REGISTRY} is missing: `make test` or scripts/install_registry.py"
+    assert REGISTRY.is_file(), f"{REGISTRY} is missing: `make test` or scripts/install_debian_tools.py"
     work = tmp_path_factory.mktemp("registry")
     address = f"127.0.0.1:{_free_port()}"
     config = {

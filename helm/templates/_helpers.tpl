@@ -119,6 +119,11 @@ the ServiceMonitors are named as production-stack's. .kind: ServiceMonitor or Po
 {{- printf "%s-grafana-pd-stack" .Release.Name -}}
 {{- end -}}
 
+{{/* The PrometheusRule of the PD alerts (alerts). */}}
+{{- define "pd-stack.alertRulesName" -}}
+{{- printf "%s-pd-stack-alerts" .Release.Name -}}
+{{- end -}}
+
 {{/* The router's HorizontalPodAutoscaler (routerSpec.autoscaling), named as production-stack's. */}}
 {{- define "pd-stack.routerAutoscalerName" -}}
 {{- printf "%s-router-hpa" .Release.Name -}}
