@@ -42,7 +42,7 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    assert REGISTRY.is_file(), f"{REGISTRY} is missing: `make test` or scripts/install_debian_tools.py"
+    assert REGISTRY.is_file(), f"{REGISTRY} is missing: run `make test` (install_debian_tools.py)"
     work = tmp_path_factory.mktemp("registry")
     address = f"127.0.0.1:{_free_port()}"
     config = {
