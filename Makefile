@@ -31,6 +31,10 @@ $(VENV)/.installed: pyproject.toml pdctl/__init__.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
+	# The real NIXL for the preflight probe's loopback transfer test (tests/test_preflight_probe.py):
+	# nixl-cu13 declares torch, several GB the probe never imports, hence --no-deps and its numpy.
+	$(BIN)/pip install --quiet --no-deps 'nixl==1.5.1' 'nixl-cu13==1.5.1'
+	$(BIN)/pip install --quiet 'numpy>=1.26'
 	touch $@
 
 helm: $(HELM4) $(HELM3)
