@@ -35,6 +35,14 @@ $(VENV)/.installed: pyproject.toml pdctl/__init__.py
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
 
+# The real NIXL for the preflight probe's loopback transfer test (tests/test_preflight_probe.py),
+# for `make test` only: nixl-cu13 declares torch, several GB the probe never imports, hence
+# --no-deps and its numpy.
+$(VENV)/.nixl: $(VENV)/.installed
+	$(BIN)/pip install --quiet --no-deps 'nixl==1.5.1' 'nixl-cu13==1.5.1'
+	$(BIN)/pip install --quiet 'numpy>=1.26'
+	touch $@
+
 helm: $(HELM4) $(HELM3)
 
 $(HELM4) $(HELM3): scripts/install_helm.py
@@ -80,7 +88,7 @@ $(REGISTRY) $(PROMTOOL): scripts/install_debian_tools.py
 	$(PYTHON) scripts/install_debian_tools.py $(notdir $@)
 	touch $@
 
-test: setup lint $(REGISTRY) $(PROMTOOL) ## lint, then the whole test suite (what CI runs, with checkov)
+test: setup lint $(VENV)/.nixl $(REGISTRY) $(PROMTOOL) ## lint, then the whole test suite (what CI runs, with checkov)
 	$(BIN)/python -m pytest -n 2 -q
 
 # checkov (Kubernetes checks) over the chart rendered with every tutorial asset: at most 6 distinct

@@ -52,6 +52,7 @@ class Pod:
     events: list[str] = field(default_factory=list)  # recent warnings, "Reason: message"
     logs: list[str] = field(default_factory=list)  # last lines, for a crash loop
     ports: dict[str, int] = field(default_factory=dict)  # named container ports
+    ip: str | None = None  # status.podIP (pdctl preflight reaches a probe pod by it)
 
     @property
     def stuck(self) -> bool:
@@ -62,6 +63,7 @@ class Pod:
         data = asdict(self)
         data.pop("labels")
         data.pop("ports")
+        data.pop("ip")
         return data
 
 
@@ -115,6 +117,7 @@ class Cluster:
         self.api_client = api_client
         self.core = client.CoreV1Api(api_client)
         self.apps = client.AppsV1Api(api_client)
+        self.batch = client.BatchV1Api(api_client)
         self.host = str(api_client.configuration.host)
 
     def _call(self, what: str, call: Callable[[], T]) -> T:
@@ -250,6 +253,52 @@ class Cluster:
         )
         return found is not None
 
+    # ---- objects pdctl creates itself (preflight's ConfigMap and Jobs)
+    def create(self, obj: dict[str, Any]) -> None:
+        """Create a ConfigMap or a Job (a manifest as a dict) in its namespace."""
+        kind, namespace = obj["kind"], obj["metadata"]["namespace"]
+        body: Any = obj  # the client serializes a dict as it is
+        what = f"creating {kind} {obj['metadata']['name']} in namespace {namespace}"
+        if kind == "ConfigMap":
+            self._call(
+                what,
+                lambda: self.core.create_namespaced_config_map(
+                    namespace, body, _request_timeout=REQUEST_TIMEOUT
+                ),
+            )
+        elif kind == "Job":
+            self._call(
+                what,
+                lambda: self.batch.create_namespaced_job(
+                    namespace, body, _request_timeout=REQUEST_TIMEOUT
+                ),
+            )
+        else:
+            raise ValueError(f"Cluster.create does not create {kind}")
+
+    def delete(self, kind: str, namespace: str, name: str) -> bool:
+        """Delete a ConfigMap or a Job (with its pods); False when it was not there."""
+        from kubernetes import client
+
+        if kind == "ConfigMap":
+            found = self._find(
+                f"deleting ConfigMap {name}",
+                lambda: self.core.delete_namespaced_config_map(
+                    name, namespace, _request_timeout=REQUEST_TIMEOUT
+                ),
+            )
+        elif kind == "Job":
+            options = client.V1DeleteOptions(propagation_policy="Background")
+            found = self._find(
+                f"deleting Job {name}",
+                lambda: self.batch.delete_namespaced_job(
+                    name, namespace, body=options, _request_timeout=REQUEST_TIMEOUT
+                ),
+            )
+        else:
+            raise ValueError(f"Cluster.delete does not delete {kind}")
+        return found is not None
+
 
 def connect() -> Cluster:
     """The cluster of the current kubeconfig context (or in-cluster config), checked to answer."""
@@ -299,6 +348,7 @@ def _pod(item: Any) -> Pod:
         restarts=sum(s.restart_count or 0 for s in status.container_statuses or []),
         terminating=item.metadata.deletion_timestamp is not None,
         node=item.spec.node_name,
+        ip=status.pod_ip,
         ports={
             port.name: port.container_port
             for container in list(item.spec.init_containers or []) + list(item.spec.containers)

@@ -8,6 +8,7 @@ from pdctl.cli import _errors
 from pdctl.cli.deploy import deploy
 from pdctl.cli.init import init
 from pdctl.cli.plan import plan
+from pdctl.cli.preflight import preflight
 from pdctl.cli.status import status
 from pdctl.cli.template import template
 from pdctl.cli.uninstall import uninstall
@@ -51,10 +52,12 @@ def root(
     _errors.DEBUG["enabled"] = debug
 
 
-# In the order of the work: size, write, check, render, install, watch, prove, remove.
+# In the order of the work: size, write, check, render, probe the nodes, install, watch, prove,
+# remove.
 # Each command's first docstring line is its line in `pdctl --help`, whole (click would cut a
 # default short help at a few dozen characters).
-for command in (plan, init, validate, template, deploy, status, verify, uninstall, version):
+COMMANDS = (plan, init, validate, template, preflight, deploy, status, verify, uninstall, version)
+for command in COMMANDS:
     app.command(short_help=(command.__doc__ or "").strip().splitlines()[0])(command)
 
 

@@ -41,7 +41,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -192,6 +192,13 @@ class KubeAPIDouble:
 
     def crash(self, image: str, log_lines: list[str]) -> None:
         self.behaviour.crashing[image] = list(log_lines)
+
+    def job_outcome(self, outcome: Callable[[Obj], tuple[int, list[str]] | None]) -> None:
+        """How each Job's pod ends: outcome(pod) gives (exit code, log lines), or None to keep it
+        running for now (it is asked again at the next change in the store)."""
+        with self.state.lock:
+            self.behaviour.job_outcome = outcome
+            self.state.reconcile()
 
     def forward(self, pod: str, port: int, local_port: int) -> None:
         """Port-forwards to `pod`:`port` reach 127.0.0.1:`local_port`."""

@@ -6,7 +6,9 @@ ReplicaSet per pod template (labels + pod-template-hash, owner references, the r
 annotation) and fills in the status fields helm's ready checks read; a ReplicaSet controller that
 creates and deletes pods; a scheduler that leaves a pod Pending with a FailedScheduling event when
 its GPU request does not fit; a kubelet that makes a scheduled pod Ready at once, or fails it as
-the test says (image pull error, crash loop with log lines); garbage collection through owner
+the test says (image pull error, crash loop with log lines); a Job controller that runs one pod
+per Job and ends it when the test's `job_outcome` says how (exit code, log lines), with the Job's
+Complete/Failed status; garbage collection through owner
 references; a bound volume for every PVC; a cluster IP for every Service.
 
 What it leaves out: real rollouts (every strategy replaces all pods of the old ReplicaSet at
@@ -25,6 +27,7 @@ import json
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,6 +116,9 @@ class Behaviour:
     gpus: int = 8  # nvidia.com/gpu allocatable on the one node
     pull_errors: set[str] = field(default_factory=set)  # images that cannot be pulled
     crashing: dict[str, list[str]] = field(default_factory=dict)  # image -> its last log lines
+    # A Job's pod runs (Running, Ready) until this says how it ends: (exit code, log lines), or
+    # None to keep it running. Called at each reconcile with the pod; default: exit 0, no logs.
+    job_outcome: Callable[[Obj], tuple[int, list[str]] | None] = lambda _pod: (0, [])
 
 
 class State:
@@ -257,10 +263,14 @@ class State:
             for (plural, ns, name), obj in list(self.objects.items()):
                 if plural == "deployments" and (plural, ns, name) in self.objects:
                     self._deployment(obj)
+                if plural == "jobs" and (plural, ns, name) in self.objects:
+                    self._job(obj)
             self._schedule()
             for (plural, _, _), obj in list(self.objects.items()):
                 if plural == "deployments":
                     self._deployment_status(obj)
+                if plural == "jobs":
+                    self._job_pods(obj)
 
     def _owned(self, plural: str, owner: Obj) -> builtins.list[Obj]:
         uid = owner["metadata"]["uid"]
@@ -335,6 +345,70 @@ class State:
                     rs["metadata"]["generation"] = rs["metadata"].get("generation", 1) + 1
                     self._record("MODIFIED", "replicasets", rs)
             self._replicaset(rs)
+
+    def _job(self, job: Obj) -> None:
+        """The Job controller, as far as preflight needs it: one pod per Job (parallelism 1,
+        no retries), labelled and owned as Kubernetes does."""
+        if self._owned("pods", job):
+            return
+        meta = job["metadata"]
+        template = copy.deepcopy(job["spec"]["template"])
+        labels = {
+            **template.get("metadata", {}).get("labels", {}),
+            "batch.kubernetes.io/job-name": meta["name"],
+            "job-name": meta["name"],
+            "batch.kubernetes.io/controller-uid": meta["uid"],
+        }
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"{meta['name']}-{_hash(meta['uid'], 5)}",
+                "labels": labels,
+                "ownerReferences": [_owner_ref(job)],
+            },
+            "spec": template["spec"],
+            "status": {"phase": "Pending", "conditions": []},
+        }
+        self.create("pods", meta["namespace"], pod, reconcile=False)
+
+    def _job_pods(self, job: Obj) -> None:
+        """End a Job's running pod when Behaviour.job_outcome says so: Succeeded or Failed, its
+        log lines, and the Job's status (succeeded/failed, Complete/Failed condition)."""
+        for pod in self._owned("pods", job):
+            if pod["status"].get("phase") != "Running":
+                continue
+            outcome = self.behaviour.job_outcome(copy.deepcopy(pod))
+            if outcome is None:
+                continue
+            code, lines = outcome
+            ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+            self.pod_logs[(ns, name)] = list(lines)
+            status = copy.deepcopy(pod["status"])
+            status["phase"] = "Succeeded" if code == 0 else "Failed"
+            for condition in status["conditions"]:
+                if condition["type"] in ("Ready", "ContainersReady"):
+                    condition.update(status="False", reason="PodCompleted")
+            for container in status.get("containerStatuses", []):
+                container.update(ready=False, started=False)
+                container["state"] = {
+                    "terminated": {
+                        "exitCode": code,
+                        "reason": "Completed" if code == 0 else "Error",
+                        "startedAt": now(),
+                        "finishedAt": now(),
+                    }
+                }
+            self.set_status("pods", pod, status)
+            done = "Complete" if code == 0 else "Failed"
+            self.set_status(
+                "jobs",
+                job,
+                {
+                    "succeeded" if code == 0 else "failed": 1,
+                    "conditions": [{"type": done, "status": "True", "lastTransitionTime": now()}],
+                },
+            )
 
     def _replicaset(self, rs: Obj) -> None:
         ns = rs["metadata"]["namespace"]
