@@ -31,6 +31,7 @@ ENGINE = "serving-engine"
 ENGINE_WORKER = "serving-engine-worker"
 ROUTER = "router"
 TEST = "test"
+CANARY = "canary"
 
 # The container port vLLM serves on in a decode pod whose engine port the llm-d router's decode
 # sidecar holds (templates/_workloads.tpl); elsewhere vLLM serves on the engine port itself.
@@ -184,6 +185,12 @@ class Release:
     def router_test(self) -> str:
         return f"{self.name}-test-router"
 
+    @property
+    def canary(self) -> str:
+        """The PD canary (canary.enabled): its CronJob, ConfigMap, ServiceAccount, Role and
+        RoleBinding share this name."""
+        return f"{self.name}-pd-canary"
+
     # ---- selectors
     @property
     def engine_selector(self) -> dict[str, str]:
@@ -204,6 +211,10 @@ class Release:
     @property
     def router_selector(self) -> dict[str, str]:
         return {INSTANCE: self.name, COMPONENT: ROUTER}
+
+    @property
+    def canary_selector(self) -> dict[str, str]:
+        return {INSTANCE: self.name, COMPONENT: CANARY}
 
 
 def selector_text(selector: dict[str, str]) -> str:

@@ -9,7 +9,7 @@ namespace, app_kubernetes_io_instance (the release) and pd_stack_io_role copied 
 alert is per release (`by (namespace, app_kubernetes_io_instance)`, plus the pod where it is one
 pod's). Metric names come from the connector table (helm/files/connectors.yaml: transferEvidence,
 each connector's metrics.failures and metrics.bandwidth) and the slow-transfer floor from the link
-table (pdctl/models/catalog/links.yaml), so a connector added there is alerted on here.
+table (helm/files/links.yaml), so a connector added there is alerted on here.
 scripts/build_docs.py (`make docs`) writes the file; `build_docs.py --check` finds it stale.
 """
 

@@ -1,4 +1,4 @@
-"""The link table (pdctl/models/catalog/links.yaml) that verify judges KV bandwidth by, and the
+"""The link table (helm/files/links.yaml) that verify judges KV bandwidth by, and the
 connector table's bandwidth metrics it reads."""
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ import yaml
 
 from pdctl import connectors
 from pdctl.models import catalog, links
-from pdctl.models.catalog import CATALOG_DIR
 from tests.helpers import ROOT
 
 
@@ -52,7 +51,7 @@ def test_bandwidth_metrics_are_bytes_then_seconds_among_the_transfer_metrics() -
 def test_the_link_table_matches_its_schema() -> None:
     schema = yaml.safe_load((ROOT / "schemas" / "links.schema.yaml").read_text())
     jsonschema.Draft7Validator.check_schema(schema)
-    data = yaml.safe_load((CATALOG_DIR / "links.yaml").read_text())
+    data = yaml.safe_load(links.LINKS_FILE.read_text())
     assert not list(jsonschema.Draft7Validator(schema).iter_errors(data))
     data["links"][0]["gbps"] = "fast"
     assert list(jsonschema.Draft7Validator(schema).iter_errors(data))  # the schema can refuse

@@ -16,7 +16,7 @@ RELEASE = naming.Release("team-a", "serving")
 FILES = [
     ASSETS / "values-16-disagg-prefill.yaml",  # production-stack router, PVCs, chart Secret
     ASSETS / "values-18-nixl-xpyd.yaml",  # vllm-router with Kubernetes discovery
-    CI / "nixl-dp-recompute-values.yaml",  # a pool of each role
+    CI / "nixl-dp-recompute-values.yaml",  # a pool of each role, the canary
 ]
 
 
@@ -69,10 +69,23 @@ def test_release_objects(helm4: Helm, path: Path, tmp_path: Path) -> None:
     assert service["spec"]["selector"] == RELEASE.router_selector
     spec = router["spec"]["template"]["spec"]
     assert spec["serviceAccountName"] == RELEASE.router_service_account
-    assert names(objects, "ServiceAccount") == {RELEASE.router_service_account}
-    assert names(objects, "Role") == {RELEASE.router_role}
+    canary = {RELEASE.canary} if load_values(path).get("canary", {}).get("enabled") else set()
+    assert names(objects, "ServiceAccount") == {RELEASE.router_service_account} | canary
+    assert names(objects, "Role") == {RELEASE.router_role} | canary
     binding = manifests.find(objects, "RoleBinding", RELEASE.router_role_binding)
     assert binding["roleRef"]["name"] == RELEASE.router_role
+    assert names(objects, "CronJob") == canary
+    assert names(objects, "ConfigMap") & canary == canary
+    if canary:
+        job = manifests.find(objects, "CronJob", RELEASE.canary)["spec"]["jobTemplate"]["spec"]
+        pod = job["template"]
+        assert RELEASE.canary_selector.items() <= pod["metadata"]["labels"].items()
+        assert pod["spec"]["serviceAccountName"] == RELEASE.canary
+        binding = manifests.find(objects, "RoleBinding", RELEASE.canary)
+        assert binding["roleRef"]["name"] == binding["subjects"][0]["name"] == RELEASE.canary
+        policy = manifests.find(objects, "NetworkPolicy", RELEASE.engine_network_policy)
+        admitted = [rule["from"][0].get("podSelector", {}) for rule in policy["spec"]["ingress"]]
+        assert {"matchLabels": RELEASE.canary_selector} in admitted
     assert names(objects, "Pod") == {RELEASE.router_test}
     # Every pool Deployment and Service is one naming knows; nothing else is named by hand.
     engine_names = {n for spec in pools(path) for n in RELEASE.pool_objects(spec["name"], spec)}

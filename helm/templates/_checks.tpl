@@ -29,4 +29,5 @@ two in step. Called once, from checks.yaml. Connector facts come from files/conn
 {{- end -}}
 {{- include "pd-stack.checks.autoscaling" (dict "root" . "pools" $pools) -}}
 {{- include "pd-stack.checks.monitoring" . -}}
+{{- include "pd-stack.checks.canary" . -}}
 {{- end -}}

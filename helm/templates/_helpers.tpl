@@ -133,6 +133,11 @@ the ServiceMonitors are named as production-stack's. .kind: ServiceMonitor or Po
 {{- printf "%s-router-pdb" .Release.Name -}}
 {{- end -}}
 
+{{/* The PD canary (canary.enabled): its CronJob, ConfigMap, ServiceAccount, Role and RoleBinding. */}}
+{{- define "pd-stack.canaryName" -}}
+{{- printf "%s-pd-canary" .Release.Name -}}
+{{- end -}}
+
 {{- define "pd-stack.routerTestName" -}}
 {{- printf "%s-test-router" .Release.Name -}}
 {{- end -}}
@@ -165,6 +170,12 @@ model: {{ .spec.name }}
 {{- define "pd-stack.routerSelector" -}}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: router
+{{- end -}}
+
+{{/* Selector of the canary's pods. */}}
+{{- define "pd-stack.canarySelector" -}}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: canary
 {{- end -}}
 
 {{/* A selector (the "key: value" lines of a selector helper, in .selector) as "k=v,k=v" or, with

@@ -143,7 +143,7 @@ def verify(
             "--min-kv-gbps",
             min=0.0,
             help="KV bandwidth (GB/s) below which pd-kv-bandwidth warns (default: a quarter of "
-            "the slowest RDMA link, pdctl/models/catalog/links.yaml).",
+            "the slowest RDMA link, helm/files/links.yaml).",
         ),
     ] = None,
     router_port: Annotated[

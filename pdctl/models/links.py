@@ -1,16 +1,15 @@
-"""The link table (pdctl/models/catalog/links.yaml): the bandwidth a KV transfer can expect over
-each kind of link, and which kind a measured speed matches. The one place that the planner (through
-the GPU catalog's `network`) and verify read link speeds from."""
+"""The link table (helm/files/links.yaml): the bandwidth a KV transfer can expect over each kind
+of link, and which kind a measured speed matches. The one place that the planner (through the GPU
+catalog's `network`), verify and the chart's canary (its default floor) read link speeds from."""
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from pathlib import Path
 
-from pdctl.chart import read_yaml
+from pdctl.chart import bundled_chart_dir, read_yaml
 
-LINKS_FILE = Path(__file__).resolve().parent / "catalog" / "links.yaml"
+LINKS_FILE = bundled_chart_dir() / "files" / "links.yaml"
 
 
 @dataclass(frozen=True)

@@ -386,7 +386,7 @@ def _bandwidth_verdict(
 ) -> Check:
     """The KV bandwidth of the probe's transfer, from the connector's byte and time histograms
     (the table's `metrics.bandwidth`), per engine and overall, named by the link it matches
-    (pdctl/models/links.yaml); a warning below min_kv_gbps (default: the link table's floor)."""
+    (helm/files/links.yaml); a warning below min_kv_gbps (default: the link table's floor)."""
     if len(connector.bandwidth) != 2:
         why = f"the connector table lists no bandwidth metrics for {connector.name}"
         return Check("pd-kv-bandwidth", Status.skipped, why)

@@ -1054,6 +1054,19 @@ case(
     edited(LMCACHE, router("serviceMonitor", {"enabled": True})),
     chart="[PD024] routerSpec.serviceMonitor: routerSpec.type lmcache-proxy exports no Prometheus metrics",
 )
+# The PD canary (canary.enabled)
+case(
+    "pd025-canary-aggregated",
+    "PD025 canary.enabled",
+    Path("helm/ci/aggregated-values.yaml").read_text() + "canary:\n  enabled: true\n",
+    chart="[PD025] canary.enabled: the release has no prefill pool",
+)
+case(
+    "pd025-canary-gateway-without-url",
+    "PD025 canary.routerUrl",
+    Path("helm/ci/llmd-gateway-mooncake-values.yaml").read_text() + "canary:\n  enabled: true\n",
+    chart="[PD025] canary.routerUrl is required when the chart renders no router Service",
+)
 
 if __name__ == "__main__":
     for old in OUT.glob("*.yaml"):
