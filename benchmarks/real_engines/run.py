@@ -5,8 +5,10 @@
     run.py run --layout layout.json --phase all   # where the GPUs are: start, measure, verify
 
 `--phase alone` measures one engine by itself (KV pool, prefill, decode step); `--phase pair` the
-PD pair through the router (verify, TTFT and ITL, the KV transfer). Each phase adds its part to the
-record (`--record`), so the two can run as separate commands.
+PD pair through the router (verify, TTFT and ITL, the KV transfer); `--phase recovery` kills the
+pair's prefill once PD is proven, starts it again and times how long PD takes to be proven again
+(recovery.py). Each phase adds its part to the record (`--record`), so they can run as separate
+commands.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.real_engines import local, measure, model_dir  # noqa: E402
+from benchmarks.real_engines import local, measure, model_dir, recovery  # noqa: E402
 
 PDCTL = [sys.executable, "-m", "pdctl"]
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
@@ -166,6 +168,23 @@ class Processes:
                 time.sleep(2)
         raise SystemExit(f"{process.name} not healthy after {timeout:.0f}s: {self.tail(process)}")
 
+    def kill(self, name: str) -> int | None:
+        """SIGKILL one started process (its whole group), as a node or OOM kill would; returns its
+        exit code. It leaves the list, so it can be started again."""
+        for entry in list(self.running):
+            process, popen = entry
+            if process.name == name:
+                if popen.poll() is None:
+                    os.killpg(popen.pid, signal.SIGKILL)
+                code = popen.wait(timeout=60)
+                self.running.remove(entry)
+                return code
+        raise KeyError(name)
+
+    def exit_code(self, name: str) -> int | None:
+        """None while the process runs (or was never started)."""
+        return next((p.poll() for e, p in self.running if e.name == name), None)
+
     def tail(self, process: local.Process) -> str:
         lines = (self.logs / f"{process.name}.log").read_text(errors="replace").splitlines()
         return "\n".join(lines[-30:])
@@ -263,9 +282,7 @@ def pair_phase(
     for engine in engines:
         processes.start(engine, timeout, {**UCX_DIAGNOSTICS, **extra_env})
     processes.start(router, 120, {})
-    urls = ["--url", router.url]
-    for engine in engines:
-        urls += [f"--{engine.role}-url", engine.url]
+    urls = engine_urls(router, engines)
     verify = subprocess.run(
         [*PDCTL, "verify", *urls, "-o", "json"], capture_output=True, text=True, check=False
     )
@@ -290,6 +307,81 @@ def pair_phase(
     part["deprecation_warnings"] = sorted(
         {line for e in engines for line in processes.kept_lines(e) if "deprecated" in line}
     )
+    return part
+
+
+def verify_proof(urls: list[str], timeout: float = 120.0) -> recovery.Proof:
+    """`pdctl verify -o json` against the pair: PD proven, and the checks that failed."""
+    try:
+        done = subprocess.run(
+            [*PDCTL, "verify", *urls, "--requests", "1", "-o", "json"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        return recovery.Proof(False, [f"verify: no answer in {timeout:.0f}s"])
+    try:
+        report = json.loads(done.stdout)
+    except ValueError:
+        return recovery.Proof(False, [f"verify: exit {done.returncode}: {done.stderr[-300:]}"])
+    failed = [f"{c['id']}: {c['summary']}"[:300] for c in report["checks"] if c["status"] == "fail"]
+    return recovery.Proof(bool(report["pd_proven"]), failed)
+
+
+def engine_urls(router: local.Process, engines: list[local.Process]) -> list[str]:
+    urls = ["--url", router.url]
+    for engine in engines:
+        urls += [f"--{engine.role}-url", engine.url]
+    return urls
+
+
+def _failed_transfers(url: str) -> float | None:
+    """The decode engine's NIXL failed-transfer counter (None when it is not exported)."""
+    scrape = _metrics(url)
+    family = scrape.family("vllm:nixl_num_failed_transfers")
+    return None if family is None else family.read(scrape)["count"]
+
+
+def _kill(processes: Processes, name: str) -> None:
+    processes.kill(name)
+
+
+def recovery_phase(
+    plan: dict[str, Any],
+    processes: Processes,
+    timeout: float,
+    extra_env: dict[str, str],
+    limit: float,
+) -> dict[str, Any]:
+    """The pair and the router; with PD proven, SIGKILL the prefill engine and start it again from
+    the same argv and env (a replaced pod: a new process, so a new NIXL engine_id and agent), then
+    prove PD with `pdctl verify` until it passes or `limit` seconds have passed."""
+    engines = [_process(e) for e in plan["layout"]["engines"]]
+    router = _process(plan["layout"]["router"])
+    env = {**UCX_DIAGNOSTICS, **extra_env}
+    for engine in engines:
+        processes.start(engine, timeout, env)
+    processes.start(router, 120, {})
+    prefill = next(e for e in engines if e.role == "prefill")
+    decode = next(e for e in engines if e.role == "decode")
+    urls = engine_urls(router, engines)
+    failed_before = _failed_transfers(decode.url)
+    part = recovery.recover(
+        prove=lambda: verify_proof(urls),
+        kill=lambda: _kill(processes, prefill.name),
+        start=lambda: processes.start(prefill, timeout, env),
+        limit=limit,
+    )
+    part["killed"] = prefill.name
+    part["failures_seen"] = recovery.failures_seen(part)
+    part["decode_exit_code"] = processes.exit_code(decode.name)  # a crash (vLLM #49238) shows here
+    if part["decode_exit_code"] is None and failed_before is not None:
+        after = _failed_transfers(decode.url)
+        part["decode_failed_transfers"] = None if after is None else after - failed_before
+    processes.stop()
+    part["logs"] = {e.name: processes.kept_lines(e) for e in [*engines, router]}
     return part
 
 
@@ -331,10 +423,17 @@ def run_command(args: argparse.Namespace) -> int:
             extra_env = dict(pair.split("=", 1) for pair in args.env)
             record["pair_env"] = extra_env
             record["pair"] = pair_phase(plan, processes, args.startup_timeout, extra_env)
+        if args.phase == "recovery":
+            extra_env = dict(pair.split("=", 1) for pair in args.env)
+            record["recovery"] = recovery_phase(
+                plan, processes, args.startup_timeout, extra_env, args.recovery_limit
+            )
     finally:
         processes.stop()
         args.record.write_text(json.dumps(record, indent=1))
         print(f"wrote {args.record}; engine logs in {logs}")
+    if args.phase == "recovery":
+        return 0 if record["recovery"]["recovered"] else 1
     return int(record.get("pair", {}).get("verify_exit_code", 0))
 
 
@@ -349,9 +448,15 @@ def main() -> int:
     run = commands.add_parser("run", help="start, measure and verify (needs GPUs)")
     run.add_argument("--layout", type=Path, default=Path("layout.json"))
     run.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="the model's config.json")
-    run.add_argument("--phase", choices=("alone", "pair", "all"), default="all")
+    run.add_argument("--phase", choices=("alone", "pair", "recovery", "all"), default="all")
     run.add_argument("--record", type=Path, default=Path("real-engines-record.json"))
     run.add_argument("--startup-timeout", type=float, default=600.0)
+    run.add_argument(
+        "--recovery-limit",
+        type=float,
+        default=300.0,
+        help="seconds after the kill within which PD must be proven again (--phase recovery)",
+    )
     run.add_argument(
         "--env",
         action="append",

@@ -35,7 +35,10 @@ Misbehaviour, set on `Behaviour` (also while running):
 - `legacy_last_token`: vLLM before 0.21, where a decode recomputes the last prompt token;
 - `prompt_sources`: False for vLLM before PR #33290 (no prompt_tokens_by_source);
 - `first_token_delay` and `inter_token_delay` (seconds);
-and `down()` / `up()` stop and restart the server on the same port (connection refused).
+and `down()` / `up()` stop and restart the server on the same port (connection refused);
+`replace()` after `down()` makes the next `up()` a new process, as a replaced pod is: a new
+`engine_id` (vLLM draws a uuid4 per process when none is configured), the KV blocks the old one
+held gone, counters and prefix cache from zero.
 Every request is recorded in `requests` (path, headers, body) so tests can assert on exactly
 what the router sent.
 """
@@ -95,6 +98,12 @@ class KvRegistry:
     def put(self, engine_id: str, request_id: str, blocks: list[int]) -> None:
         with self._lock:
             self._blocks[(engine_id, request_id)] = blocks
+
+    def drop(self, engine_id: str) -> None:
+        """Forget every block an engine held (its process is gone)."""
+        with self._lock:
+            for key in [k for k in self._blocks if k[0] == engine_id]:
+                del self._blocks[key]
 
     def take(self, engine_id: str, request_id: str, blocks: list[int]) -> bool:
         with self._lock:
@@ -201,6 +210,14 @@ class VllmEngineDouble:
                 connection.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+    def replace(self) -> None:
+        """The process is gone for good: the next `up()` is a new one (new engine_id, no KV)."""
+        self.registry.drop(self.engine_id)
+        self.engine_id = f"{self.name}-{uuid.uuid4()}"
+        with self._lock:
+            self._counters = _Counters()
+            self._cache = set()
 
     def generation_requests(self) -> list[Recorded]:
         return [r for r in self.requests if r.method == "POST"]
