@@ -94,8 +94,17 @@ MULTI_NODE_FLAGS: dict[tuple[int, int, int], set[str]] = {
 }
 
 
+# OpenTelemetry (servingEngineSpec.tracing): --otlp-traces-endpoint came with vLLM PR #4687 (merged
+# 2024-05-28), --collect-detailed-traces with the ObservabilityConfig; both read in vLLM 0.26.0's
+# and 0.33.0's vllm/engine/arg_utils.py. The first release of each was not pinned down, so they
+# count from 0.26.0.
+TRACING_FLAGS = {"--otlp-traces-endpoint", "--collect-detailed-traces"}
+
+
 def accepted_flags(version: tuple[int, ...]) -> set[str]:
     flags = set(BASE_FLAGS)
+    if version >= (0, 26, 0):
+        flags |= TRACING_FLAGS
     if version >= (0, 10, 0):
         flags.add("--disable-hybrid-kv-cache-manager")
     for since, added in MULTI_NODE_FLAGS.items():

@@ -51,6 +51,13 @@ docker/Dockerfile installs vLLM and LMCache into the venv /opt/venv), else pytho
 {{- with $spec.chatTemplate -}}{{- $args = concat $args (list "--chat-template" (printf "/templates/%s" .)) -}}{{- end -}}
 {{- $kv := include "pd-stack.kvTransferConfig" . -}}
 {{- if $kv -}}{{- $args = concat $args (list "--kv-transfer-config" $kv) -}}{{- end -}}
+{{- /* OpenTelemetry (servingEngineSpec.tracing): vLLM's ObservabilityConfig flags (vLLM 0.26.0 and
+       0.33.0 vllm/engine/arg_utils.py); several detailed modules go comma-separated. */ -}}
+{{- $tracing := .root.Values.servingEngineSpec.tracing | default dict -}}
+{{- if $tracing.enabled -}}
+{{- $args = concat $args (list "--otlp-traces-endpoint" $tracing.endpoint) -}}
+{{- with $tracing.detailed -}}{{- $args = concat $args (list "--collect-detailed-traces" (join "," .)) -}}{{- end -}}
+{{- end -}}
 {{- $args = concat $args ($vllm.extraArgs | default list) -}}
 {{- toYaml $args -}}
 {{- end -}}
@@ -90,6 +97,13 @@ duplicate env names) and users can override UCX_* and LMCACHE_*.
 {{- end -}}
 {{- with $vllm.prometheusMultiprocDir -}}
 {{- $env = append $env (dict "name" "PROMETHEUS_MULTIPROC_DIR" "value" .) -}}
+{{- end -}}
+{{- $tracing := .root.Values.servingEngineSpec.tracing | default dict -}}
+{{- if $tracing.enabled -}}
+{{- /* The OpenTelemetry SDK reads both (vLLM 0.26.0 vllm/tracing/otel.py: Resource.create,
+       get_span_exporter). */ -}}
+{{- $env = append $env (dict "name" "OTEL_SERVICE_NAME" "value" (printf "%s-%s" .root.Release.Name $spec.name)) -}}
+{{- $env = append $env (dict "name" "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" "value" ($tracing.protocol | default "grpc")) -}}
 {{- end -}}
 {{- $env = concat $env (include "pd-stack.kvTransferEnv" . | fromYamlArray) -}}
 {{- $net := $spec.network | default dict -}}
