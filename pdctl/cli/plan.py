@@ -19,6 +19,8 @@ from pdctl.cli._options import OutputOpt
 from pdctl.cli._output import OutputFormat
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from pdctl.plan.emit import Wiring
     from pdctl.plan.layout import Plan
 
@@ -139,7 +141,7 @@ class PlanArgs:
     connector: str
     network_gbps: float | None
 
-    def build(self, router: str | None = None) -> tuple[Plan, Wiring]:
+    def build(self, router: str | None = None, fallback: bool = False) -> tuple[Plan, Wiring]:
         from pdctl.plan import Workload, make_plan, resolve_model  # lazy: start-up
         from pdctl.plan.emit import wiring  # lazy: start-up
 
@@ -165,18 +167,20 @@ class PlanArgs:
             hetero_tp=wired.hetero_tp,
             one_pair=wired.one_pair,
             network_gbps=self.network_gbps,
+            fallback=fallback,
         )
         return plan, wired
 
 
 def build_plan(
-    args: PlanArgs, output: OutputFormat, router: str | None = None
+    args: PlanArgs, output: OutputFormat, router: str | None = None, fallback: bool = False
 ) -> tuple[Plan, Wiring]:
-    """args.build(); under -o json a refusal is JSON on stdout too (why, and what would fit)."""
+    """args.build(); under -o json a refusal is JSON on stdout too (why, and what would fit).
+    `fallback`: too few GPUs for PD plan aggregated serving beside the smallest PD layout."""
     from pdctl.plan.layout import DoesNotFit  # lazy: start-up
 
     try:
-        return args.build(router)
+        return args.build(router, fallback)
     except DoesNotFit as refused:
         if output is OutputFormat.json:
             _output.as_json(refused.as_dict())
@@ -205,10 +209,14 @@ def print_plan(plan: Plan) -> None:
         f"{data['kv_bytes_per_token_fp8']:,} in FP8; {model['attention'].upper()} attention"
         + (f", sliding window {model['sliding_window']}" if model["sliding_window"] else "")
     )
-    table = Table(
-        title=f"PD layout on {request['gpus']} x {gpu['name']}: {data['gpus_used']} GPUs used, "
-        f"max-model-len {data['max_model_len']}"
-    )
+    if data["pd_within_gpus"]:
+        title = f"PD layout on {request['gpus']} x {gpu['name']}: {data['gpus_used']} GPUs used"
+    else:
+        title = (
+            f"Smallest PD layout: {data['gpus_used']} x {gpu['name']} (more than the "
+            f"{request['gpus']} given)"
+        )
+    table = Table(title=f"{title}, max-model-len {data['max_model_len']}")
     table.add_column("")
     table.add_column("prefill", justify="right")
     table.add_column("decode", justify="right")
@@ -250,18 +258,76 @@ def print_plan(plan: Plan) -> None:
         f"  KV transfer: {e['kv_transfer_ms']} ms per request "
         f"({e['kv_transfer_mb_per_gpu']} MB per decode GPU at {e['kv_transfer_link_gbps']} GB/s)"
     )
-    console.print(
-        f"  TTFT about {e['ttft_ms']} ms; about {e['requests_per_s']} requests/s, "
-        f"{e['output_tokens_per_s']:,.0f} output tokens/s ({e['bottleneck']}-bound)"
+    load = (
+        f"--rate {request['rate']:g}/s"
+        if request["rate"] is not None
+        else f"--concurrency {request['concurrency']} (a closed loop)"
     )
+    console.print(
+        f"  TTFT about {_ms(e['ttft_ms'])} at {load}: {e['ttft_unqueued_ms']} ms unqueued "
+        f"(prefill, transfer, first step) + {_ms(e['ttft_queue_ms'])} queueing, prefill engines "
+        f"{e['prefill_utilization']:.0%} busy"
+    )
+    console.print(
+        f"  throughput: about {e['requests_per_s']} requests/s, "
+        f"{e['output_tokens_per_s']:,.0f} output tokens/s, {e['output_tokens_per_s_per_gpu']:,.1f} "
+        f"per GPU ({e['bottleneck']}-bound)"
+    )
+    _print_aggregated(console, data)
+    _print_objective(console, data)
     verdict = {"likely": "is likely to help", "may": "may help", "unlikely": "is unlikely to help"}
-    console.print(f"PD {verdict[plan.verdict]}:")
+    console.print(f"Rules of thumb: PD {verdict[plan.verdict]}:")
     for reason in plan.reasons:
+        console.print(f"  - {reason}", markup=False)
+    better = {"pd": "PD", "aggregated": "aggregated"}[plan.better]
+    console.print(f"Estimated better for this workload: {better}")
+    for reason in plan.why:
         console.print(f"  - {reason}", markup=False)
     for warning in plan.warnings:
         console.print(f"warning: {warning}", markup=False, style="yellow")
     for note in plan.notes:
         console.print(f"note: {note}", markup=False)
+
+
+def _ms(value: float | None) -> str:
+    return "unbounded" if value is None else f"{value:,} ms"
+
+
+def _print_aggregated(console: Console, data: dict[str, Any]) -> None:
+    agg = data["aggregated"]
+    if agg is None:
+        console.print("Aggregated: no single engine fits the GPUs given")
+        return
+    console.print(
+        f"Aggregated on the {data['request']['gpus']} GPUs given (plain engines, no KV "
+        f"transfer): {agg['replicas']} x TP{agg['tp']} = {agg['gpus']} GPUs, "
+        f"{agg['batch_per_engine']} sequences per engine"
+    )
+    console.print(
+        f"  TTFT about {_ms(agg['ttft_ms'])} ({agg['ttft_unqueued_ms']} ms unqueued); ITL "
+        f"{agg['itl_ms']} ms (steps of {agg['decode_step_ms']} ms, prefills take "
+        f"{agg['prefill_share']:.0%} of engine time); about {agg['requests_per_s']} requests/s, "
+        f"{agg['output_tokens_per_s']:,.0f} output tokens/s, "
+        f"{agg['output_tokens_per_s_per_gpu']:,.1f} per GPU"
+    )
+
+
+def _print_objective(console: Console, data: dict[str, Any]) -> None:
+    objective = data["objective"]
+    targets = []
+    for key, flag, unit in (
+        ("ttft_ms", "ttft", " ms"),
+        ("itl_ms", "itl", " ms"),
+        ("rate", "rate", "/s"),
+    ):
+        value, met = objective["slo"][key], objective["met"][flag]
+        if value is not None:
+            targets.append(f"--{flag} {value:g}{unit} {'met' if met else 'NOT met'}")
+    console.print(
+        "Objective: the most output tokens/s per GPU on the GPUs given; targets: "
+        + ("; ".join(targets) if targets else "none (--ttft, --itl, --rate)"),
+        markup=False,
+    )
 
 
 @handle_errors
@@ -307,7 +373,7 @@ def plan(
     )
     from pdctl.plan.report import plan_dict  # lazy: start-up
 
-    result, _ = build_plan(args, output)
+    result, _ = build_plan(args, output, fallback=True)
     if output is OutputFormat.json:
         _output.as_json(plan_dict(result))
     else:

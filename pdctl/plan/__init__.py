@@ -62,8 +62,11 @@ def make_plan(
     hetero_tp: bool = True,
     one_pair: bool = False,
     network_gbps: float | None = None,
+    fallback: bool = False,
 ) -> Plan:
-    """Plan `arch` on `gpus` GPUs of the catalog's `gpu_type` (DoesNotFit when it cannot)."""
+    """Plan `arch` on `gpus` GPUs of the catalog's `gpu_type` (DoesNotFit when it cannot; with
+    `fallback`, GPUs too few for PD but enough for one engine plan aggregated serving with the
+    smallest PD layout beside it)."""
     request = Request(
         arch=arch,
         gpu=catalog.gpu(gpu_type),
@@ -77,4 +80,4 @@ def make_plan(
         one_pair=one_pair,
         network_gbps=network_gbps,
     )
-    return plan(request, list(catalog.gpus().values()))
+    return plan(request, list(catalog.gpus().values()), fallback=fallback)
