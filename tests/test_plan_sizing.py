@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from pdctl.models import catalog, memory, pods
 from pdctl.models.config import ModelArch
-from pdctl.plan import roofline, sizing
+from pdctl.plan import objective, roofline, sizing
 from pdctl.plan.layout import DoesNotFit, Request, Workload
 from pdctl.plan.report import plan_dict
 
@@ -139,7 +139,7 @@ def test_70b_on_8_h100_sizes_prefill_for_the_prompt() -> None:
     # the prefill engines hold the prompt plus margin and the rendered --max-model-len; the
     # longest prompt decode admits with this output length, prefill admits too
     prefill = plan.prefill.engine
-    assert prefill.layout.longest(prefill.pool_bytes) >= sizing.prompt_floor(req) >= 10000
+    assert prefill.layout.longest(prefill.pool_bytes) >= objective.prompt_floor(req) >= 10000
     assert prefill.fits(plan.max_model_len)
     assert plan.max_model_len == 10240
     # --max-model-len asks for a longer context: prefill engines are sized for it again

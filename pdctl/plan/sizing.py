@@ -13,15 +13,21 @@ from pdctl.models.catalog import Gpu
 from pdctl.models.memory import GiB, kv_layout, memory, valid_tps, weight_bytes
 from pdctl.plan import queueing
 from pdctl.plan import verdict as verdicts
+from pdctl.plan.aggregated import aggregated
 from pdctl.plan.layout import (
-    AggregatedEstimates,
     DoesNotFit,
     Engine,
     Estimates,
     Plan,
     Request,
     RolePlan,
-    Workload,
+)
+from pdctl.plan.objective import (
+    context_floor,
+    engine_counts,
+    meets,
+    need_tokens,
+    prompt_floor,
 )
 from pdctl.plan.roofline import (
     DECODE_MATCH,
@@ -42,10 +48,6 @@ def engines(req: Request, limit: int | None = None) -> list[Engine]:
         )
         for tp in valid_tps(req.arch, limit or req.gpus_per_node)
     ]
-
-
-def _need_tokens(req: Request) -> int:
-    return max(req.workload.total_len, req.max_model_len or 0)
 
 
 def _decode_batch(req: Request, engine: Engine, replicas: int) -> tuple[int, float]:
@@ -75,29 +77,6 @@ def transfer_seconds(req: Request, decode: Engine) -> tuple[float, float]:
     return per_rank / bandwidth, per_rank
 
 
-# Decode engines (and aggregated ones) should hold at least this much context (or the model's own,
-# if less) before throughput decides: a decode engine whose KV pool holds 10k tokens would cut
-# --max-model-len to 10k for every request.
-CONTEXT_FLOOR = 32768
-# Prefill engines only compute prompts: they should hold --input-len x PROMPT_MARGIN tokens (prompts
-# a quarter longer than the workload's still fit) and always input + output (--max-model-len, one
-# value for both pools, must admit the workload; vLLM refuses to start an engine whose KV pool holds
-# less than one request of --max-model-len).
-PROMPT_MARGIN = 1.25
-
-
-def prompt_floor(req: Request) -> int:
-    """The context a prefill engine should hold: the prompt plus margin, at least the workload's
-    request (and --max-model-len when given)."""
-    return max(_need_tokens(req), math.ceil(req.workload.input_len * PROMPT_MARGIN))
-
-
-def context_floor(req: Request) -> int:
-    """The context a decode engine should hold: --max-model-len, else CONTEXT_FLOOR, at most the
-    model's context."""
-    return min(req.arch.max_positions, req.max_model_len or CONTEXT_FLOOR)
-
-
 @dataclass(frozen=True)
 class _Candidate:
     prefill: RolePlan
@@ -116,14 +95,6 @@ class _Candidate:
         return self.prefill_context >= prompt_floor(req) and self.decode_context >= context_floor(
             req
         )
-
-
-def _meets(w: Workload, ttft_s: float, itl_s: float, rps: float) -> tuple[bool, ...]:
-    return (
-        w.ttft_ms is None or ttft_s * 1000 <= w.ttft_ms,
-        w.itl_ms is None or itl_s * 1000 <= w.itl_ms,
-        w.rate is None or rps >= w.rate,
-    )
 
 
 def _evaluate(req: Request, p: Engine, x: int, d: Engine, y: int) -> _Candidate:
@@ -180,7 +151,7 @@ def _evaluate(req: Request, p: Engine, x: int, d: Engine, y: int) -> _Candidate:
         RolePlan("prefill", p, x),
         RolePlan("decode", d, y),
         estimates,
-        _meets(w, ttft_s, step_s, rps),
+        meets(w, ttft_s, step_s, rps),
         p.layout.longest(p.pool_bytes),
         d.layout.longest(d.pool_bytes),
     )
@@ -207,17 +178,6 @@ def _better(req: Request, a: _Candidate, b: _Candidate) -> bool:
     return a.decode.engine.tp > b.decode.engine.tp
 
 
-def _decode_counts(req: Request, most: int) -> range:
-    """The decode engine counts the search tries for one prefill side, most first. More decode
-    engines never lower throughput nor raise ITL, and under --rate never raise TTFT; only a closed
-    loop's TTFT (--ttft without --rate) can fall with fewer (clients spend longer decoding, so
-    fewer queue for prefill): then every count is tried, most first, until --ttft is met."""
-    w = req.workload
-    if w.ttft_ms is not None and w.rate is None:
-        return range(most, 0, -1)
-    return range(most, most - 1, -1) if most >= 1 else range(0)
-
-
 def search(req: Request, fitting: list[Engine]) -> _Candidate | None:
     """The best PD layout of `fitting` engines on req.gpus GPUs: every prefill and decode TP and
     prefill engine count, with as many decode engines as the rest of the GPUs hold (fewer only
@@ -232,7 +192,7 @@ def search(req: Request, fitting: list[Engine]) -> _Candidate | None:
                 most = (req.gpus - x * p.tp) // d.tp
                 if req.one_pair:
                     most = min(most, 1)
-                for y in _decode_counts(req, most):
+                for y in engine_counts(req, most):
                     candidate = _evaluate(req, p, x, d, y)
                     if best is None or _better(req, candidate, best):
                         best = candidate
@@ -259,7 +219,7 @@ def every_layout(req: Request, fitting: list[Engine]) -> list[_Candidate]:
 def _fit_report(req: Request) -> tuple[Engine | None, list[str]]:
     """The smallest engine that holds one request, looking past a node; lines explaining why
     smaller ones do not."""
-    need = _need_tokens(req)
+    need = need_tokens(req)
     lines: list[str] = []
     for engine in engines(req, limit=64):
         m = engine.memory
@@ -304,7 +264,7 @@ def _elsewhere_hint(where: list[dict[str, Any]]) -> str | None:
 
 def smallest_layout(req: Request) -> tuple[int, int] | None:
     """(prefill TP, decode TP) of the smallest PD layout within a node, or None."""
-    need = _need_tokens(req)
+    need = need_tokens(req)
     fitting = [e.tp for e in engines(req) if e.fits(need)]
     return (fitting[0], fitting[0]) if fitting else None
 
@@ -346,7 +306,7 @@ def plan(req: Request, other_gpus: list[Gpu] | None = None, *, fallback: bool = 
                 f"--max-model-len {req.max_model_len} is shorter than --input-len + "
                 f"--output-len ({w.total_len})"
             )
-    need = _need_tokens(req)
+    need = need_tokens(req)
     fitting = [e for e in engines(req) if e.fits(need)] or spanning_engines(req, need)
     if fitting and fitting[0].tp > req.gpus_per_node and req.gpus < 2 * fitting[0].tp:
         engine, lines = _fit_report(req)
@@ -452,105 +412,3 @@ def _max_model_len(req: Request, best: _Candidate) -> int:
     )
     fitting = longest // 1024 * 1024 if longest >= 1024 else longest
     return max(min(req.arch.max_positions, fitting), req.workload.total_len)
-
-
-def _evaluate_aggregated(req: Request, e: Engine, n: int, batch: int) -> AggregatedEstimates:
-    """n plain engines of `e`, `batch` sequences each: every engine prefills its own prompts
-    between decode steps. A request costs an engine S (its prefill) plus O steps shared by the
-    batch: n / (S + O x step / batch) requests/s. Decoding sequences wait for the prefills of the
-    others: ITL = step / (1 - share), share = the engine time other requests' prefills take at
-    the load. TTFT = S + one step, plus the queue (pdctl.plan.queueing)."""
-    w = req.workload
-    prefill_s = prefill_seconds(req.arch, req.gpu, e.tp, w.input_len)
-    step_s = decode_step_seconds(req.arch, req.gpu, e.tp, batch, w.mean_context, e.layout)
-    capacity = n / (prefill_s + w.output_len * step_s / batch)
-    others = (batch - 1) / batch
-
-    def itl(throughput: float) -> float:
-        share = min(throughput / n * prefill_s * others, 0.95)
-        return step_s / (1 - share)
-
-    unqueued_s = prefill_s + step_s
-    itl_s = itl(capacity)
-    load = queueing.under_load(
-        servers=n,
-        service_s=prefill_s,
-        fixed_s=unqueued_s,
-        decode_s=(w.output_len - 1) * itl_s,
-        capacity=capacity,
-        rate=w.rate,
-        concurrency=w.concurrency,
-    )
-    if w.rate is not None and w.rate < capacity:
-        itl_s = itl(w.rate)
-    ttft_s = unqueued_s + load.queue_s
-    return AggregatedEstimates(
-        engine=e,
-        replicas=n,
-        prefill_ms=prefill_s * 1000,
-        decode_step_ms=step_s * 1000,
-        batch=batch,
-        itl_ms=itl_s * 1000,
-        prefill_share=min(load.requests_per_s / n * prefill_s, 1.0),
-        ttft_ms=ttft_s * 1000,
-        ttft_unqueued_ms=unqueued_s * 1000,
-        ttft_queue_ms=load.queue_s * 1000,
-        requests_per_s=capacity,
-        load_requests_per_s=load.requests_per_s,
-        output_tokens_per_s=capacity * w.output_len,
-        meets=_meets(w, ttft_s, itl_s, capacity),
-        context=e.layout.longest(e.pool_bytes),
-    )
-
-
-def _aggregated_at(req: Request, e: Engine, n: int) -> AggregatedEstimates:
-    """n engines of `e` at the batch --concurrency gives each (at most what its KV and vLLM's
-    max-num-seqs hold), lowered until --itl is met when it can be."""
-    w = req.workload
-    held = e.layout.sequences(e.pool_bytes, w.total_len)
-    top = max(1, min(held, default_max_num_seqs(req.gpu), math.ceil(w.concurrency / n)))
-    found = _evaluate_aggregated(req, e, n, top)
-    if w.itl_ms is None or found.itl_ms <= w.itl_ms:
-        return found
-    low, high = 1, top  # ITL grows with the batch: the largest batch that meets --itl
-    while low < high:
-        middle = (low + high + 1) // 2
-        ok = _evaluate_aggregated(req, e, n, middle).itl_ms <= w.itl_ms
-        low, high = (middle, high) if ok else (low, middle - 1)
-    return _evaluate_aggregated(req, e, n, low)
-
-
-def _agg_better(req: Request, a: AggregatedEstimates, b: AggregatedEstimates) -> bool:
-    """The objective of _better for aggregated layouts: targets met, context floor, throughput
-    (1% a tie), then more GPUs in use, then a smaller TP (more engines)."""
-    floor = context_floor(req)
-    if sum(a.meets) != sum(b.meets):
-        return sum(a.meets) > sum(b.meets)
-    if (a.context >= floor) != (b.context >= floor):
-        return a.context >= floor
-    ra, rb = a.requests_per_s, b.requests_per_s
-    if abs(ra - rb) > 0.01 * max(ra, rb):
-        return ra > rb
-    if a.gpus != b.gpus:
-        return a.gpus > b.gpus
-    return a.engine.tp < b.engine.tp
-
-
-def aggregated(req: Request, fitting: list[Engine]) -> AggregatedEstimates | None:
-    """Aggregated serving on req.gpus: the best TP and engine count of `fitting` (engines that
-    hold one request), or None when not even one engine fits the GPUs."""
-    best: AggregatedEstimates | None = None
-    for e in fitting:
-        most = req.gpus // e.tp
-        for n in _decode_counts(req, most):
-            candidate = _aggregated_at(req, e, n)
-            if best is None or _agg_better(req, candidate, best):
-                best = candidate
-            if candidate.meets[0]:
-                break
-    return best
-
-
-def every_aggregated(req: Request, fitting: list[Engine]) -> list[AggregatedEstimates]:
-    """Every aggregated layout within req.gpus (for checking `aggregated`, in tests)."""
-    return [_aggregated_at(req, e, n) for e in fitting for n in range(1, req.gpus // e.tp + 1)]
