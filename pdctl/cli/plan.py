@@ -306,7 +306,8 @@ def _print_aggregated(console: Console, data: dict[str, Any]) -> None:
     console.print(
         f"  TTFT about {_ms(agg['ttft_ms'])} ({agg['ttft_unqueued_ms']} ms unqueued); ITL "
         f"{agg['itl_ms']} ms (steps of {agg['decode_step_ms']} ms, prefills take "
-        f"{agg['prefill_share']:.0%} of engine time); about {agg['requests_per_s']} requests/s, "
+        f"{agg['prefill_share']:.0%} of engine time, a step with a prompt chunk "
+        f"{agg['itl_stall_ms']} ms); about {agg['requests_per_s']} requests/s, "
         f"{agg['output_tokens_per_s']:,.0f} output tokens/s, "
         f"{agg['output_tokens_per_s_per_gpu']:,.1f} per GPU"
     )

@@ -9,7 +9,12 @@ import math
 from pdctl.plan import queueing
 from pdctl.plan.layout import AggregatedEstimates, Engine, Request
 from pdctl.plan.objective import context_floor, engine_counts, meets
-from pdctl.plan.roofline import decode_step_seconds, default_max_num_seqs, prefill_seconds
+from pdctl.plan.roofline import (
+    decode_step_seconds,
+    default_max_num_batched_tokens,
+    default_max_num_seqs,
+    prefill_seconds,
+)
 
 
 def _evaluate_aggregated(req: Request, e: Engine, n: int, batch: int) -> AggregatedEstimates:
@@ -42,6 +47,8 @@ def _evaluate_aggregated(req: Request, e: Engine, n: int, batch: int) -> Aggrega
     if w.rate is not None and w.rate < capacity:
         itl_s = itl(w.rate)
     ttft_s = unqueued_s + load.queue_s
+    chunk = min(w.input_len, default_max_num_batched_tokens(req.gpu))
+    stall_s = step_s + prefill_seconds(req.arch, req.gpu, e.tp, chunk)
     return AggregatedEstimates(
         engine=e,
         replicas=n,
@@ -49,6 +56,7 @@ def _evaluate_aggregated(req: Request, e: Engine, n: int, batch: int) -> Aggrega
         decode_step_ms=step_s * 1000,
         batch=batch,
         itl_ms=itl_s * 1000,
+        itl_stall_ms=stall_s * 1000,
         prefill_share=min(load.requests_per_s / n * prefill_s, 1.0),
         ttft_ms=ttft_s * 1000,
         ttft_unqueued_ms=unqueued_s * 1000,

@@ -130,6 +130,7 @@ class AggregatedEstimates:
     decode_step_ms: float  # one step at `batch` sequences, prefill aside
     batch: int  # sequences per engine
     itl_ms: float  # mean gap between tokens: steps stretched by the prefill share
+    itl_stall_ms: float  # a step that carries one chunk of a prompt (the tail of ITL)
     prefill_share: float  # of an engine's time at the load
     ttft_ms: float  # with queueing at the load (math.inf when unbounded)
     ttft_unqueued_ms: float

@@ -71,6 +71,7 @@ def aggregated_dict(plan_: Plan) -> dict[str, Any] | None:
         "prefill_ms": _round(a.prefill_ms, 1),
         "decode_step_ms": _round(a.decode_step_ms),
         "itl_ms": _round(a.itl_ms),
+        "itl_stall_ms": _round(a.itl_stall_ms, 1),
         "prefill_share": _round(a.prefill_share, 3),
         "ttft_ms": _finite(a.ttft_ms),
         "ttft_unqueued_ms": _round(a.ttft_unqueued_ms, 1),

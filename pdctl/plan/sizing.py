@@ -119,7 +119,7 @@ def _evaluate(req: Request, p: Engine, x: int, d: Engine, y: int) -> _Candidate:
         service_s=service_s,
         fixed_s=unqueued_s,
         decode_s=(w.output_len - 1) * step_s,
-        capacity=rps,
+        capacity=min(x * prefill_rps, y * decode_rps),  # the queue sees raw rates, not derated
         rate=w.rate,
         concurrency=w.concurrency,
     )

@@ -146,10 +146,10 @@ def compare(
             f"per GPU",
             numbers,
         ]
-        if winner == "aggregated" and agg.itl_ms > 1.5 * pd.itl_ms and req.workload.itl_ms is None:
+        if winner == "aggregated" and agg.itl_stall_ms > 1.5 * pd.itl_ms:
             why.append(
-                f"PD keeps ITL at {pd.itl_ms:.1f} ms against {agg.itl_ms:.1f} ms (prefills stall "
-                f"aggregated decoding): give --itl to make ITL a target the comparison weighs"
+                f"PD keeps every step at {pd.itl_ms:.1f} ms; aggregated steps that carry a chunk "
+                f"of a prompt take {agg.itl_stall_ms:.0f} ms (ITL's tail; --itl is the mean)"
             )
         return winner, why
     stalls = agg.prefill_ms / agg.decode_step_ms
