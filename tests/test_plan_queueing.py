@@ -40,16 +40,27 @@ def test_md1_wait_is_pollaczek_khinchine() -> None:
 
 def test_a_closed_loop_obeys_littles_law() -> None:
     """N clients: N = X x (TTFT + decode); X never above capacity; light loads barely queue."""
-    kw = {"servers": 2, "service_s": 1.0, "fixed_s": 1.1, "decode_s": 10.0, "capacity": 1.8}
-    heavy = queueing.under_load(rate=None, concurrency=64, **kw)
+
+    def load(rate: float | None, concurrency: int) -> queueing.Load:
+        return queueing.under_load(
+            servers=2,
+            service_s=1.0,
+            fixed_s=1.1,
+            decode_s=10.0,
+            capacity=1.8,
+            rate=rate,
+            concurrency=concurrency,
+        )
+
+    heavy = load(None, 64)
     assert heavy.requests_per_s == pytest.approx(1.8)
     assert heavy.requests_per_s * (1.1 + heavy.queue_s + 10.0) == pytest.approx(64)
-    light = queueing.under_load(rate=None, concurrency=1, **kw)
+    light = load(None, 1)
     assert light.queue_s < 0.1 and light.utilization < 0.1
     assert light.requests_per_s * (1.1 + light.queue_s + 10.0) == pytest.approx(1)
-    opened = queueing.under_load(rate=1.0, concurrency=64, **kw)
+    opened = load(1.0, 64)
     assert opened.queue_s == pytest.approx(queueing.md1_wait(0.5, 1.0))
-    assert math.isinf(queueing.under_load(rate=2.0, concurrency=1, **kw).queue_s)
+    assert math.isinf(load(2.0, 1).queue_s)
 
 
 def test_high_concurrency_without_rate_shows_the_queue() -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from pdctl.models import catalog
 from pdctl.plan import aggregated, objective, sizing
-from pdctl.plan.layout import AggregatedEstimates, Request, Workload
+from pdctl.plan.layout import AggregatedEstimates, Engine, Request, Workload
 
 CASES: list[tuple[str, str, int, dict[str, Any]]] = [
     ("llama-3.1-70b", "H100-80GB", 8, {"input_len": 8000, "output_len": 500}),
@@ -48,7 +48,7 @@ def _request(model: str, gpu: str, gpus: int, workload: dict[str, Any]) -> Reque
     return Request(arch=found.arch, gpu=catalog.gpu(gpu), gpus=gpus, workload=Workload(**workload))
 
 
-def _fitting(req: Request) -> list[sizing.Engine]:
+def _fitting(req: Request) -> list[Engine]:
     return [e for e in sizing.engines(req) if e.fits(objective.need_tokens(req))]
 
 
