@@ -130,3 +130,47 @@ def test_short_prompts_favour_aggregated() -> None:
     plan = sizing.plan(request("llama-3.1-8b", 4, Workload(512, 256)))
     assert plan.better == "aggregated"
     assert plan.aggregated is not None and plan.aggregated.meets == (True, True, True)
+
+
+def test_target_rate_plans_the_fewest_gpus_that_meet_the_targets() -> None:
+    args = ["-m", "llama-3.1-8b", "--gpus", "16", "--ttft", "1000", "--itl", "30"]
+    plan = plan_json(*args, "--target-rate", "10")
+    assert plan["objective"]["target_rate"] == 10.0 and plan["request"]["rate"] == 10.0
+    assert all(plan["objective"]["met"].values())
+    gpus = plan["gpus_used"]
+    assert 2 <= gpus <= 16
+    # one GPU fewer misses a target (or holds no PD layout)
+    fewer = runner.invoke(
+        app, ["plan", *args[:3], str(gpus - 1), *args[4:], "--rate", "10", "-o", "json"]
+    )
+    if fewer.exit_code == 0:
+        assert not all(
+            v for v in json.loads(fewer.stdout)["objective"]["met"].values() if v is not None
+        )
+    refused = runner.invoke(app, ["plan", *args[:3], "2", *args[4:], "--target-rate", "1000"])
+    assert refused.exit_code == 1 and "meets the targets at --target-rate 1000/s" in " ".join(
+        refused.stderr.split()
+    )
+
+
+def test_pareto_lists_the_frontier() -> None:
+    plan = plan_json("-m", "llama-3.1-8b", "--gpus", "8", "--pareto")
+    front = plan["pareto"]
+    assert front and all(p["gpus"] <= 8 for p in front)
+    tput = [p["output_tokens_per_s_per_gpu"] for p in front]
+    assert tput == sorted(tput, reverse=True)
+    # nothing on the frontier is beaten on all three by another point on it
+    for a in front:
+        for b in front:
+            if a is not b:
+                assert not (
+                    b["output_tokens_per_s_per_gpu"] >= a["output_tokens_per_s_per_gpu"]
+                    and b["ttft_ms"] <= a["ttft_ms"]
+                    and b["itl_ms"] <= a["itl_ms"]
+                    and b != a
+                    and (b["output_tokens_per_s_per_gpu"], b["ttft_ms"], b["itl_ms"])
+                    != (a["output_tokens_per_s_per_gpu"], a["ttft_ms"], a["itl_ms"])
+                )
+    assert "pareto" not in plan_json("-m", "llama-3.1-8b", "--gpus", "8")
+    text = runner.invoke(app, ["plan", "-m", "llama-3.1-8b", "--gpus", "8", "--pareto"]).stdout
+    assert "PD layouts on the frontier" in text and "no plot" in text

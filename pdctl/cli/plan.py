@@ -120,6 +120,24 @@ NetworkOpt = Annotated[
     ),
 ]
 
+TargetRateOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--target-rate",
+        min=0.0,
+        help="Plan the fewest GPUs (up to --gpus) whose PD layout meets --ttft and --itl at this "
+        "many requests/s.",
+    ),
+]
+ParetoOpt = Annotated[
+    bool,
+    typer.Option(
+        "--pareto",
+        help="Also list the PD layouts on the frontier of output tokens/s per GPU against TTFT "
+        "and ITL (no plot: matplotlib is not a pdctl dependency).",
+    ),
+]
+
 
 @dataclass(frozen=True)
 class PlanArgs:
@@ -140,6 +158,7 @@ class PlanArgs:
     offline: bool
     connector: str
     network_gbps: float | None
+    target_rate: float | None = None
 
     def build(self, router: str | None = None, fallback: bool = False) -> tuple[Plan, Wiring]:
         from pdctl.plan import Workload, make_plan, resolve_model  # lazy: start-up
@@ -168,6 +187,7 @@ class PlanArgs:
             one_pair=wired.one_pair,
             network_gbps=self.network_gbps,
             fallback=fallback,
+            target_rate=self.target_rate,
         )
         return plan, wired
 
@@ -209,7 +229,12 @@ def print_plan(plan: Plan) -> None:
         f"{data['kv_bytes_per_token_fp8']:,} in FP8; {model['attention'].upper()} attention"
         + (f", sliding window {model['sliding_window']}" if model["sliding_window"] else "")
     )
-    if data["pd_within_gpus"]:
+    if data["objective"]["target_rate"] is not None:
+        title = (
+            f"Fewest GPUs meeting the targets at --target-rate "
+            f"{data['objective']['target_rate']:g}/s: {data['gpus_used']} x {gpu['name']}"
+        )
+    elif data["pd_within_gpus"]:
         title = f"PD layout on {request['gpus']} x {gpu['name']}: {data['gpus_used']} GPUs used"
     else:
         title = (
@@ -331,6 +356,27 @@ def _print_objective(console: Console, data: dict[str, Any]) -> None:
     )
 
 
+def _print_pareto(front: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="PD layouts on the frontier (output tokens/s per GPU, TTFT, ITL)")
+    for column in ("prefill", "decode", "GPUs", "tokens/s per GPU", "TTFT ms", "ITL ms", "targets"):
+        table.add_column(column, justify="right")
+    for p in front:
+        table.add_row(
+            f"{p['prefill_replicas']} x TP{p['prefill_tp']}",
+            f"{p['decode_replicas']} x TP{p['decode_tp']}",
+            str(p["gpus"]),
+            f"{p['output_tokens_per_s_per_gpu']:,}",
+            "unbounded" if p["ttft_ms"] is None else f"{p['ttft_ms']:,}",
+            str(p["itl_ms"]),
+            "met" if p["meets_targets"] else "missed",
+        )
+    Console().print(table)
+    Console().print("(no plot: matplotlib is not a pdctl dependency)")
+
+
 @handle_errors
 def plan(
     model: ModelOpt,
@@ -350,9 +396,15 @@ def plan(
     offline: OfflineOpt = False,
     connector: ConnectorOpt = "NixlConnector",
     network_gbps: NetworkOpt = None,
+    target_rate: TargetRateOpt = None,
+    pareto: ParetoOpt = False,
     output: OutputOpt = OutputFormat.text,
 ) -> None:
-    """Size a PD deployment: TP and replicas per role, memory, KV capacity and estimates."""
+    """Size a PD deployment: TP and replicas per role, memory, KV capacity and estimates.
+
+    Aggregated serving on the same GPUs is sized beside it, and the estimates say which serves
+    the workload better.
+    """
     args = PlanArgs(
         model,
         gpus,
@@ -371,11 +423,19 @@ def plan(
         offline,
         connector,
         network_gbps,
+        target_rate,
     )
+    from pdctl.plan.frontier import pareto as frontier  # lazy: start-up
     from pdctl.plan.report import plan_dict  # lazy: start-up
 
     result, _ = build_plan(args, output, fallback=True)
+    front = [p.as_dict() for p in frontier(result.request)] if pareto else None
     if output is OutputFormat.json:
-        _output.as_json(plan_dict(result))
+        data = plan_dict(result)
+        if front is not None:
+            data["pareto"] = front
+        _output.as_json(data)
     else:
         print_plan(result)
+        if front is not None:
+            _print_pareto(front)

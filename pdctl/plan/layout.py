@@ -165,6 +165,7 @@ class Plan:
     aggregated: AggregatedEstimates | None = None  # the same GPUs without PD, when it fits
     better: str = "pd"  # pd | aggregated: which serves the workload better (verdict.better)
     why: list[str] = field(default_factory=list)  # the comparison's reasons
+    target_rate: float | None = None  # --target-rate: these are the fewest GPUs meeting it
 
     @property
     def gpus_used(self) -> int:

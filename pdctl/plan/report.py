@@ -47,6 +47,7 @@ def objective(plan_: Plan) -> dict[str, Any]:
         "maximize": "output_tokens_per_s",
         "per": "gpu",
         "load": "rate" if w.rate is not None else "concurrency",
+        "target_rate": plan_.target_rate,
         "slo": {"ttft_ms": w.ttft_ms, "itl_ms": w.itl_ms, "rate": w.rate},
         "met": {
             "ttft": _met(w.ttft_ms, ttft),
