@@ -124,13 +124,15 @@ def compare(
     pd_gpus = pd.gpus
     pd_tput, agg_tput = pd.output_tokens_per_s_per_gpu, agg.output_tokens_per_s_per_gpu
     numbers = (
-        f"PD {pd_tput:,.0f} vs aggregated {agg_tput:,.0f} output tokens/s per GPU; TTFT "
+        f"PD on {pd_gpus} GPUs {pd_tput:,.0f} vs aggregated on {agg.gpus} {agg_tput:,.0f} "
+        f"output tokens/s per GPU; TTFT "
         f"{ms(pd.ttft_ms)} vs {ms(agg.ttft_ms)}; ITL {pd.itl_ms:.1f} vs {agg.itl_ms:.1f} ms"
     )
     if pd_gpus > req.gpus:
         return "aggregated", [
             f"PD needs {pd_gpus} GPUs and {req.gpus} are given: {agg.replicas} aggregated "
-            f"engine(s) of TP{agg.engine.tp} serve it; on {pd_gpus} GPUs " + numbers
+            f"engine(s) of TP{agg.engine.tp} serve it",
+            numbers,
         ]
     if sum(pd_meets) != sum(agg.meets):
         winner = "pd" if sum(pd_meets) > sum(agg.meets) else "aggregated"
