@@ -157,14 +157,27 @@ def test_a_refusal_under_json_is_json_on_stdout_with_what_would_fit() -> None:
     assert {"gpu": "A100-80GB", "prefill_tp": 2, "decode_tp": 2, "gpus": 4} in refusal["fits_on"]
 
 
-def test_one_gpu_is_told_the_gpu_count_pd_needs_not_other_gpu_types() -> None:
+def test_one_gpu_gets_the_aggregated_answer_and_the_smallest_pd_layout() -> None:
+    """--gpus 1 no longer refuses: one aggregated engine serves on the GPU given, and the smallest
+    PD layout (2 GPUs) is shown beside it as the alternative."""
     result = runner.invoke(app, ["plan", "-m", "llama-3.1-8b", "--gpus", "1"])
-    assert result.exit_code == 1
-    hint = " ".join(result.stderr.split())
-    assert (
-        "hint: give --gpus 2; 1 GPU(s) hold one engine of TP1, which serves it aggregated" in hint
-    )
-    assert "fits on" not in hint
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "Smallest PD layout: 2 x H100-80GB (more than the 1 given)" in text
+    assert "Aggregated on the 1 GPUs given" in text
+    assert "Estimated better for this workload: aggregated" in text
+    plan = plan_json("-m", "llama-3.1-8b", "--gpus", "1")
+    assert plan["pd_within_gpus"] is False and plan["gpus_used"] == 2
+    assert plan["request"]["gpus"] == 1
+    agg = plan["aggregated"]
+    assert (agg["tp"], agg["replicas"], agg["gpus"]) == (1, 1, 1)
+    assert agg["output_tokens_per_s_per_gpu"] > 0 and agg["ttft_ms"] > 0
+    assert plan["verdict"]["better"] == "aggregated"
+    assert any("PD needs 2 GPUs" in w for w in plan["warnings"])
+    assert not any("unused" in w for w in plan["warnings"])
+    # a GPU that does not hold one engine is still refused, with the count PD needs
+    refused = runner.invoke(app, ["plan", "-m", "llama-3.1-70b", "--gpus", "1"])
+    assert refused.exit_code == 1 and "give --gpus 4" in " ".join(refused.stderr.split())
 
 
 def test_a_decode_engine_that_holds_fewer_than_the_concurrency_says_one_number() -> None:

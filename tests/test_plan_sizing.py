@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from pdctl.models import catalog, memory, pods
 from pdctl.models.config import ModelArch
-from pdctl.plan import roofline, sizing
+from pdctl.plan import objective, roofline, sizing
 from pdctl.plan.layout import DoesNotFit, Request, Workload
 from pdctl.plan.report import plan_dict
 
@@ -121,13 +121,30 @@ def test_roofline_close_to_the_reference_illustration() -> None:
     assert step * 1000 == pytest.approx(29, rel=0.15)
 
 
-def test_70b_on_8_h100_is_one_tp4_pair_and_prefill_bound() -> None:
-    """A6: 'On 8 GPUs the only valid layout is 1P(TP4)+1D(TP4), which is prefill-bound'."""
-    plan = sizing.plan(request("llama-3.1-70b", "h100", 8, workload=Workload(8000, 500)))
-    assert (plan.prefill.engine.tp, plan.prefill.replicas) == (4, 1)
+def test_70b_on_8_h100_sizes_prefill_for_the_prompt() -> None:
+    """A6 found 1P(TP4)+1D(TP4) the only layout keeping a long context on both roles. Prefill
+    engines only need the prompt: 2 x TP2 prefill (each holds 10k tokens, more than 8000 x 1.25)
+    + 1 x TP4 decode gives more output tokens/s per GPU, and --max-model-len is what the prefill
+    engines hold (one value for both pools), which still admits the workload."""
+    req = request("llama-3.1-70b", "h100", 8, workload=Workload(8000, 500))
+    plan = sizing.plan(req)
+    assert (plan.prefill.engine.tp, plan.prefill.replicas) == (2, 2)
     assert (plan.decode.engine.tp, plan.decode.replicas) == (4, 1)
+    assert plan.prefill.engine.tp < plan.decode.engine.tp
     assert plan.estimates.bottleneck == "prefill"
-    assert plan.max_model_len == 131072
+    fitting = [e for e in sizing.engines(req) if e.fits(8500)]
+    old = sizing._evaluate(req, fitting[1], 1, fitting[1], 1)  # 1 x TP4 + 1 x TP4
+    assert (old.prefill.engine.tp, old.decode.engine.tp) == (4, 4)
+    assert plan.estimates.output_tokens_per_s_per_gpu > old.estimates.output_tokens_per_s_per_gpu
+    # the prefill engines hold the prompt plus margin and the rendered --max-model-len; the
+    # longest prompt decode admits with this output length, prefill admits too
+    prefill = plan.prefill.engine
+    assert prefill.layout.longest(prefill.pool_bytes) >= objective.prompt_floor(req) >= 10000
+    assert prefill.fits(plan.max_model_len)
+    assert plan.max_model_len == 10240
+    # --max-model-len asks for a longer context: prefill engines are sized for it again
+    longer = sizing.plan(replace(req, max_model_len=32768))
+    assert longer.prefill.engine.tp == 4 and longer.max_model_len == 32768
 
 
 def test_moe_decode_reads_only_the_experts_a_batch_touches() -> None:

@@ -19,6 +19,8 @@ from pdctl.cli._options import OutputOpt
 from pdctl.cli._output import OutputFormat
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from pdctl.plan.emit import Wiring
     from pdctl.plan.layout import Plan
 
@@ -118,6 +120,24 @@ NetworkOpt = Annotated[
     ),
 ]
 
+TargetRateOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--target-rate",
+        min=0.0,
+        help="Plan the fewest GPUs (up to --gpus) whose PD layout meets --ttft and --itl at this "
+        "many requests/s.",
+    ),
+]
+ParetoOpt = Annotated[
+    bool,
+    typer.Option(
+        "--pareto",
+        help="Also list the PD layouts on the frontier of output tokens/s per GPU against TTFT "
+        "and ITL (no plot: matplotlib is not a pdctl dependency).",
+    ),
+]
+
 
 @dataclass(frozen=True)
 class PlanArgs:
@@ -138,8 +158,9 @@ class PlanArgs:
     offline: bool
     connector: str
     network_gbps: float | None
+    target_rate: float | None = None
 
-    def build(self, router: str | None = None) -> tuple[Plan, Wiring]:
+    def build(self, router: str | None = None, fallback: bool = False) -> tuple[Plan, Wiring]:
         from pdctl.plan import Workload, make_plan, resolve_model  # lazy: start-up
         from pdctl.plan.emit import wiring  # lazy: start-up
 
@@ -165,18 +186,21 @@ class PlanArgs:
             hetero_tp=wired.hetero_tp,
             one_pair=wired.one_pair,
             network_gbps=self.network_gbps,
+            fallback=fallback,
+            target_rate=self.target_rate,
         )
         return plan, wired
 
 
 def build_plan(
-    args: PlanArgs, output: OutputFormat, router: str | None = None
+    args: PlanArgs, output: OutputFormat, router: str | None = None, fallback: bool = False
 ) -> tuple[Plan, Wiring]:
-    """args.build(); under -o json a refusal is JSON on stdout too (why, and what would fit)."""
+    """args.build(); under -o json a refusal is JSON on stdout too (why, and what would fit).
+    `fallback`: too few GPUs for PD plan aggregated serving beside the smallest PD layout."""
     from pdctl.plan.layout import DoesNotFit  # lazy: start-up
 
     try:
-        return args.build(router)
+        return args.build(router, fallback)
     except DoesNotFit as refused:
         if output is OutputFormat.json:
             _output.as_json(refused.as_dict())
@@ -205,10 +229,19 @@ def print_plan(plan: Plan) -> None:
         f"{data['kv_bytes_per_token_fp8']:,} in FP8; {model['attention'].upper()} attention"
         + (f", sliding window {model['sliding_window']}" if model["sliding_window"] else "")
     )
-    table = Table(
-        title=f"PD layout on {request['gpus']} x {gpu['name']}: {data['gpus_used']} GPUs used, "
-        f"max-model-len {data['max_model_len']}"
-    )
+    if data["objective"]["target_rate"] is not None:
+        title = (
+            f"Fewest GPUs meeting the targets at --target-rate "
+            f"{data['objective']['target_rate']:g}/s: {data['gpus_used']} x {gpu['name']}"
+        )
+    elif data["pd_within_gpus"]:
+        title = f"PD layout on {request['gpus']} x {gpu['name']}: {data['gpus_used']} GPUs used"
+    else:
+        title = (
+            f"Smallest PD layout: {data['gpus_used']} x {gpu['name']} (more than the "
+            f"{request['gpus']} given)"
+        )
+    table = Table(title=f"{title}, max-model-len {data['max_model_len']}")
     table.add_column("")
     table.add_column("prefill", justify="right")
     table.add_column("decode", justify="right")
@@ -250,18 +283,98 @@ def print_plan(plan: Plan) -> None:
         f"  KV transfer: {e['kv_transfer_ms']} ms per request "
         f"({e['kv_transfer_mb_per_gpu']} MB per decode GPU at {e['kv_transfer_link_gbps']} GB/s)"
     )
-    console.print(
-        f"  TTFT about {e['ttft_ms']} ms; about {e['requests_per_s']} requests/s, "
-        f"{e['output_tokens_per_s']:,.0f} output tokens/s ({e['bottleneck']}-bound)"
+    load = (
+        f"--rate {request['rate']:g}/s"
+        if request["rate"] is not None
+        else f"--concurrency {request['concurrency']} (a closed loop)"
     )
+    console.print(
+        f"  TTFT about {_ms(e['ttft_ms'])} at {load}: {e['ttft_unqueued_ms']} ms unqueued "
+        f"(prefill, transfer, first step) + {_ms(e['ttft_queue_ms'])} queueing, prefill engines "
+        f"{e['prefill_utilization']:.0%} busy"
+    )
+    console.print(
+        f"  throughput: about {e['requests_per_s']} requests/s, "
+        f"{e['output_tokens_per_s']:,.0f} output tokens/s, {e['output_tokens_per_s_per_gpu']:,.1f} "
+        f"per GPU ({e['bottleneck']}-bound)"
+    )
+    _print_aggregated(console, data)
+    _print_objective(console, data)
     verdict = {"likely": "is likely to help", "may": "may help", "unlikely": "is unlikely to help"}
-    console.print(f"PD {verdict[plan.verdict]}:")
+    console.print(f"Rules of thumb: PD {verdict[plan.verdict]}:")
     for reason in plan.reasons:
+        console.print(f"  - {reason}", markup=False)
+    better = {"pd": "PD", "aggregated": "aggregated"}[plan.better]
+    console.print(f"Estimated better for this workload: {better}")
+    for reason in plan.why:
         console.print(f"  - {reason}", markup=False)
     for warning in plan.warnings:
         console.print(f"warning: {warning}", markup=False, style="yellow")
     for note in plan.notes:
         console.print(f"note: {note}", markup=False)
+
+
+def _ms(value: float | None) -> str:
+    return "unbounded" if value is None else f"{value:,} ms"
+
+
+def _print_aggregated(console: Console, data: dict[str, Any]) -> None:
+    agg = data["aggregated"]
+    if agg is None:
+        console.print("Aggregated: no single engine fits the GPUs given")
+        return
+    console.print(
+        f"Aggregated on the {data['request']['gpus']} GPUs given (plain engines, no KV "
+        f"transfer): {agg['replicas']} x TP{agg['tp']} = {agg['gpus']} GPUs, "
+        f"{agg['batch_per_engine']} sequences per engine"
+    )
+    console.print(
+        f"  TTFT about {_ms(agg['ttft_ms'])} ({agg['ttft_unqueued_ms']} ms unqueued); ITL "
+        f"{agg['itl_ms']} ms (steps of {agg['decode_step_ms']} ms, prefills take "
+        f"{agg['prefill_share']:.0%} of engine time, a step with a prompt chunk "
+        f"{agg['itl_stall_ms']} ms); about {agg['requests_per_s']} requests/s, "
+        f"{agg['output_tokens_per_s']:,.0f} output tokens/s, "
+        f"{agg['output_tokens_per_s_per_gpu']:,.1f} per GPU"
+    )
+
+
+def _print_objective(console: Console, data: dict[str, Any]) -> None:
+    objective = data["objective"]
+    targets = []
+    for key, flag, unit in (
+        ("ttft_ms", "ttft", " ms"),
+        ("itl_ms", "itl", " ms"),
+        ("rate", "rate", "/s"),
+    ):
+        value, met = objective["slo"][key], objective["met"][flag]
+        if value is not None:
+            targets.append(f"--{flag} {value:g}{unit} {'met' if met else 'NOT met'}")
+    console.print(
+        "Objective: the most output tokens/s per GPU on the GPUs given; targets: "
+        + ("; ".join(targets) if targets else "none (--ttft, --itl, --rate)"),
+        markup=False,
+    )
+
+
+def _print_pareto(front: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="PD layouts on the frontier (output tokens/s per GPU, TTFT, ITL)")
+    for column in ("prefill", "decode", "GPUs", "tokens/s per GPU", "TTFT ms", "ITL ms", "targets"):
+        table.add_column(column, justify="right")
+    for p in front:
+        table.add_row(
+            f"{p['prefill_replicas']} x TP{p['prefill_tp']}",
+            f"{p['decode_replicas']} x TP{p['decode_tp']}",
+            str(p["gpus"]),
+            f"{p['output_tokens_per_s_per_gpu']:,}",
+            "unbounded" if p["ttft_ms"] is None else f"{p['ttft_ms']:,}",
+            str(p["itl_ms"]),
+            "met" if p["meets_targets"] else "missed",
+        )
+    Console().print(table)
+    Console().print("(no plot: matplotlib is not a pdctl dependency)")
 
 
 @handle_errors
@@ -283,9 +396,15 @@ def plan(
     offline: OfflineOpt = False,
     connector: ConnectorOpt = "NixlConnector",
     network_gbps: NetworkOpt = None,
+    target_rate: TargetRateOpt = None,
+    pareto: ParetoOpt = False,
     output: OutputOpt = OutputFormat.text,
 ) -> None:
-    """Size a PD deployment: TP and replicas per role, memory, KV capacity and estimates."""
+    """Size a PD deployment: TP and replicas per role, memory, KV capacity and estimates.
+
+    Aggregated serving on the same GPUs is sized beside it, and the estimates say which serves
+    the workload better.
+    """
     args = PlanArgs(
         model,
         gpus,
@@ -304,11 +423,19 @@ def plan(
         offline,
         connector,
         network_gbps,
+        target_rate,
     )
+    from pdctl.plan.frontier import pareto as frontier  # lazy: start-up
     from pdctl.plan.report import plan_dict  # lazy: start-up
 
-    result, _ = build_plan(args, output)
+    result, _ = build_plan(args, output, fallback=True)
+    front = [p.as_dict() for p in frontier(result.request)] if pareto else None
     if output is OutputFormat.json:
-        _output.as_json(plan_dict(result))
+        data = plan_dict(result)
+        if front is not None:
+            data["pareto"] = front
+        _output.as_json(data)
     else:
         print_plan(result)
+        if front is not None:
+            _print_pareto(front)

@@ -13,6 +13,7 @@ from pathlib import Path
 from pdctl.errors import InputError, PdctlError
 from pdctl.models import catalog
 from pdctl.models.config import ModelArch, fetch_config, load_config_file
+from pdctl.plan.frontier import fewest_gpus
 from pdctl.plan.layout import Plan, Request, Workload
 from pdctl.plan.sizing import plan
 
@@ -62,8 +63,13 @@ def make_plan(
     hetero_tp: bool = True,
     one_pair: bool = False,
     network_gbps: float | None = None,
+    fallback: bool = False,
+    target_rate: float | None = None,
 ) -> Plan:
-    """Plan `arch` on `gpus` GPUs of the catalog's `gpu_type` (DoesNotFit when it cannot)."""
+    """Plan `arch` on `gpus` GPUs of the catalog's `gpu_type` (DoesNotFit when it cannot; with
+    `fallback`, GPUs too few for PD but enough for one engine plan aggregated serving with the
+    smallest PD layout beside it; with `target_rate`, the fewest GPUs up to `gpus` that meet the
+    targets at that rate)."""
     request = Request(
         arch=arch,
         gpu=catalog.gpu(gpu_type),
@@ -77,4 +83,7 @@ def make_plan(
         one_pair=one_pair,
         network_gbps=network_gbps,
     )
-    return plan(request, list(catalog.gpus().values()))
+    others = list(catalog.gpus().values())
+    if target_rate is not None:
+        return fewest_gpus(request, target_rate, others)
+    return plan(request, others, fallback=fallback)

@@ -101,13 +101,53 @@ class Estimates:
     itl_ms: float  # decode step at decode_batch
     kv_transfer_ms: float
     kv_transfer_mb: float
-    ttft_ms: float
+    ttft_ms: float  # with the queueing at the load (math.inf when the queue grows without bound)
     prefill_requests_per_s: float  # one prefill engine
     decode_requests_per_s: float  # one decode engine at decode_batch
     requests_per_s: float  # the layout, rate-matched
     output_tokens_per_s: float
     bottleneck: str
     concurrency_fits: bool  # one decode engine holds --concurrency sequences
+    ttft_unqueued_ms: float = 0.0  # prefill + transfer + first step, nothing ahead in a queue
+    ttft_queue_ms: float = 0.0  # the mean wait the load adds (pdctl.plan.queueing)
+    prefill_utilization: float = 0.0  # busy share of the prefill engines at the load
+    load_requests_per_s: float = 0.0  # throughput at the load: --rate, or at --concurrency
+    gpus: int = 0  # GPUs the layout uses
+
+    @property
+    def output_tokens_per_s_per_gpu(self) -> float:
+        return self.output_tokens_per_s / self.gpus if self.gpus else 0.0
+
+
+@dataclass(frozen=True)
+class AggregatedEstimates:
+    """The same GPUs as plain engines (each prefills and decodes its own requests, no KV
+    transfer), pdctl.plan.sizing.aggregated."""
+
+    engine: Engine
+    replicas: int
+    prefill_ms: float  # one prompt; it stalls the engine's decoding for about that long
+    decode_step_ms: float  # one step at `batch` sequences, prefill aside
+    batch: int  # sequences per engine
+    itl_ms: float  # mean gap between tokens: steps stretched by the prefill share
+    itl_stall_ms: float  # a step that carries one chunk of a prompt (the tail of ITL)
+    prefill_share: float  # of an engine's time at the load
+    ttft_ms: float  # with queueing at the load (math.inf when unbounded)
+    ttft_unqueued_ms: float
+    ttft_queue_ms: float
+    requests_per_s: float  # what the engines sustain
+    load_requests_per_s: float
+    output_tokens_per_s: float
+    meets: tuple[bool, ...]  # --ttft, --itl, --rate (True where not asked)
+    context: int  # the longest request one engine holds
+
+    @property
+    def gpus(self) -> int:
+        return self.engine.tp * self.replicas
+
+    @property
+    def output_tokens_per_s_per_gpu(self) -> float:
+        return self.output_tokens_per_s / self.gpus
 
 
 @dataclass
@@ -121,10 +161,20 @@ class Plan:
     reasons: list[str]
     warnings: list[str]
     notes: list[str] = field(default_factory=list)  # what the layout needs (engines over nodes)
+    meets: tuple[bool, ...] = (True, True, True)  # --ttft, --itl, --rate (True where not asked)
+    aggregated: AggregatedEstimates | None = None  # the same GPUs without PD, when it fits
+    better: str = "pd"  # pd | aggregated: which serves the workload better (verdict.better)
+    why: list[str] = field(default_factory=list)  # the comparison's reasons
+    target_rate: float | None = None  # --target-rate: these are the fewest GPUs meeting it
 
     @property
     def gpus_used(self) -> int:
         return self.prefill.gpus + self.decode.gpus
+
+    @property
+    def pd_within_gpus(self) -> bool:
+        """False when the PD layout is the smallest alternative, larger than --gpus."""
+        return self.gpus_used <= self.request.gpus
 
 
 class DoesNotFit(InputError):

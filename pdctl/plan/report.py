@@ -30,6 +30,65 @@ def _round(value: float, digits: int = 2) -> float:
     return round(value, digits) if math.isfinite(value) else -1.0
 
 
+def _finite(value: float, digits: int = 1) -> float | None:
+    """Rounded; null when unbounded (a queue that grows without bound)."""
+    return round(value, digits) if math.isfinite(value) else None
+
+
+def _met(asked: object, met: bool) -> bool | None:
+    return None if asked is None else met
+
+
+def objective(plan_: Plan) -> dict[str, Any]:
+    """What the search maximised and under which targets (docs/sizing.md "The objective")."""
+    w = plan_.request.workload
+    ttft, itl, rate = plan_.meets
+    return {
+        "maximize": "output_tokens_per_s",
+        "per": "gpu",
+        "load": "rate" if w.rate is not None else "concurrency",
+        "target_rate": plan_.target_rate,
+        "slo": {"ttft_ms": w.ttft_ms, "itl_ms": w.itl_ms, "rate": w.rate},
+        "met": {
+            "ttft": _met(w.ttft_ms, ttft),
+            "itl": _met(w.itl_ms, itl),
+            "rate": _met(w.rate, rate),
+        },
+    }
+
+
+def aggregated_dict(plan_: Plan) -> dict[str, Any] | None:
+    a = plan_.aggregated
+    if a is None:
+        return None
+    w = plan_.request.workload
+    ttft, itl, rate = a.meets
+    return {
+        "tp": a.engine.tp,
+        "replicas": a.replicas,
+        "gpus": a.gpus,
+        "kv_tokens_per_gpu": a.engine.layout.tokens(a.engine.pool_bytes),
+        "batch_per_engine": a.batch,
+        "prefill_ms": _round(a.prefill_ms, 1),
+        "decode_step_ms": _round(a.decode_step_ms),
+        "itl_ms": _round(a.itl_ms),
+        "itl_stall_ms": _round(a.itl_stall_ms, 1),
+        "prefill_share": _round(a.prefill_share, 3),
+        "ttft_ms": _finite(a.ttft_ms),
+        "ttft_unqueued_ms": _round(a.ttft_unqueued_ms, 1),
+        "ttft_queue_ms": _finite(a.ttft_queue_ms),
+        "requests_per_s": _round(a.requests_per_s),
+        "load_requests_per_s": _round(a.load_requests_per_s),
+        "output_tokens_per_s": _round(a.output_tokens_per_s, 0),
+        "output_tokens_per_s_per_gpu": _round(a.output_tokens_per_s_per_gpu, 1),
+        "met": {
+            "ttft": _met(w.ttft_ms, ttft),
+            "itl": _met(w.itl_ms, itl),
+            "rate": _met(w.rate, rate),
+        },
+    }
+
+
 def _role_dict(plan_: Plan, role: RolePlan) -> dict[str, Any]:
     engine, w = role.engine, plan_.request.workload
     pod_ = pod(plan_.request.arch, engine.tp)
@@ -122,11 +181,19 @@ def plan_dict(plan_: Plan) -> dict[str, Any]:
             "kv_transfer_ms": _round(e.kv_transfer_ms),
             "kv_transfer_mb_per_gpu": _round(e.kv_transfer_mb, 1),
             "kv_transfer_link_gbps": req.link_gbps,
-            "ttft_ms": _round(e.ttft_ms, 1),
+            "ttft_ms": _finite(e.ttft_ms),
+            "ttft_unqueued_ms": _round(e.ttft_unqueued_ms, 1),
+            "ttft_queue_ms": _finite(e.ttft_queue_ms),
+            "prefill_utilization": _round(e.prefill_utilization, 3),
             "requests_per_s": _round(e.requests_per_s),
+            "load_requests_per_s": _round(e.load_requests_per_s),
             "output_tokens_per_s": _round(e.output_tokens_per_s, 0),
+            "output_tokens_per_s_per_gpu": _round(e.output_tokens_per_s_per_gpu, 1),
             "bottleneck": e.bottleneck,
         },
+        "pd_within_gpus": plan_.pd_within_gpus,
+        "objective": objective(plan_),
+        "aggregated": aggregated_dict(plan_),
         "assumptions": {
             "mfu": MFU,
             "bandwidth_efficiency": BANDWIDTH_EFFICIENCY,
@@ -136,7 +203,12 @@ def plan_dict(plan_: Plan) -> dict[str, Any]:
             "hybrid_kv_cache": req.hybrid_kv,
             "max_num_seqs": default_max_num_seqs(req.gpu),
         },
-        "verdict": {"pd": plan_.verdict, "reasons": plan_.reasons},
+        "verdict": {
+            "pd": plan_.verdict,
+            "reasons": plan_.reasons,
+            "better": plan_.better,
+            "why": plan_.why,
+        },
         "warnings": plan_.warnings,
         "notes": plan_.notes,
     }

@@ -108,3 +108,9 @@ def default_max_num_seqs(gpu: Gpu) -> int:
     """vLLM's default --max-num-seqs for `vllm serve` (engine/arg_utils.py get_batch_defaults):
     1024 on GPUs with at least 70 GiB that are not A100s, else 256."""
     return 1024 if gpu.memory_gib >= 70 and not gpu.name.startswith("A100") else 256
+
+
+def default_max_num_batched_tokens(gpu: Gpu) -> int:
+    """vLLM's default --max-num-batched-tokens for `vllm serve` (the same get_batch_defaults): the
+    chunked-prefill token budget of one step, 8192 where max-num-seqs is 1024, else 2048."""
+    return 8192 if default_max_num_seqs(gpu) == 1024 else 2048

@@ -11,8 +11,24 @@ from typing import Any
 
 from pdctl.models.catalog import Gpu
 from pdctl.models.memory import GiB, kv_layout, memory, valid_tps, weight_bytes
+from pdctl.plan import queueing
 from pdctl.plan import verdict as verdicts
-from pdctl.plan.layout import DoesNotFit, Engine, Estimates, Plan, Request, RolePlan
+from pdctl.plan.aggregated import aggregated
+from pdctl.plan.layout import (
+    DoesNotFit,
+    Engine,
+    Estimates,
+    Plan,
+    Request,
+    RolePlan,
+)
+from pdctl.plan.objective import (
+    context_floor,
+    engine_counts,
+    meets,
+    need_tokens,
+    prompt_floor,
+)
 from pdctl.plan.roofline import (
     DECODE_MATCH,
     PREFILL_MATCH,
@@ -32,10 +48,6 @@ def engines(req: Request, limit: int | None = None) -> list[Engine]:
         )
         for tp in valid_tps(req.arch, limit or req.gpus_per_node)
     ]
-
-
-def _need_tokens(req: Request) -> int:
-    return max(req.workload.total_len, req.max_model_len or 0)
 
 
 def _decode_batch(req: Request, engine: Engine, replicas: int) -> tuple[int, float]:
@@ -65,21 +77,24 @@ def transfer_seconds(req: Request, decode: Engine) -> tuple[float, float]:
     return per_rank / bandwidth, per_rank
 
 
-# A layout keeps at least this much context (or the model's own, if less) before throughput
-# decides: a prefill engine whose KV pool holds 10k tokens would cut --max-model-len to 10k.
-CONTEXT_FLOOR = 32768
-
-
 @dataclass(frozen=True)
 class _Candidate:
     prefill: RolePlan
     decode: RolePlan
     estimates: Estimates
-    meets: tuple[bool, ...]
-    context: int  # the longest request both roles hold
+    meets: tuple[bool, ...]  # --ttft, --itl, --rate (True where not asked)
+    prefill_context: int  # the longest request one prefill engine holds
+    decode_context: int  # the longest request one decode engine holds
+
+    @property
+    def context(self) -> int:
+        """The longest request both roles hold (what --max-model-len is cut to)."""
+        return min(self.prefill_context, self.decode_context)
 
     def keeps_context(self, req: Request) -> bool:
-        return self.context >= min(req.arch.max_positions, req.max_model_len or CONTEXT_FLOOR)
+        return self.prefill_context >= prompt_floor(req) and self.decode_context >= context_floor(
+            req
+        )
 
 
 def _evaluate(req: Request, p: Engine, x: int, d: Engine, y: int) -> _Candidate:
@@ -90,15 +105,25 @@ def _evaluate(req: Request, p: Engine, x: int, d: Engine, y: int) -> _Candidate:
     alone = max(1, min(w.concurrency, default_max_num_seqs(req.gpu), held))
     concurrency_step = decode_step_seconds(req.arch, req.gpu, d.tp, alone, w.mean_context, d.layout)
     transfer_s, transfer_bytes = transfer_seconds(req, d)
-    prefill_rps = 1 / prefill_s
+    # A prefill engine whose KV holds one prompt at a time waits for decode to read it before it
+    # starts the next one.
+    serial = p.layout.sequences(p.pool_bytes, w.input_len) < 2
+    service_s = prefill_s + (transfer_s if serial else 0.0)
+    prefill_rps = 1 / service_s
     decode_rps = batch / (w.output_len * step_s)
     prefill_side, decode_side = x * prefill_rps * PREFILL_MATCH, y * decode_rps * DECODE_MATCH
     rps = min(prefill_side, decode_side)
-    wait = 0.0
-    if w.rate:  # M/D/1 queue in front of each prefill engine (DistServe, sizing-bench A5)
-        rho = w.rate / (x * prefill_rps)
-        wait = rho * prefill_s / (2 * (1 - rho)) if rho < 1 else math.inf
-    ttft_s = prefill_s + wait + transfer_s + step_s
+    unqueued_s = prefill_s + transfer_s + step_s
+    load = queueing.under_load(
+        servers=x,
+        service_s=service_s,
+        fixed_s=unqueued_s,
+        decode_s=(w.output_len - 1) * step_s,
+        capacity=min(x * prefill_rps, y * decode_rps),  # the queue sees raw rates, not derated
+        rate=w.rate,
+        concurrency=w.concurrency,
+    )
+    ttft_s = unqueued_s + load.queue_s
     estimates = Estimates(
         prefill_ms=prefill_s * 1000,
         prefill_tokens_per_s=w.input_len / prefill_s,
@@ -116,22 +141,27 @@ def _evaluate(req: Request, p: Engine, x: int, d: Engine, y: int) -> _Candidate:
         output_tokens_per_s=rps * w.output_len,
         bottleneck="prefill" if prefill_side < decode_side else "decode",
         concurrency_fits=held >= w.concurrency,
+        ttft_unqueued_ms=unqueued_s * 1000,
+        ttft_queue_ms=load.queue_s * 1000,
+        prefill_utilization=load.utilization,
+        load_requests_per_s=load.requests_per_s,
+        gpus=x * p.tp + y * d.tp,
     )
-    meets = (
-        w.ttft_ms is None or ttft_s * 1000 <= w.ttft_ms,
-        w.itl_ms is None or step_s * 1000 <= w.itl_ms,
-        w.rate is None or rps >= w.rate,
-    )
-    context = min(e.layout.longest(e.pool_bytes) for e in (p, d))
     return _Candidate(
-        RolePlan("prefill", p, x), RolePlan("decode", d, y), estimates, meets, context
+        RolePlan("prefill", p, x),
+        RolePlan("decode", d, y),
+        estimates,
+        meets(w, ttft_s, step_s, rps),
+        p.layout.longest(p.pool_bytes),
+        d.layout.longest(d.pool_bytes),
     )
 
 
 def _better(req: Request, a: _Candidate, b: _Candidate) -> bool:
-    """Whether a beats b: more targets met, then keeping CONTEXT_FLOOR tokens of context, then
-    throughput (1% is a tie), then more of the GPUs asked for in use, a smaller prefill TP (more
-    prefill engines), a larger decode TP (more KV per GPU)."""
+    """Whether a beats b (the objective, docs/sizing.md): more targets met, then keeping the
+    floors (prefill engines hold the prompt plus margin, decode engines CONTEXT_FLOOR), then
+    throughput on the GPUs given (1% is a tie), then more of the GPUs asked for in use, a smaller
+    prefill TP (more prefill engines), a larger decode TP (more KV per GPU)."""
     if sum(a.meets) != sum(b.meets):
         return sum(a.meets) > sum(b.meets)
     if a.keeps_context(req) != b.keeps_context(req):
@@ -148,10 +178,48 @@ def _better(req: Request, a: _Candidate, b: _Candidate) -> bool:
     return a.decode.engine.tp > b.decode.engine.tp
 
 
+def search(req: Request, fitting: list[Engine]) -> _Candidate | None:
+    """The best PD layout of `fitting` engines on req.gpus GPUs: every prefill and decode TP and
+    prefill engine count, with as many decode engines as the rest of the GPUs hold (fewer only
+    where _decode_counts says they can be better)."""
+    best: _Candidate | None = None
+    for p in fitting:
+        for d in fitting:
+            if not req.hetero_tp and p.tp != d.tp:
+                continue
+            max_x = 1 if req.one_pair else (req.gpus - d.tp) // p.tp
+            for x in range(1, max_x + 1):
+                most = (req.gpus - x * p.tp) // d.tp
+                if req.one_pair:
+                    most = min(most, 1)
+                for y in engine_counts(req, most):
+                    candidate = _evaluate(req, p, x, d, y)
+                    if best is None or _better(req, candidate, best):
+                        best = candidate
+                    if candidate.meets[0]:
+                        break
+    return best
+
+
+def every_layout(req: Request, fitting: list[Engine]) -> list[_Candidate]:
+    """Every PD layout of `fitting` engines within req.gpus, pruning nothing: for checking the
+    search (tests), not for planning."""
+    found = []
+    for p in fitting:
+        for d in fitting:
+            if not req.hetero_tp and p.tp != d.tp:
+                continue
+            for x in range(1, (1 if req.one_pair else req.gpus // p.tp) + 1):
+                for y in range(1, (1 if req.one_pair else req.gpus // d.tp) + 1):
+                    if x * p.tp + y * d.tp <= req.gpus:
+                        found.append(_evaluate(req, p, x, d, y))
+    return found
+
+
 def _fit_report(req: Request) -> tuple[Engine | None, list[str]]:
     """The smallest engine that holds one request, looking past a node; lines explaining why
     smaller ones do not."""
-    need = _need_tokens(req)
+    need = need_tokens(req)
     lines: list[str] = []
     for engine in engines(req, limit=64):
         m = engine.memory
@@ -196,7 +264,7 @@ def _elsewhere_hint(where: list[dict[str, Any]]) -> str | None:
 
 def smallest_layout(req: Request) -> tuple[int, int] | None:
     """(prefill TP, decode TP) of the smallest PD layout within a node, or None."""
-    need = _need_tokens(req)
+    need = need_tokens(req)
     fitting = [e.tp for e in engines(req) if e.fits(need)]
     return (fitting[0], fitting[0]) if fitting else None
 
@@ -215,8 +283,11 @@ def _elsewhere(req: Request, others: list[Gpu], within: int | None = None) -> li
     return [{"gpu": name, "prefill_tp": p, "decode_tp": d, "gpus": n} for n, name, (p, d) in found]
 
 
-def plan(req: Request, other_gpus: list[Gpu] | None = None) -> Plan:
-    """The best PD layout for the request; DoesNotFit (exit 1) with the numbers otherwise."""
+def plan(req: Request, other_gpus: list[Gpu] | None = None, *, fallback: bool = False) -> Plan:
+    """The best PD layout for the request, with aggregated serving on the same GPUs beside it;
+    DoesNotFit (exit 1) with the numbers otherwise. With `fallback`, GPUs too few for PD but
+    enough for one engine give the aggregated answer and the smallest PD layout (on more GPUs
+    than asked: Plan.pd_within_gpus is false) instead of a refusal."""
     w = req.workload
     arch = req.arch
     if w.total_len > arch.max_positions:
@@ -235,7 +306,7 @@ def plan(req: Request, other_gpus: list[Gpu] | None = None) -> Plan:
                 f"--max-model-len {req.max_model_len} is shorter than --input-len + "
                 f"--output-len ({w.total_len})"
             )
-    need = _need_tokens(req)
+    need = need_tokens(req)
     fitting = [e for e in engines(req) if e.fits(need)] or spanning_engines(req, need)
     if fitting and fitting[0].tp > req.gpus_per_node and req.gpus < 2 * fitting[0].tp:
         engine, lines = _fit_report(req)
@@ -273,10 +344,13 @@ def plan(req: Request, other_gpus: list[Gpu] | None = None) -> Plan:
             fits_on=where,
         )
     smallest = fitting[0].tp * 2
-    if req.gpus < smallest:
+    pd_req = req
+    if req.gpus < smallest and fallback and req.gpus >= fitting[0].tp:
+        pd_req = replace(req, gpus=smallest)  # the smallest PD alternative, beside aggregated
+    elif req.gpus < smallest:
         # Only GPU types whose smallest PD layout fits the GPUs asked for are worth naming.
         where = _elsewhere(req, other_gpus or [], within=req.gpus)
-        aggregated = (
+        one_engine = (
             f"; {req.gpus} GPU(s) hold one engine of TP{fitting[0].tp}, which serves it "
             "aggregated (without PD)"
             if req.gpus >= fitting[0].tp
@@ -285,7 +359,7 @@ def plan(req: Request, other_gpus: list[Gpu] | None = None) -> Plan:
         raise DoesNotFit(
             f"{req.gpus} x {req.gpu.name} cannot hold a PD layout of {arch.name}: the smallest "
             f"is 1 prefill + 1 decode engine of TP{fitting[0].tp} = {smallest} GPUs",
-            hint=f"give --gpus {smallest}{aggregated}"
+            hint=f"give --gpus {smallest}{one_engine}"
             + (f"; or {_elsewhere_hint(where)}" if where else ""),
             needs_gpus=smallest,
             fits_on=where,
@@ -294,24 +368,12 @@ def plan(req: Request, other_gpus: list[Gpu] | None = None) -> Plan:
                 f"{fitting[0].memory.kv_pool:.1f} GiB per GPU"
             ],
         )
-    best: _Candidate | None = None
-    for p in fitting:
-        for d in fitting:
-            if not req.hetero_tp and p.tp != d.tp:
-                continue
-            max_x = 1 if req.one_pair else (req.gpus - d.tp) // p.tp
-            for x in range(1, max_x + 1):
-                y = (req.gpus - x * p.tp) // d.tp
-                if req.one_pair:
-                    y = min(y, 1)
-                if y < 1:
-                    break
-                candidate = _evaluate(req, p, x, d, y)
-                if best is None or _better(req, candidate, best):
-                    best = candidate
+    best = search(pd_req, fitting)
     assert best is not None  # a layout of the smallest engines exists (checked above)
+    agg = aggregated(req, fitting)
     max_len = _max_model_len(req, best)
     verdict, reasons = verdicts.verdict(req, best.decode, best.estimates)
+    better, why = verdicts.compare(req, best.estimates, best.meets, agg)
     nodes = nodes_per_engine(req, best.decode.engine)
     notes = []
     if nodes_per_engine(req, best.prefill.engine) > 1 or nodes > 1:
@@ -333,6 +395,10 @@ def plan(req: Request, other_gpus: list[Gpu] | None = None) -> Plan:
         reasons=reasons,
         warnings=verdicts.warnings(req, best.prefill, best.decode, best.estimates),
         notes=notes,
+        meets=best.meets,
+        aggregated=agg,
+        better=better,
+        why=why,
     )
 
 

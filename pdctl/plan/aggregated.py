@@ -1,0 +1,122 @@
+"""Aggregated serving on the same GPUs as a PD layout: plain engines that each prefill and decode
+their own requests (no KV transfer), for the comparison `pdctl plan` shows (docs/sizing.md
+"Aggregated beside PD")."""
+
+from __future__ import annotations
+
+import math
+
+from pdctl.plan import queueing
+from pdctl.plan.layout import AggregatedEstimates, Engine, Request
+from pdctl.plan.objective import context_floor, engine_counts, meets
+from pdctl.plan.roofline import (
+    decode_step_seconds,
+    default_max_num_batched_tokens,
+    default_max_num_seqs,
+    prefill_seconds,
+)
+
+
+def _evaluate_aggregated(req: Request, e: Engine, n: int, batch: int) -> AggregatedEstimates:
+    """n plain engines of `e`, `batch` sequences each: every engine prefills its own prompts
+    between decode steps. A request costs an engine S (its prefill) plus O steps shared by the
+    batch: n / (S + O x step / batch) requests/s. Decoding sequences wait for the prefills of the
+    others: ITL = step / (1 - share), share = the engine time other requests' prefills take at
+    the load. TTFT = S + one step, plus the queue (pdctl.plan.queueing)."""
+    w = req.workload
+    prefill_s = prefill_seconds(req.arch, req.gpu, e.tp, w.input_len)
+    step_s = decode_step_seconds(req.arch, req.gpu, e.tp, batch, w.mean_context, e.layout)
+    capacity = n / (prefill_s + w.output_len * step_s / batch)
+    others = (batch - 1) / batch
+
+    def itl(throughput: float) -> float:
+        share = min(throughput / n * prefill_s * others, 0.95)
+        return step_s / (1 - share)
+
+    unqueued_s = prefill_s + step_s
+    itl_s = itl(capacity)
+    load = queueing.under_load(
+        servers=n,
+        service_s=prefill_s,
+        fixed_s=unqueued_s,
+        decode_s=(w.output_len - 1) * itl_s,
+        capacity=capacity,
+        rate=w.rate,
+        concurrency=w.concurrency,
+    )
+    if w.rate is not None and w.rate < capacity:
+        itl_s = itl(w.rate)
+    ttft_s = unqueued_s + load.queue_s
+    chunk = min(w.input_len, default_max_num_batched_tokens(req.gpu))
+    stall_s = step_s + prefill_seconds(req.arch, req.gpu, e.tp, chunk)
+    return AggregatedEstimates(
+        engine=e,
+        replicas=n,
+        prefill_ms=prefill_s * 1000,
+        decode_step_ms=step_s * 1000,
+        batch=batch,
+        itl_ms=itl_s * 1000,
+        itl_stall_ms=stall_s * 1000,
+        prefill_share=min(load.requests_per_s / n * prefill_s, 1.0),
+        ttft_ms=ttft_s * 1000,
+        ttft_unqueued_ms=unqueued_s * 1000,
+        ttft_queue_ms=load.queue_s * 1000,
+        requests_per_s=capacity,
+        load_requests_per_s=load.requests_per_s,
+        output_tokens_per_s=capacity * w.output_len,
+        meets=meets(w, ttft_s, itl_s, capacity),
+        context=e.layout.longest(e.pool_bytes),
+    )
+
+
+def _aggregated_at(req: Request, e: Engine, n: int) -> AggregatedEstimates:
+    """n engines of `e` at the batch --concurrency gives each (at most what its KV and vLLM's
+    max-num-seqs hold), lowered until --itl is met when it can be."""
+    w = req.workload
+    held = e.layout.sequences(e.pool_bytes, w.total_len)
+    top = max(1, min(held, default_max_num_seqs(req.gpu), math.ceil(w.concurrency / n)))
+    found = _evaluate_aggregated(req, e, n, top)
+    if w.itl_ms is None or found.itl_ms <= w.itl_ms:
+        return found
+    low, high = 1, top  # ITL grows with the batch: the largest batch that meets --itl
+    while low < high:
+        middle = (low + high + 1) // 2
+        ok = _evaluate_aggregated(req, e, n, middle).itl_ms <= w.itl_ms
+        low, high = (middle, high) if ok else (low, middle - 1)
+    return _evaluate_aggregated(req, e, n, low)
+
+
+def _agg_better(req: Request, a: AggregatedEstimates, b: AggregatedEstimates) -> bool:
+    """The objective of _better for aggregated layouts: targets met, context floor, throughput
+    (1% a tie), then more GPUs in use, then a smaller TP (more engines)."""
+    floor = context_floor(req)
+    if sum(a.meets) != sum(b.meets):
+        return sum(a.meets) > sum(b.meets)
+    if (a.context >= floor) != (b.context >= floor):
+        return a.context >= floor
+    ra, rb = a.requests_per_s, b.requests_per_s
+    if abs(ra - rb) > 0.01 * max(ra, rb):
+        return ra > rb
+    if a.gpus != b.gpus:
+        return a.gpus > b.gpus
+    return a.engine.tp < b.engine.tp
+
+
+def aggregated(req: Request, fitting: list[Engine]) -> AggregatedEstimates | None:
+    """Aggregated serving on req.gpus: the best TP and engine count of `fitting` (engines that
+    hold one request), or None when not even one engine fits the GPUs."""
+    best: AggregatedEstimates | None = None
+    for e in fitting:
+        most = req.gpus // e.tp
+        for n in engine_counts(req, most):
+            candidate = _aggregated_at(req, e, n)
+            if best is None or _agg_better(req, candidate, best):
+                best = candidate
+            if candidate.meets[0]:
+                break
+    return best
+
+
+def every_aggregated(req: Request, fitting: list[Engine]) -> list[AggregatedEstimates]:
+    """Every aggregated layout within req.gpus (for checking `aggregated`, in tests)."""
+    return [_aggregated_at(req, e, n) for e in fitting for n in range(1, req.gpus // e.tp + 1)]

@@ -1,0 +1,70 @@
+"""Queueing in front of the engines, for TTFT under load (docs/sizing.md "TTFT under load").
+
+Two loads: open arrivals at `--rate` requests/s (Poisson, as `vllm bench serve --request-rate`),
+or a closed loop of `--concurrency` clients that each send their next request when the last one
+ends (as `vllm bench serve --max-concurrency` at an infinite rate). A prefill server (a prefill
+engine, or the prefill share of an aggregated engine) serves one prompt after another in a fixed
+time: an M/D/1 queue per server, requests spread evenly over the servers. Pure functions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+def md1_wait(rate: float, service_s: float) -> float:
+    """Mean wait in queue of an M/D/1 server (Pollaczek-Khinchine with deterministic service):
+    rho x S / (2 (1 - rho)); infinite at or past saturation."""
+    rho = rate * service_s
+    if rho >= 1:
+        return math.inf
+    return rho * service_s / (2 * (1 - rho))
+
+
+@dataclass(frozen=True)
+class Load:
+    """What a layout sees under the workload's load."""
+
+    requests_per_s: float  # the throughput at this load (--rate, or the closed loop's)
+    queue_s: float  # mean TTFT spent waiting: for a prefill server, or (closed loop) any slot
+    utilization: float  # of the prefill servers
+
+
+def under_load(
+    *,
+    servers: int,
+    service_s: float,
+    fixed_s: float,
+    decode_s: float,
+    capacity: float,
+    rate: float | None,
+    concurrency: int,
+) -> Load:
+    """TTFT's queueing part and the throughput at the load.
+
+    `servers` prefill servers of `service_s` each; `fixed_s` is the rest of TTFT without a queue
+    (prefill, transfer, first step); `decode_s` the time from the first to the last token;
+    `capacity` the requests/s the layout sustains.
+
+    Open (`rate` given): M/D/1 wait at rate / servers per server; infinite at or past capacity.
+    Closed (`concurrency` clients): the throughput X solves X = N / (fixed + wait(X) + decode)
+    (Little's law over one request's life) and is at most `capacity`; the queueing part of TTFT
+    is then N / X - fixed - decode (Little's law again), which also holds when X is held at
+    `capacity` by a stage other than prefill (requests wait for a decode slot).
+    """
+    if rate is not None:
+        if rate >= capacity:
+            return Load(rate, math.inf, min(rate * service_s / servers, 1.0))
+        return Load(rate, md1_wait(rate / servers, service_s), rate * service_s / servers)
+
+    def excess(x: float) -> float:
+        return x - concurrency / (fixed_s + md1_wait(x / servers, service_s) + decode_s)
+
+    low, high = 0.0, servers / service_s  # excess(0) < 0 < excess(high): the wait is infinite
+    for _ in range(60):
+        middle = (low + high) / 2
+        low, high = (middle, high) if excess(middle) < 0 else (low, middle)
+    throughput = min(low, capacity)
+    queue = max(concurrency / throughput - fixed_s - decode_s, 0.0)
+    return Load(throughput, queue, throughput * service_s / servers)
