@@ -318,14 +318,19 @@ def _ms(value: float | None) -> str:
     return "unbounded" if value is None else f"{value:,} ms"
 
 
+def _gpus(count: int) -> str:
+    return f"{count} GPU" if count == 1 else f"{count} GPUs"
+
+
 def _print_aggregated(console: Console, data: dict[str, Any]) -> None:
     agg = data["aggregated"]
     if agg is None:
         console.print("Aggregated: no single engine fits the GPUs given")
         return
+    given, used = data["request"]["gpus"], agg["gpus"]
     console.print(
-        f"Aggregated on the {data['request']['gpus']} GPUs given (plain engines, no KV "
-        f"transfer): {agg['replicas']} x TP{agg['tp']} = {agg['gpus']} GPUs, "
+        f"Aggregated on the {_gpus(given)} given (plain engines, no KV transfer): "
+        f"{agg['replicas']} x TP{agg['tp']} = {_gpus(used)}, "
         f"{agg['batch_per_engine']} sequences per engine"
     )
     console.print(
