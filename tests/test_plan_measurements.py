@@ -86,6 +86,15 @@ def test_entries_from_our_own_runs_cite_a_kept_record_holding_the_figure() -> No
     assert {e.use for e in own} == {"fit", "check"}
 
 
+def test_held_out_measurements_of_our_own_run_are_within_ten_percent() -> None:
+    """Scored: only the entries kept aside (`use: check`); the fitted ones set the factors."""
+    own = [c for c in COMPARISONS if c.entry.id.startswith("pdstack-")]
+    held_out = [c for c in own if c.entry.use == "check"]
+    assert held_out and len(held_out) < len(own)
+    for comparison in held_out:
+        assert 0.9 <= comparison.ratio <= 1.1, (comparison.entry.id, comparison.ratio)
+
+
 def test_every_entry_names_real_conditions() -> None:
     data = measurements.measurements()
     assert len(data.entries) >= 10

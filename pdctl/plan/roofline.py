@@ -21,6 +21,13 @@ PREFILL_MATCH = 0.9
 DECODE_MATCH = 0.92
 # Latency of one all-reduce: aiconfigurator's p2p_latency (systems/*.yaml, "10us").
 ALLREDUCE_LATENCY_S = 10e-6
+# What a decode step costs beyond its HBM and compute time (scheduling, sampling, kernel launches,
+# streaming), fixed plus per sequence: fitted to this project's real-engine run, one H200 with
+# vLLM 0.26.0 (measurements pdstack-h200-llama-3.1-8b-decode-1 and -decode-64, `use: fit`); held
+# out: -decode-16 and the published entries (docs/sizing.md, "Compared with measurements"). Mostly
+# host-side work, so applied to every GPU; one model on one GPU fitted it.
+STEP_OVERHEAD_S = 0.97e-3
+STEP_OVERHEAD_PER_SEQUENCE_S = 11e-6
 
 
 def _peak_flops(arch: ModelArch, gpu: Gpu) -> float:
@@ -86,7 +93,8 @@ def decode_step_seconds(
     layout: KvLayout,
 ) -> float:
     """One decode step of `batch` sequences of mean `context` on one engine: the larger of the
-    HBM time (weights and KV read) and the compute time, plus the TP all-reduces."""
+    HBM time (weights and KV read) and the compute time, plus the TP all-reduces and the step's
+    overhead."""
     p = params(arch)
     linear = linear_bytes(arch.weight_dtype)
     dense_part = weight_bytes(arch) - 2 * p.embedding  # the lookup reads only `batch` rows
@@ -101,7 +109,8 @@ def decode_step_seconds(
     attention = 2 * batch * context * arch.heads * _attention_dims(arch) * arch.layers
     flops = 2 * batch * (p.compute + p.embedding) + attention  # logits for every sequence
     compute_s = flops / (tp * _peak_flops(arch, gpu) * MFU)
-    return max(memory_s, compute_s) + allreduce_seconds(arch, gpu, tp, batch)
+    overhead_s = STEP_OVERHEAD_S + STEP_OVERHEAD_PER_SEQUENCE_S * batch
+    return max(memory_s, compute_s) + allreduce_seconds(arch, gpu, tp, batch) + overhead_s
 
 
 def default_max_num_seqs(gpu: Gpu) -> int:
