@@ -165,7 +165,7 @@ def test_one_gpu_gets_the_aggregated_answer_and_the_smallest_pd_layout() -> None
     text = " ".join(result.stdout.split())
     assert "Smallest PD layout: 2 x H100-80GB (more than the 1 given)" in text
     assert "Aggregated on the 1 GPU given" in text
-    assert "Estimated better for this workload: aggregated" in text
+    assert "Estimated better for this workload (the estimates above decide): aggregated" in text
     plan = plan_json("-m", "llama-3.1-8b", "--gpus", "1")
     assert plan["pd_within_gpus"] is False and plan["gpus_used"] == 2
     assert plan["request"]["gpus"] == 1

@@ -301,11 +301,12 @@ def print_plan(plan: Plan) -> None:
     _print_aggregated(console, data)
     _print_objective(console, data)
     verdict = {"likely": "is likely to help", "may": "may help", "unlikely": "is unlikely to help"}
-    console.print(f"Rules of thumb: PD {verdict[plan.verdict]}:")
+    # The rules of thumb read the workload's shape only; the estimates below decide.
+    console.print(f"Rules of thumb (the workload's shape alone): PD {verdict[plan.verdict]}:")
     for reason in plan.reasons:
         console.print(f"  - {reason}", markup=False)
     better = {"pd": "PD", "aggregated": "aggregated"}[plan.better]
-    console.print(f"Estimated better for this workload: {better}")
+    console.print(f"Estimated better for this workload (the estimates above decide): {better}")
     for reason in plan.why:
         console.print(f"  - {reason}", markup=False)
     for warning in plan.warnings:
