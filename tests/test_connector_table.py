@@ -66,7 +66,8 @@ def chart_env(
     container: manifests.Manifest, values: dict[str, Any], spec: dict[str, Any]
 ) -> set[str]:
     """Env names of an engine container that its connector rendered: all but what every engine
-    gets (HF_*, POD_IP, UCX_*, VLLM_API_KEY, VLLM_USE_V1 from vllmConfig.v1) and the user's own."""
+    gets (HF_*, POD_IP, UCX_*, VLLM_API_KEY, VLLM_USE_V1 from vllmConfig.v1, OTEL_* from
+    servingEngineSpec.tracing) and the user's own."""
     engine = values.get("servingEngineSpec", {})
     user = [*engine.get("env", []), *spec.get("env", [])]
     common = {"PYTHONHASHSEED", "HF_HOME", "POD_IP", "HF_TOKEN_PATH", "UCX_TLS", "UCX_NET_DEVICES"}
@@ -74,6 +75,8 @@ def chart_env(
         common.add("VLLM_USE_V1")
     if "vllmApiKey" in engine:
         common.add("VLLM_API_KEY")
+    if (engine.get("tracing") or {}).get("enabled"):
+        common |= {"OTEL_SERVICE_NAME", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"}
     if (values.get("routerSpec") or {}).get("type") == "llm-d":  # the sidecar's keep-alive
         common.add("VLLM_HTTP_TIMEOUT_KEEP_ALIVE")
     return {e["name"] for e in container["env"]} - common - {e["name"] for e in user}
