@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from pdctl.cli import _errors
+from pdctl.cli.bench import bench
 from pdctl.cli.deploy import deploy
 from pdctl.cli.init import init
 from pdctl.cli.plan import plan
@@ -56,7 +57,19 @@ def root(
 # remove.
 # Each command's first docstring line is its line in `pdctl --help`, whole (click would cut a
 # default short help at a few dozen characters).
-COMMANDS = (plan, init, validate, template, preflight, deploy, status, verify, uninstall, version)
+COMMANDS = (
+    plan,
+    init,
+    validate,
+    template,
+    preflight,
+    deploy,
+    status,
+    verify,
+    bench,
+    uninstall,
+    version,
+)
 for command in COMMANDS:
     app.command(short_help=(command.__doc__ or "").strip().splitlines()[0])(command)
 

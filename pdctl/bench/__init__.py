@@ -1,0 +1,3 @@
+"""pdctl bench: a deployment measured under load through its router (workload: the requests
+and prompts; load: the closed-loop generator; summary: percentiles, throughput and goodput;
+engines: what each role's /metrics counted per step; run: one sweep; report: CSV and plots)."""

@@ -1,0 +1,96 @@
+"""What each role's engines counted during a step, from their /metrics read before and after
+it (pdctl.verify.metrics): prompt tokens in all and by source (the connector table's
+transferEvidence metric: computed locally, hit in the local prefix cache, or loaded from another
+engine's KV), generation tokens, and the KV moved with the time it took and its bandwidth (the
+connector table's `metrics.bandwidth` byte and seconds histograms, as verify's pd-kv-bandwidth).
+Other traffic on the engines during a step adds to these counters."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pdctl import connectors
+from pdctl.verify import metrics
+from pdctl.verify.client import Http
+from pdctl.verify.proof import Connector
+from pdctl.verify.report import Endpoint, join
+
+Pages = dict[str, metrics.Scrape]  # engine name -> its /metrics page
+
+
+def scrape(http: Http, engines: Sequence[Endpoint]) -> tuple[Pages, list[str]]:
+    """Every reachable engine's /metrics; the problems of the others."""
+    pages: Pages = {}
+    problems: list[str] = []
+    for engine in engines:
+        if engine.url is None:
+            problems.append(f"{engine.role} {engine.name}: {engine.error}")
+            continue
+        reply = http.get(join(engine.url, "/metrics"))
+        if not reply.ok:
+            problems.append(f"{engine.role} {engine.name}: GET /metrics: {reply.problem()}")
+            continue
+        try:
+            pages[engine.name] = metrics.parse(reply.text)
+        except metrics.ExpositionError as error:
+            problems.append(f"{engine.role} {engine.name}: /metrics: {error}")
+    return pages, problems
+
+
+def _labels(page: metrics.Scrape, name: str, model: str) -> dict[str, str]:
+    if model in page.label_values(name, metrics.MODEL_LABEL):
+        return {metrics.MODEL_LABEL: model}
+    return {}
+
+
+def _histogram_sum(before: metrics.Scrape, after: metrics.Scrape, name: str, model: str) -> float:
+    family = after.family(name)
+    if family is None or family.sum is None:
+        return 0.0
+    labels = _labels(after, family.count, model)
+    return family.read(after, labels).get("sum", 0.0) - family.read(before, labels).get("sum", 0.0)
+
+
+def by_role(
+    engines: Sequence[Endpoint],
+    before: Pages,
+    after: Pages,
+    model: str,
+    connector: Connector,
+) -> dict[str, dict[str, Any]]:
+    """Per role (prefill, decode, both): the counters' moves summed over its engines."""
+    evidence = str(connectors.load().transfer_evidence["metric"])
+    roles: dict[str, dict[str, Any]] = {}
+    for engine in engines:
+        then, now = before.get(engine.name), after.get(engine.name)
+        if then is None or now is None:
+            continue
+        role = roles.setdefault(
+            engine.role,
+            {"engines": 0, "prompt_tokens": 0.0, "generation_tokens": 0.0},
+        )
+        role["engines"] += 1
+        for key, name in (
+            ("prompt_tokens", metrics.PROMPT_TOKENS),
+            ("generation_tokens", metrics.GENERATION_TOKENS),
+        ):
+            role[key] += metrics.delta(then, now, name, _labels(now, name, model))
+        if now.has(evidence):
+            sources = role.setdefault("prompt_tokens_by_source", {})
+            for source in sorted(now.label_values(evidence, metrics.SOURCE_LABEL)):
+                selection = {**_labels(now, evidence, model), metrics.SOURCE_LABEL: source}
+                moved = metrics.delta(then, now, evidence, selection)
+                sources[source] = sources.get(source, 0.0) + moved
+        if len(connector.bandwidth) == 2:
+            size, seconds = connector.bandwidth
+            moved_bytes = _histogram_sum(then, now, size, model)
+            took = _histogram_sum(then, now, seconds, model)
+            if moved_bytes > 0 and took > 0:
+                role["kv_bytes"] = role.get("kv_bytes", 0.0) + moved_bytes
+                role["kv_transfer_s"] = role.get("kv_transfer_s", 0.0) + took
+    for role in roles.values():
+        if role.get("kv_transfer_s"):
+            role["kv_gbps"] = round(role["kv_bytes"] / role["kv_transfer_s"] / 1e9, 3)
+            role["kv_transfer_s"] = round(role["kv_transfer_s"], 6)
+    return roles

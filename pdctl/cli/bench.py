@@ -1,0 +1,188 @@
+"""pdctl bench: parse the options, run the load sweep (pdctl.bench), print a table per step."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from pdctl.cli import _output
+from pdctl.cli._errors import handle_errors
+from pdctl.cli._options import NamespaceOpt, OutputOpt, ReleaseOpt
+from pdctl.cli._output import OutputFormat
+from pdctl.cli.verify import _targets
+
+if TYPE_CHECKING:
+    from pdctl.bench.run import Result
+
+
+def _ms(stat: dict[str, float] | None, key: str) -> str:
+    return "-" if not stat else f"{stat[key]:.1f}"
+
+
+def _print_text(result: Result) -> None:
+    from rich.console import Console  # lazy: start-up
+    from rich.table import Table  # lazy: start-up
+
+    w = result.workload
+    per = f"{w.requests} requests" if w.requests is not None else f"{w.duration:g} s"
+    table = Table(
+        title=f"{result.router} · {result.model} · connector {result.connector or 'unknown'} · "
+        f"{w.input_len} words in, {w.output_len} tokens out, {per} per step"
+    )
+    columns = ["conc", "ok/err", "req/s", "out tok/s"]
+    columns += [f"{m} p50/p90/p99 ms" for m in ("TTFT", "ITL", "TPOT", "e2e")]
+    if w.slo:
+        columns += ["goodput", "SLO"]
+    columns += ["KV GB/s"]
+    for column in columns:
+        table.add_column(column, justify="right")
+    for s in result.steps:
+        cells = [str(s["concurrency"]), f"{s['succeeded']}/{s['errors']}"]
+        cells += [f"{s['request_throughput']:.2f}", f"{s['output_token_throughput']:.1f}"]
+        for name in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms"):
+            cells.append("/".join(_ms(s[name], p) for p in ("p50", "p90", "p99")))
+        if w.slo:
+            cells += [f"{s['goodput']:.2f}/s", "met" if s["slo_met"] else "MISSED"]
+        gbps = [r["kv_gbps"] for r in s["engines"].values() if "kv_gbps" in r]
+        cells.append(", ".join(f"{g:.2f}" for g in gbps) or "-")
+        table.add_row(*cells)
+    # Piped or captured, rich would fold the table to 80 columns: give it room instead.
+    Console(width=None if sys.stdout.isatty() else 240).print(table)
+    for s in result.steps:
+        for sample in s["error_samples"]:
+            _output.info(f"concurrency {s['concurrency']}: {sample}")
+        for role, counted in s["engines"].items():
+            sources = counted.get("prompt_tokens_by_source")
+            by = ", ".join(f"{k} {v:.0f}" for k, v in (sources or {}).items())
+            tokens = counted["prompt_tokens"]
+            _output.info(
+                f"concurrency {s['concurrency']} {role}: prompt tokens {tokens:.0f}"
+                + (f" ({by})" if by else "")
+                + (f", KV {counted['kv_bytes'] / 1e6:.1f} MB" if "kv_bytes" in counted else "")
+            )
+    for problem in result.problems:
+        _output.info(f"engine metrics not read: {problem}")
+
+
+@handle_errors
+def bench(
+    release: ReleaseOpt = "pd",
+    namespace: NamespaceOpt = "default",
+    url: Annotated[
+        str | None,
+        typer.Option("--url", help="The router's base URL (no cluster access then)."),
+    ] = None,
+    prefill_url: Annotated[
+        list[str] | None,
+        typer.Option("--prefill-url", help="A prefill engine's base URL (repeatable)."),
+    ] = None,
+    decode_url: Annotated[
+        list[str] | None,
+        typer.Option("--decode-url", help="A decode engine's base URL (repeatable)."),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", help="The served model name (default: the first listed)."),
+    ] = None,
+    input_len: Annotated[
+        int, typer.Option("--input-len", min=1, help="Words per prompt (random words).")
+    ] = 512,
+    output_len: Annotated[
+        int, typer.Option("--output-len", min=1, help="Output tokens per request.")
+    ] = 128,
+    concurrency: Annotated[
+        str,
+        typer.Option("--concurrency", help="Requests in flight, one step each: e.g. 1,4,16."),
+    ] = "1",
+    requests: Annotated[
+        int | None,
+        typer.Option("--requests", min=1, help="Requests per step (default 32)."),
+    ] = None,
+    duration: Annotated[
+        float | None,
+        typer.Option("--duration", min=0.1, help="Seconds per step, instead of --requests."),
+    ] = None,
+    slo_ttft_ms: Annotated[
+        float | None, typer.Option("--slo-ttft-ms", min=0.0, help="TTFT SLO for goodput.")
+    ] = None,
+    slo_itl_ms: Annotated[
+        float | None,
+        typer.Option("--slo-itl-ms", min=0.0, help="Per-request mean ITL SLO for goodput."),
+    ] = None,
+    slo_attainment: Annotated[
+        float,
+        typer.Option(
+            "--slo-attainment",
+            min=0.0,
+            max=1.0,
+            help="Share of a step's requests that must meet the SLOs for the step to attain them.",
+        ),
+    ] = 0.9,
+    seed: Annotated[
+        int | None,
+        typer.Option("--seed", help="Repeat the same prompts (default: fresh ones every run)."),
+    ] = None,
+    connector: Annotated[
+        str | None,
+        typer.Option("--connector", help="KV connector whose metrics to read (default: detect)."),
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=1.0, help="Seconds to wait for each request.")
+    ] = 600.0,
+    report: Annotated[
+        Path | None,
+        typer.Option("--report", help="Write a CSV (one row per step), and plots, here."),
+    ] = None,
+    router_port: Annotated[
+        int, typer.Option("--router-port", help="Cluster mode: the router's container port.")
+    ] = 8000,
+    engine_port: Annotated[
+        int, typer.Option("--engine-port", help="Cluster mode: the engines' container port.")
+    ] = 8000,
+    output: OutputOpt = OutputFormat.text,
+) -> None:
+    """Measure a deployment under load through its router: a concurrency sweep with TTFT, ITL,
+    TPOT, end-to-end percentiles, throughput and goodput (exit 1 if an SLO is missed at every
+    step)."""
+    from pdctl.bench import report as files  # lazy: start-up
+    from pdctl.bench.run import run  # lazy: start-up
+    from pdctl.bench.workload import Workload, parse_concurrency  # lazy: start-up
+
+    workload = Workload(
+        input_len=input_len,
+        output_len=output_len,
+        concurrency=parse_concurrency(concurrency),
+        requests=requests if requests is not None or duration is not None else 32,
+        duration=duration,
+        model=model,
+        timeout=timeout,
+        seed=seed,
+        slo_ttft_ms=slo_ttft_ms,
+        slo_itl_ms=slo_itl_ms,
+        slo_attainment=slo_attainment,
+        connector=connector,
+    )
+    with _targets(
+        url, prefill_url or [], decode_url or [], release, namespace, router_port, engine_port
+    ) as found:
+        result = run(found, workload)
+    payload: dict[str, Any] = result.as_dict()
+    if report is not None:
+        written = files.write(result, report)
+        payload["files"] = [str(p) for p in written]
+        if not files.plots_available():
+            payload["plots"] = files.PLOTS_NEED
+    if output is OutputFormat.json:
+        _output.as_json(payload)
+    else:
+        _print_text(result)
+        for path in payload.get("files", []):
+            _output.info(f"wrote {path}")
+        if "plots" in payload:
+            _output.info(payload["plots"])
+    if result.slo_missed_everywhere:
+        _output.info("the SLO was missed at every load step")
+        raise typer.Exit(1)

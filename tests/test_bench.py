@@ -1,0 +1,158 @@
+"""pdctl bench: the arithmetic on synthetic timings (exact), and runs against the REAL
+vllm-router 0.1.17 in PD mode in front of engine test doubles (tests/doubles/vllm_engine.py,
+not vLLM) with injected delays. Timed assertions are lower bounds only (the injection), never
+upper bounds: this machine's speed is not under test."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pdctl.bench import report as files
+from pdctl.bench.run import run
+from pdctl.bench.summary import meets_slo, summarize
+from pdctl.bench.workload import Prompts, Workload, parse_concurrency
+from pdctl.cli.app import app
+from pdctl.errors import UsageError
+from pdctl.verify.timing import Timed
+from tests.doubles.router_stack import Stack, pd_stack
+from tests.doubles.vllm_engine import Behaviour
+
+runner = CliRunner()
+PREFILL_DELAY, DECODE_FIRST, DECODE_GAP = 0.05, 0.03, 0.01
+OUTPUT = 6
+
+
+def _timed(ttft: float, gaps: list[float], tokens: int = 3) -> Timed:
+    return Timed(
+        None, ttft_ms=ttft, e2e_ms=ttft + sum(gaps), gaps_ms=gaps, completion_tokens=tokens
+    )
+
+
+# ---- arithmetic ------------------------------------------------------------------------------
+
+
+def test_percentiles_throughput_and_goodput_are_exact() -> None:
+    timed = [_timed(t, [10.0, 20.0]) for t in (100.0, 200.0, 300.0, 400.0, 500.0)]
+    timed.append(Timed("HTTP 500: boom"))
+    workload = Workload(concurrency=(2,), slo_ttft_ms=300.0, slo_itl_ms=15.0)
+    step = summarize(2, timed, 2.0, workload)
+    assert (step["requests"], step["succeeded"], step["errors"]) == (6, 5, 1)
+    assert step["error_samples"] == ["1 x HTTP 500: boom"]
+    assert step["ttft_ms"] == {
+        "mean": 300.0, "p50": 300.0, "p90": 460.0, "p99": 496.0, "min": 100.0, "max": 500.0, "n": 5
+    }  # fmt: skip
+    assert step["itl_ms"]["p50"] == 15.0 and step["itl_ms"]["n"] == 10
+    assert step["request_throughput"] == 2.5 and step["output_token_throughput"] == 7.5
+    # each request's mean ITL is 15 ms (meets 15); TTFT 100, 200 and 300 meet 300 ms
+    assert step["good_requests"] == 3 and step["goodput"] == 1.5
+    assert step["slo_met"] is False  # 3 of 6 < 90%
+
+
+def test_slo_per_request() -> None:
+    assert meets_slo(_timed(100.0, [5.0, 30.0]), 100.0, 17.5)
+    assert not meets_slo(_timed(100.0, [5.0, 31.0]), None, 17.5)
+    assert not meets_slo(_timed(101.0, []), 100.0, None)
+    assert meets_slo(_timed(50.0, []), None, 1.0)  # one chunk: no gap to judge
+    assert not meets_slo(Timed("failed"), None, None)
+
+
+def test_no_slo_no_goodput() -> None:
+    step = summarize(1, [_timed(1.0, [1.0])], 1.0, Workload())
+    assert (step["goodput"], step["good_requests"], step["slo_met"]) == (None, None, None)
+
+
+def test_workload_options() -> None:
+    assert parse_concurrency("1, 4,16") == (1, 4, 16)
+    for bad in ("0", "a,b", ""):
+        with pytest.raises(UsageError):
+            parse_concurrency(bad)
+    with pytest.raises(UsageError):
+        Workload(requests=4, duration=1.0)
+    one, two = Prompts(50, 7), Prompts(50, 7)
+    first = one.next()
+    assert len(first.split()) == 50 and first == two.next() and one.next() != first
+
+
+# ---- against the real router -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    with pd_stack(tmp_path_factory.mktemp("bench")) as stack:
+        yield stack
+
+
+@pytest.fixture
+def stack(shared: Stack) -> Iterator[Stack]:
+    shared.reset()
+    shared.prefill.behaviour = Behaviour(first_token_delay=PREFILL_DELAY)
+    shared.decode.behaviour = Behaviour(
+        first_token_delay=DECODE_FIRST, inter_token_delay=DECODE_GAP
+    )
+    yield shared
+    shared.reset()
+
+
+def test_latencies_are_at_least_the_injected_delays(stack: Stack) -> None:
+    workload = Workload(input_len=40, output_len=OUTPUT, concurrency=(1, 3), requests=6)
+    result = run(stack.targets(), workload)
+    assert result.model == "double-model" and result.connector == "NixlConnector"
+    for step in result.steps:
+        assert step["succeeded"] == 6 and step["errors"] == 0, step["error_samples"]
+        assert step["completion_tokens"] == 6 * OUTPUT
+        ttft, itl, tpot, e2e = (step[k] for k in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms"))
+        assert ttft["min"] >= (PREFILL_DELAY + DECODE_FIRST) * 1000
+        # A single gap may come in under the injection (the chunk before it was delivered late);
+        # from the send time on, TTFT and e2e cannot, and the median gap does not.
+        assert itl["p50"] >= DECODE_GAP * 1000 and itl["n"] == 6 * (OUTPUT - 1)
+        assert tpot["p50"] >= DECODE_GAP * 1000
+        assert e2e["min"] >= (PREFILL_DELAY + DECODE_FIRST + (OUTPUT - 1) * DECODE_GAP) * 1000
+        prefill, decode = step["engines"]["prefill"], step["engines"]["decode"]
+        assert prefill["prompt_tokens"] == 6 * 40  # the double counts a token per word
+        assert decode["prompt_tokens_by_source"]["external_kv_transfer"] == 6 * 40
+        assert decode["prompt_tokens_by_source"]["local_compute"] == 0
+        assert decode["generation_tokens"] == 6 * OUTPUT and decode["kv_gbps"] > 0
+
+
+def test_goodput_all_under_a_loose_slo_none_under_a_tight_one(stack: Stack) -> None:
+    loose = Workload(
+        input_len=20, output_len=4, requests=4, slo_ttft_ms=60_000.0, slo_itl_ms=60_000.0
+    )
+    (step,) = run(stack.targets(), loose).steps
+    assert step["good_requests"] == 4 and step["slo_met"] is True
+    assert step["goodput"] == pytest.approx(4 / step["duration_s"], rel=1e-3)
+    tight = Workload(input_len=20, output_len=4, requests=4, slo_ttft_ms=1.0)  # below injection
+    result = run(stack.targets(), tight)
+    assert result.steps[0]["good_requests"] == 0 and result.steps[0]["goodput"] == 0.0
+    assert result.slo_missed_everywhere
+
+
+def test_cli_json_csv_and_exit_code(stack: Stack, tmp_path: Path) -> None:
+    args = ["bench", *stack.urls(), "--input-len", "20", "--output-len", "4", "--requests", "3"]
+    args += ["--concurrency", "1,2", "--report", str(tmp_path), "-o", "json"]
+    done = runner.invoke(app, args)
+    assert done.exit_code == 0, done.output
+    payload = json.loads(done.stdout)
+    assert payload["workload"]["concurrency"] == [1, 2]
+    for step in payload["steps"]:
+        assert {"ttft_ms", "itl_ms", "tpot_ms", "e2e_ms", "goodput", "request_throughput"} <= set(
+            step
+        )
+        assert {"p50", "p90", "p99"} <= set(step["ttft_ms"])
+    (table,) = tmp_path.glob("*.csv")
+    rows = list(csv.DictReader(table.open()))
+    assert [r["concurrency"] for r in rows] == ["1", "2"] and rows[0]["ttft_ms_p90"]
+    assert "decode_prompt_tokens_external_kv_transfer" in rows[0]
+    if not files.plots_available():
+        assert payload["plots"] == files.PLOTS_NEED
+    tight = ["bench", "--url", stack.router, "--requests", "2", "--output-len", "2"]
+    missed = runner.invoke(app, [*tight, "--input-len", "10", "--slo-ttft-ms", "1"])
+    assert missed.exit_code == 1, missed.output
+    assert "TTFT p50/p90/p99 ms" in missed.stdout and "MISSED" in missed.stdout
+    assert "missed at every load step" in missed.stderr
