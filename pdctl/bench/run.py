@@ -4,6 +4,7 @@ engines counted. Network problems become errors in a step, never a crash."""
 
 from __future__ import annotations
 
+import functools
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,6 +72,10 @@ def _seed(workload: Workload, concurrency: int) -> int | None:
     return zlib.crc32(f"{workload.seed}:{concurrency}".encode())
 
 
+def _body(workload: Workload, model: str, prompts: Prompts) -> dict[str, Any]:
+    return workload.body(model, prompts.next())
+
+
 def run(targets: Targets, workload: Workload) -> Result:
     router = targets.router.url
     if router is None:
@@ -86,7 +91,7 @@ def run(targets: Targets, workload: Workload) -> Result:
             before, _ = engines.scrape(http, targets.engines)
             timed, wall = run_step(
                 url,
-                lambda prompts=prompts: workload.body(model, prompts.next()),
+                functools.partial(_body, workload, model, prompts),
                 concurrency,
                 workload.requests,
                 workload.duration,
