@@ -1,0 +1,63 @@
+"""How close do `pdctl bench`'s percentiles come to the delays a PD pair really has?
+
+The real vllm-router routes to two vLLM engine doubles (tests/doubles/router_stack.py) that sleep
+a known time: prefill before it answers, decode before its first token and between tokens. bench's
+client-side p50/p90 TTFT and ITL are printed beside those delays, per concurrency step; the
+difference is what measuring (and this machine's scheduling under concurrency) adds. Not a test:
+tests/test_bench.py only asserts lower bounds.
+
+    python benchmarks/bench_latency.py                        # 30 ms ITL, 60 ms prefill, 1,4,16
+    python benchmarks/bench_latency.py --itl-ms 10 --concurrency 1,8 --requests 64
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pdctl.bench.run import run  # noqa: E402
+from pdctl.bench.workload import Workload, parse_concurrency  # noqa: E402
+from tests.doubles.router_stack import pd_stack  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--itl-ms", type=float, default=30.0, help="decode's delay between tokens")
+    parser.add_argument("--prefill-ms", type=float, default=60.0, help="prefill's delay")
+    parser.add_argument("--decode-first-ms", type=float, default=10.0, help="decode's first token")
+    parser.add_argument("--concurrency", default="1,4,16")
+    parser.add_argument("--requests", type=int, default=32)
+    parser.add_argument("--output-len", type=int, default=16)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp, pd_stack(Path(tmp)) as stack:
+        stack.prefill.behaviour.first_token_delay = args.prefill_ms / 1000
+        stack.decode.behaviour.first_token_delay = args.decode_first_ms / 1000
+        stack.decode.behaviour.inter_token_delay = args.itl_ms / 1000
+        workload = Workload(
+            input_len=64,
+            output_len=args.output_len,
+            concurrency=parse_concurrency(args.concurrency),
+            requests=args.requests,
+        )
+        result = run(stack.targets(), workload)
+    ttft_injected = args.prefill_ms + args.decode_first_ms
+    print(f"injected: TTFT {ttft_injected:.1f} ms, ITL {args.itl_ms:.1f} ms")
+    print("conc  errors  TTFT p50 (+over)  TTFT p90 (+over)  ITL p50 (+over)  ITL p90 (+over)")
+    for step in result.steps:
+        ttft, itl = step["ttft_ms"] or {}, step["itl_ms"] or {}
+        cells = []
+        for stat, injected in ((ttft, ttft_injected), (itl, args.itl_ms)):
+            for p in ("p50", "p90"):
+                value = stat.get(p, float("nan"))
+                cells.append(f"{value:8.1f} ({value - injected:+6.1f})")
+        print(f"{step['concurrency']:>4}  {step['errors']:>6}  " + "  ".join(cells))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
