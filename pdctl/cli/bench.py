@@ -144,9 +144,9 @@ def bench(
     ] = 8000,
     output: OutputOpt = OutputFormat.text,
 ) -> None:
-    """Measure a deployment under load through its router: a concurrency sweep with TTFT, ITL,
-    TPOT, end-to-end percentiles, throughput and goodput (exit 1 if an SLO is missed at every
-    step)."""
+    """Load-test the deployment through its router: latency, throughput, goodput per step.
+
+    Exit 1 when an SLO given here is missed at every concurrency step."""
     from pdctl.bench import report as files  # lazy: start-up
     from pdctl.bench.run import run  # lazy: start-up
     from pdctl.bench.workload import Workload, parse_concurrency  # lazy: start-up
