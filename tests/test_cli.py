@@ -216,7 +216,17 @@ def test_make_demo_says_how_to_reach_pdctl_and_helm() -> None:
 
 # ---- output that reads at 80 columns: wrapped, never cut -------------------------------------
 
-COMMANDS = ["plan", "init", "validate", "template", "deploy", "status", "verify", "bench", "uninstall"]
+COMMANDS = [
+    "plan",
+    "init",
+    "validate",
+    "template",
+    "deploy",
+    "status",
+    "verify",
+    "bench",
+    "uninstall",
+]
 
 
 def test_the_command_list_gives_each_first_line_whole() -> None:
