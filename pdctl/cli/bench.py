@@ -12,7 +12,7 @@ from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import NamespaceOpt, OutputOpt, ReleaseOpt
 from pdctl.cli._output import OutputFormat
-from pdctl.cli.verify import _targets
+from pdctl.cli._targets import resolve_targets
 
 if TYPE_CHECKING:
     from pdctl.bench.run import Result
@@ -165,7 +165,7 @@ def bench(
         slo_attainment=slo_attainment,
         connector=connector,
     )
-    with _targets(
+    with resolve_targets(
         url, prefill_url or [], decode_url or [], release, namespace, router_port, engine_port
     ) as found:
         result = run(found, workload)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -12,10 +10,10 @@ from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import NamespaceOpt, OutputOpt, ReleaseOpt
 from pdctl.cli._output import OutputFormat
-from pdctl.errors import UsageError
+from pdctl.cli._targets import resolve_targets
 
 if TYPE_CHECKING:
-    from pdctl.verify.checks import Report, Targets
+    from pdctl.verify.checks import Report
 
 _MARK = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP", "warn": "WARN"}
 
@@ -64,27 +62,6 @@ def _print_text(report: Report, show_curl: bool) -> None:
         f"verify {verdict}: {counts['pass']} passed, {counts['fail']} failed, "
         f"{counts['skip']} skipped, {counts['warn']} warned; {pd}"
     )
-
-
-@contextlib.contextmanager
-def _targets(
-    url: str | None,
-    prefill_urls: list[str],
-    decode_urls: list[str],
-    release: str,
-    namespace: str,
-    router_port: int,
-    engine_port: int,
-) -> Iterator[Targets]:
-    from pdctl.verify import targets  # lazy: start-up
-
-    if url is None:
-        if prefill_urls or decode_urls:
-            raise UsageError("--prefill-url and --decode-url need --url (the router)")
-        with targets.from_cluster(release, namespace, router_port, engine_port) as found:
-            yield found
-    else:
-        yield targets.from_urls(url, prefill_urls, decode_urls)
 
 
 @handle_errors
@@ -175,7 +152,7 @@ def verify(
         settle=settle,
         min_kv_gbps=min_kv_gbps,
     )
-    with _targets(
+    with resolve_targets(
         url,
         prefill_url or [],
         decode_url or [],
