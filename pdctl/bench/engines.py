@@ -12,43 +12,17 @@ from typing import Any
 
 from pdctl import connectors
 from pdctl.verify import metrics
-from pdctl.verify.client import Http
 from pdctl.verify.proof import Connector
-from pdctl.verify.report import Endpoint, join
+from pdctl.verify.report import Endpoint
 
 Pages = dict[str, metrics.Scrape]  # engine name -> its /metrics page
-
-
-def scrape(http: Http, engines: Sequence[Endpoint]) -> tuple[Pages, list[str]]:
-    """Every reachable engine's /metrics; the problems of the others."""
-    pages: Pages = {}
-    problems: list[str] = []
-    for engine in engines:
-        if engine.url is None:
-            problems.append(f"{engine.role} {engine.name}: {engine.error}")
-            continue
-        reply = http.get(join(engine.url, "/metrics"))
-        if not reply.ok:
-            problems.append(f"{engine.role} {engine.name}: GET /metrics: {reply.problem()}")
-            continue
-        try:
-            pages[engine.name] = metrics.parse(reply.text)
-        except metrics.ExpositionError as error:
-            problems.append(f"{engine.role} {engine.name}: /metrics: {error}")
-    return pages, problems
-
-
-def _labels(page: metrics.Scrape, name: str, model: str) -> dict[str, str]:
-    if model in page.label_values(name, metrics.MODEL_LABEL):
-        return {metrics.MODEL_LABEL: model}
-    return {}
 
 
 def _histogram_sum(before: metrics.Scrape, after: metrics.Scrape, name: str, model: str) -> float:
     family = after.family(name)
     if family is None or family.sum is None:
         return 0.0
-    labels = _labels(after, family.count, model)
+    labels = metrics.model_labels(after, family.count, model)
     return family.read(after, labels).get("sum", 0.0) - family.read(before, labels).get("sum", 0.0)
 
 
@@ -75,11 +49,14 @@ def by_role(
             ("prompt_tokens", metrics.PROMPT_TOKENS),
             ("generation_tokens", metrics.GENERATION_TOKENS),
         ):
-            role[key] += metrics.delta(then, now, name, _labels(now, name, model))
+            role[key] += metrics.delta(then, now, name, metrics.model_labels(now, name, model))
         if now.has(evidence):
             sources = role.setdefault("prompt_tokens_by_source", {})
             for source in sorted(now.label_values(evidence, metrics.SOURCE_LABEL)):
-                selection = {**_labels(now, evidence, model), metrics.SOURCE_LABEL: source}
+                selection = {
+                    **metrics.model_labels(now, evidence, model),
+                    metrics.SOURCE_LABEL: source,
+                }
                 moved = metrics.delta(then, now, evidence, selection)
                 sources[source] = sources.get(source, 0.0) + moved
         if len(connector.bandwidth) == 2:

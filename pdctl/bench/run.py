@@ -14,7 +14,7 @@ from pdctl.bench.load import run_step
 from pdctl.bench.workload import Prompts, Workload
 from pdctl.errors import EnvironmentProblem
 from pdctl.verify.client import Http
-from pdctl.verify.proof import resolve_connector
+from pdctl.verify.proof import resolve_connector, scrape_all
 from pdctl.verify.report import Targets, join
 
 
@@ -83,12 +83,12 @@ def run(targets: Targets, workload: Workload) -> Result:
     url = join(router, "/v1/completions")
     with Http(workload.timeout) as http:
         model = workload.model or _model(http, targets)
-        pages, problems = engines.scrape(http, targets.engines)
+        pages, problems = scrape_all(http, targets.engines)
         connector = resolve_connector(workload.connector, list(pages.values()))
         result = Result(router, model, connector.name, workload, problems=problems)
         for concurrency in workload.concurrency:
             prompts = Prompts(workload.input_len, _seed(workload, concurrency))
-            before, _ = engines.scrape(http, targets.engines)
+            before, _ = scrape_all(http, targets.engines)
             timed, wall = run_step(
                 url,
                 functools.partial(_body, workload, model, prompts),
@@ -97,7 +97,7 @@ def run(targets: Targets, workload: Workload) -> Result:
                 workload.duration,
                 workload.timeout,
             )
-            after, _ = engines.scrape(http, targets.engines)
+            after, _ = scrape_all(http, targets.engines)
             step = summary.summarize(concurrency, timed, wall, workload)
             step["engines"] = engines.by_role(targets.engines, before, after, model, connector)
             result.steps.append(step)

@@ -38,3 +38,20 @@ SkipValidationOpt = Annotated[
         help="Hand the values to helm even when the schema or a PD rule refuses them.",
     ),
 ]
+# The deployment verify and bench talk to: URLs, or the release through port-forwards.
+RouterUrlOpt = Annotated[
+    str | None,
+    typer.Option("--url", help="The router's base URL (no cluster access then)."),
+]
+PrefillUrlOpt = Annotated[
+    list[str] | None,
+    typer.Option("--prefill-url", help="A prefill engine's base URL (repeatable)."),
+]
+DecodeUrlOpt = Annotated[
+    list[str] | None,
+    typer.Option("--decode-url", help="A decode engine's base URL (repeatable)."),
+]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option("--model", help="The served model name (default: the first listed)."),
+]

@@ -10,7 +10,15 @@ import typer
 
 from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
-from pdctl.cli._options import NamespaceOpt, OutputOpt, ReleaseOpt
+from pdctl.cli._options import (
+    DecodeUrlOpt,
+    ModelOpt,
+    NamespaceOpt,
+    OutputOpt,
+    PrefillUrlOpt,
+    ReleaseOpt,
+    RouterUrlOpt,
+)
 from pdctl.cli._output import OutputFormat
 from pdctl.cli._targets import resolve_targets
 
@@ -71,22 +79,10 @@ def _print_text(result: Result) -> None:
 def bench(
     release: ReleaseOpt = "pd",
     namespace: NamespaceOpt = "default",
-    url: Annotated[
-        str | None,
-        typer.Option("--url", help="The router's base URL (no cluster access then)."),
-    ] = None,
-    prefill_url: Annotated[
-        list[str] | None,
-        typer.Option("--prefill-url", help="A prefill engine's base URL (repeatable)."),
-    ] = None,
-    decode_url: Annotated[
-        list[str] | None,
-        typer.Option("--decode-url", help="A decode engine's base URL (repeatable)."),
-    ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option("--model", help="The served model name (default: the first listed)."),
-    ] = None,
+    url: RouterUrlOpt = None,
+    prefill_url: PrefillUrlOpt = None,
+    decode_url: DecodeUrlOpt = None,
+    model: ModelOpt = None,
     input_len: Annotated[
         int, typer.Option("--input-len", min=1, help="Words per prompt (random words).")
     ] = 512,

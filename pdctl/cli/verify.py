@@ -8,7 +8,15 @@ import typer
 
 from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
-from pdctl.cli._options import NamespaceOpt, OutputOpt, ReleaseOpt
+from pdctl.cli._options import (
+    DecodeUrlOpt,
+    ModelOpt,
+    NamespaceOpt,
+    OutputOpt,
+    PrefillUrlOpt,
+    ReleaseOpt,
+    RouterUrlOpt,
+)
 from pdctl.cli._output import OutputFormat
 from pdctl.cli._targets import resolve_targets
 
@@ -68,22 +76,10 @@ def _print_text(report: Report, show_curl: bool) -> None:
 def verify(
     release: ReleaseOpt = "pd",
     namespace: NamespaceOpt = "default",
-    url: Annotated[
-        str | None,
-        typer.Option("--url", help="The router's base URL (no cluster access then)."),
-    ] = None,
-    prefill_url: Annotated[
-        list[str] | None,
-        typer.Option("--prefill-url", help="A prefill engine's base URL (repeatable)."),
-    ] = None,
-    decode_url: Annotated[
-        list[str] | None,
-        typer.Option("--decode-url", help="A decode engine's base URL (repeatable)."),
-    ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option("--model", help="The served model name (default: the first listed)."),
-    ] = None,
+    url: RouterUrlOpt = None,
+    prefill_url: PrefillUrlOpt = None,
+    decode_url: DecodeUrlOpt = None,
+    model: ModelOpt = None,
     connector: Annotated[
         str | None,
         typer.Option(

@@ -151,3 +151,10 @@ def delta(before: Scrape, after: Scrape, name: str, labels: dict[str, str] | Non
     (the engine restarted in between) is returned as is; callers report it."""
     moved = after.total(name, labels) - before.total(name, labels)
     return 0.0 if math.isnan(moved) else moved
+
+
+def model_labels(scrape: Scrape, name: str, model: str) -> dict[str, str]:
+    """Select the model's samples when the engine labels them with it (vLLM: model_name)."""
+    if model in scrape.label_values(name, MODEL_LABEL):
+        return {MODEL_LABEL: model}
+    return {}

@@ -25,7 +25,7 @@ import json
 import shlex
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,13 +93,6 @@ def resolve_connector(name: str | None, scrapes: list[metrics.Scrape]) -> Connec
     return Connector(None, None, candidates=tuple(e.name for e in found))
 
 
-def _model_labels(scrape: metrics.Scrape, name: str, model: str) -> dict[str, str]:
-    """Select the model's samples when the engine labels them with it (vLLM: model_name)."""
-    if model in scrape.label_values(name, metrics.MODEL_LABEL):
-        return {metrics.MODEL_LABEL: model}
-    return {}
-
-
 @dataclass
 class _Moves:
     """How one engine's counters moved during the probe."""
@@ -132,11 +125,11 @@ def _moves(
     connector: Connector,
 ) -> _Moves:
     def moved(name: str) -> float:
-        return metrics.delta(before, after, name, _model_labels(after, name, model))
+        return metrics.delta(before, after, name, metrics.model_labels(after, name, model))
 
     sources: dict[str, float] | None = None
     if after.has(evidence_metric):
-        labels = _model_labels(after, evidence_metric, model)
+        labels = metrics.model_labels(after, evidence_metric, model)
         sources = {}
         for source in sorted(after.label_values(evidence_metric, metrics.SOURCE_LABEL)):
             selection = {**labels, metrics.SOURCE_LABEL: source}
@@ -145,14 +138,14 @@ def _moves(
     for name in connector.transfer:
         family = after.family(name)
         if family is not None:
-            labels = _model_labels(after, family.count, model)
+            labels = metrics.model_labels(after, family.count, model)
             now, then = family.read(after, labels), family.read(before, labels)
             transfer[name] = {k: now[k] - then.get(k, 0.0) for k in now}
     failures: dict[str, float] = {}
     for name in connector.failures:
         family = after.family(name)
         if family is not None:
-            labels = _model_labels(after, family.count, model)
+            labels = metrics.model_labels(after, family.count, model)
             failures[name] = (
                 family.read(after, labels)["count"] - family.read(before, labels)["count"]
             )
@@ -216,10 +209,16 @@ def _transfer_evidence() -> _Evidence:
     return _Evidence(str(rule["metric"]), str(labels[metrics.SOURCE_LABEL]), str(rule["poolRole"]))
 
 
-def _scrape_all(http: Http, engines: list[Endpoint]) -> tuple[dict[str, metrics.Scrape], list[str]]:
-    pages, problems = {}, []
+def scrape_all(
+    http: Http, engines: Sequence[Endpoint]
+) -> tuple[dict[str, metrics.Scrape], list[str]]:
+    """Each engine's /metrics page by engine name, and what could not be read."""
+    pages: dict[str, metrics.Scrape] = {}
+    problems: list[str] = []
     for engine in engines:
-        assert engine.url
+        if engine.url is None:
+            problems.append(f"{engine.role} {engine.name}: {engine.error}")
+            continue
         reply = http.get(join(engine.url, "/metrics"))
         if not reply.ok:
             problems.append(f"{engine.role} {engine.name}: GET /metrics: {reply.problem()}")
@@ -262,7 +261,7 @@ def pd_proof(
         why = "; ".join(f"{e.role} {e.name}: {e.error}" for e in unreachable)
         return _all(Status.failed, f"cannot read the engines' metrics: {why}"), None
     evidence = _transfer_evidence()
-    before, problems = _scrape_all(http, engines)
+    before, problems = scrape_all(http, engines)
     if problems:
         return _all(Status.failed, "cannot read the engines' metrics: " + "; ".join(problems)), None
     connector = resolve_connector(settings.connector, list(before.values()))
@@ -288,7 +287,7 @@ def pd_proof(
 
     deadline = time.monotonic() + settings.settle
     while True:
-        after, problems = _scrape_all(http, engines)
+        after, problems = scrape_all(http, engines)
         if problems:
             why = "cannot read the engines' metrics after the probe: " + "; ".join(problems)
             return _all(Status.failed, why), connector
