@@ -13,6 +13,7 @@ from pdctl.bench import engines, summary
 from pdctl.bench.load import run_step
 from pdctl.bench.workload import Prompts, Workload
 from pdctl.errors import EnvironmentProblem
+from pdctl.verify.checks import listed_model
 from pdctl.verify.client import Http
 from pdctl.verify.proof import resolve_connector, scrape_all
 from pdctl.verify.report import Targets, join
@@ -51,18 +52,13 @@ class Result:
 
 
 def _model(http: Http, targets: Targets) -> str:
-    for endpoint in (targets.router, *targets.engines):
-        if endpoint.url is None:
-            continue
-        body = http.get(join(endpoint.url, "/v1/models")).json()
-        data = body.get("data") if isinstance(body, dict) else None
-        for card in data if isinstance(data, list) else []:
-            if isinstance(card, dict) and card.get("id"):
-                return str(card["id"])
-    raise EnvironmentProblem(
-        f"no model listed at {targets.router.url}/v1/models (nor by an engine)",
-        hint="give --model, and check that the router answers (pdctl verify)",
-    )
+    found = listed_model(http, (targets.router, *targets.engines))
+    if found is None:
+        raise EnvironmentProblem(
+            f"no model listed at {targets.router.url}/v1/models (nor by an engine)",
+            hint="give --model, and check that the router answers (pdctl verify)",
+        )
+    return found
 
 
 def _seed(workload: Workload, concurrency: int) -> int | None:

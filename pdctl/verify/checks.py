@@ -25,6 +25,7 @@ between the two nearest values (as numpy's default).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pdctl.naming import ROLES
@@ -104,10 +105,10 @@ def _models(http: Http, router: str, wanted: str | None) -> tuple[Check, str | N
     return Check("models", Status.passed, summary, evidence, curl=command), listed[0]
 
 
-def _engine_model(http: Http, engines: tuple[Endpoint, ...]) -> str | None:
-    """The first model an engine lists (when the router cannot say; the later checks then
-    still show where requests fail)."""
-    for engine in engines:
+def listed_model(http: Http, endpoints: Sequence[Endpoint]) -> str | None:
+    """The first model one of the endpoints lists on /v1/models (verify asks the engines when
+    the router cannot say; the later checks then still show where requests fail)."""
+    for engine in endpoints:
         if engine.url is None:
             continue
         body = http.get(join(engine.url, "/v1/models")).json()
@@ -298,7 +299,7 @@ def _run(http: Http, targets: Targets, settings: Settings) -> Report:
     else:
         checks["models"], model = _models(http, router, settings.model)
         if model is None:
-            model = _engine_model(http, targets.engines)
+            model = listed_model(http, targets.engines)
             if model is not None:
                 checks["models"].evidence["engine_model"] = model
                 checks["models"].details.append(
