@@ -7,18 +7,27 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from pdctl.bench import dataset
 from pdctl.bench import report as files
+from pdctl.bench.dataset import Entry
 from pdctl.bench.run import run
 from pdctl.bench.summary import meets_slo, summarize
-from pdctl.bench.workload import Prompts, Workload, parse_concurrency
+from pdctl.bench.workload import (
+    DatasetRequests,
+    Prompts,
+    Workload,
+    parse_concurrency,
+    parse_rate,
+)
 from pdctl.cli.app import app
-from pdctl.errors import UsageError
+from pdctl.errors import InputError, UsageError
 from pdctl.verify.timing import Timed
 from tests.doubles.router_stack import Stack, pd_stack
 from tests.doubles.vllm_engine import Behaviour
@@ -75,8 +84,71 @@ def test_workload_options() -> None:
     with pytest.raises(UsageError):
         Workload(requests=4, duration=1.0)
     one, two = Prompts(50, 7), Prompts(50, 7)
-    first = one.next()
-    assert len(first.split()) == 50 and first == two.next() and one.next() != first
+    first, output_len = one.next()
+    assert len(first.split()) == 50 and first == two.next()[0] and one.next()[0] != first
+    assert output_len is None  # the workload's
+    assert parse_rate("0.5, 2") == (0.5, 2.0)
+    for bad in ("0", "-1", "x", ""):
+        with pytest.raises(UsageError):
+            parse_rate(bad)
+    for bad_share in (-0.1, 1.0):
+        with pytest.raises(UsageError):
+            Workload(prefix_share=bad_share)
+    with pytest.raises(UsageError, match="prefix-share"):
+        Workload(prefix_share=0.5, dataset=(Entry("x"),))
+    assert Workload(rate=(2.0,)).steps == [(None, 2.0)]
+    assert Workload(concurrency=(1, 4)).steps == [(1, None), (4, None)]
+
+
+def test_prefix_share_makes_a_step_share_its_prompts_first_words() -> None:
+    prompts = Prompts(40, 3, shared=30)
+    first, second = (prompts.next()[0].split() for _ in range(2))
+    assert len(first) == len(second) == 40
+    assert first[:30] == second[:30] and first[30:] != second[30:]
+
+
+def test_dataset_lines_in_order_with_their_output_len_then_wrapped(tmp_path: Path) -> None:
+    path = tmp_path / "requests.jsonl"
+    path.write_text('{"prompt": "a b", "output_len": 3}\n\n# note\n{"prompt": "c"}\n')
+    entries = dataset.load(path)
+    assert entries == (Entry("a b", 3), Entry("c"))
+    source = DatasetRequests(entries)
+    assert [source.next() for _ in range(2)] == [("a b", 3), ("c", None)]
+    assert not source.wrapped
+    assert source.next() == ("a b", 3) and source.wrapped
+    body = Workload(output_len=9).body("m", "c", None)
+    assert body["max_tokens"] == body["min_tokens"] == 9
+    assert Workload().body("m", "a b", 3)["max_tokens"] == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{not json}\n", "requests.jsonl:1: not JSON"),
+        ('{"prompt": "a"}\n["a"]\n', "requests.jsonl:2: expected an object"),
+        ('{"prompt": ""}\n', "requests.jsonl:1: prompt: expected a non-empty string"),
+        ('{"prompt": "a", "output_len": 0}\n', "requests.jsonl:1: output_len"),
+        ('{"prompt": "a", "output_len": true}\n', "requests.jsonl:1: output_len"),
+        ('{"prompt": "a", "max_tokens": 5}\n', "unknown key 'max_tokens'"),
+        ("\n# only a comment\n", "no requests"),
+        (b"\xff\xfe", "cannot be read as UTF-8"),
+    ],
+)
+def test_bad_dataset_names_file_and_line(tmp_path: Path, text: str | bytes, message: str) -> None:
+    path = tmp_path / "requests.jsonl"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    with pytest.raises(InputError, match=re.escape(message)):
+        dataset.load(path)
+
+
+def test_oversized_dataset_is_refused_before_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "big.jsonl"
+    path.write_text('{"prompt": "a"}\n' * 10)
+    monkeypatch.setattr(dataset, "MAX_BYTES", 100)
+    with pytest.raises(InputError, match="over the 100 a dataset may have"):
+        dataset.load(path)
 
 
 # ---- against the real router -------------------------------------------------------------------
@@ -156,3 +228,28 @@ def test_cli_json_csv_and_exit_code(stack: Stack, tmp_path: Path) -> None:
     assert missed.exit_code == 1, missed.output
     assert "TTFT p50/p90/p99 ms" in missed.stdout and "MISSED" in missed.stdout
     assert "missed at every load step" in missed.stderr
+
+
+def test_open_loop_steps_and_a_dataset_through_the_router(stack: Stack, tmp_path: Path) -> None:
+    workload = Workload(input_len=30, output_len=OUTPUT, rate=(50.0,), requests=5, seed=1)
+    (step,) = run(stack.targets(), workload).steps
+    assert (step["concurrency"], step["rate"], step["succeeded"]) == (None, 50.0, 5)
+    assert step["held_arrivals"] == 0 and step["dataset_wrapped"] is None
+    assert step["ttft_ms"]["min"] >= (PREFILL_DELAY + DECODE_FIRST) * 1000
+    assert step["engines"]["prefill"]["prompt_tokens"] == 5 * 30
+    held = Workload(input_len=5, output_len=2, rate=(1000.0,), requests=4, max_in_flight=1)
+    assert run(stack.targets(), held).steps[0]["held_arrivals"] > 0
+    path = tmp_path / "requests.jsonl"
+    path.write_text('{"prompt": "one two three", "output_len": 2}\n{"prompt": "four five"}\n')
+    args = ["bench", *stack.urls(), "--dataset", str(path), "--output-len", "4"]
+    done = runner.invoke(app, [*args, "--requests", "3", "-o", "json"])
+    assert done.exit_code == 0, done.output
+    payload = json.loads(done.stdout)
+    (step,) = payload["steps"]
+    assert payload["workload"]["dataset"] == str(path) and payload["workload"]["input_len"] is None
+    assert step["completion_tokens"] == 2 + 4 + 2 and step["dataset_wrapped"] is True
+    assert step["engines"]["prefill"]["prompt_tokens"] == 3 + 2 + 3
+    text = runner.invoke(app, [*args, "--requests", "3"])
+    assert "dataset ran out" in text.stderr and "dataset" in text.stdout
+    bad = runner.invoke(app, ["bench", "--url", stack.router, "--dataset", str(tmp_path / "no")])
+    assert bad.exit_code == 1 and "cannot be read" in bad.stderr

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pdctl.bench import engines, summary
-from pdctl.bench.load import run_step
-from pdctl.bench.workload import Prompts, Workload
+from pdctl.bench.load import run_open_step, run_step
+from pdctl.bench.workload import DatasetRequests, Prompts, Source, Workload
 from pdctl.errors import EnvironmentProblem
 from pdctl.verify.checks import listed_model
 from pdctl.verify.client import Http
@@ -61,15 +61,53 @@ def _model(http: Http, targets: Targets) -> str:
     return found
 
 
-def _seed(workload: Workload, concurrency: int) -> int | None:
-    """Per step: a fixed --seed gives each step its own prompts, the same on every run."""
+def _seed(workload: Workload, load: float) -> int | None:
+    """Per step: a fixed --seed gives each step its own prompts (and arrival times), the same on
+    every run."""
     if workload.seed is None:
         return None
-    return zlib.crc32(f"{workload.seed}:{concurrency}".encode())
+    return zlib.crc32(f"{workload.seed}:{load:g}".encode())
 
 
-def _body(workload: Workload, model: str, prompts: Prompts) -> dict[str, Any]:
-    return workload.body(model, prompts.next())
+def _body(workload: Workload, model: str, source: Source) -> dict[str, Any]:
+    return workload.body(model, *source.next())
+
+
+def _step(
+    url: str,
+    workload: Workload,
+    model: str,
+    concurrency: int | None,
+    rate: float | None,
+    dataset: DatasetRequests | None,
+) -> dict[str, Any]:
+    """Send one load step; its numbers, less the engines' counters."""
+    seed = _seed(workload, rate if rate is not None else concurrency or 0)
+    shared = round(workload.prefix_share * workload.input_len)
+    source = dataset or Prompts(workload.input_len, seed, shared)
+    body = functools.partial(_body, workload, model, source)
+    held = None
+    if rate is not None:
+        timed, wall, held = run_open_step(
+            url,
+            body,
+            rate,
+            workload.requests,
+            workload.duration,
+            workload.timeout,
+            workload.max_in_flight,
+            seed,
+        )
+    else:
+        assert concurrency is not None
+        timed, wall = run_step(
+            url, body, concurrency, workload.requests, workload.duration, workload.timeout
+        )
+    step = summary.summarize(concurrency, timed, wall, workload)
+    step["rate"] = rate
+    step["held_arrivals"] = held
+    step["dataset_wrapped"] = None if dataset is None else dataset.wrapped
+    return step
 
 
 def run(targets: Targets, workload: Workload) -> Result:
@@ -82,19 +120,11 @@ def run(targets: Targets, workload: Workload) -> Result:
         pages, problems = scrape_all(http, targets.engines)
         connector = resolve_connector(workload.connector, list(pages.values()))
         result = Result(router, model, connector.name, workload, problems=problems)
-        for concurrency in workload.concurrency:
-            prompts = Prompts(workload.input_len, _seed(workload, concurrency))
+        dataset = None if workload.dataset is None else DatasetRequests(workload.dataset)
+        for concurrency, rate in workload.steps:
             before, _ = scrape_all(http, targets.engines)
-            timed, wall = run_step(
-                url,
-                functools.partial(_body, workload, model, prompts),
-                concurrency,
-                workload.requests,
-                workload.duration,
-                workload.timeout,
-            )
+            step = _step(url, workload, model, concurrency, rate, dataset)
             after, _ = scrape_all(http, targets.engines)
-            step = summary.summarize(concurrency, timed, wall, workload)
             step["engines"] = engines.by_role(targets.engines, before, after, model, connector)
             result.steps.append(step)
     return result

@@ -1,13 +1,16 @@
 """What bench sends: fixed-length prompts of random words (no two share a prefix, so a prefix
-cache cannot hide prefill work), a fixed output length, and a sweep of concurrency steps, each
-a number of requests or a duration."""
+cache cannot hide prefill work, unless --prefix-share asks for a shared one) or a dataset file's
+requests, and a sweep of load steps: closed loop (a number in flight) or open loop (a rate of
+arrivals), each a number of requests or a duration."""
 
 from __future__ import annotations
 
 import random
+import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from pdctl.bench.dataset import Entry
 from pdctl.errors import UsageError
 
 # Common English words: each is one token for most tokenizers, so a prompt of N words is about
@@ -32,11 +35,19 @@ data picture practice piece land product doctor wall patient worker news test mo
 @dataclass(frozen=True)
 class Workload:
     """One bench run: every step sends `requests` requests (or sends for `duration` seconds) with
-    `concurrency` in flight, each a prompt of `input_len` words asking for `output_len` tokens."""
+    `concurrency` in flight (closed loop) or arriving at `rate` per second (open loop, Poisson,
+    at most `max_in_flight` at once), each a prompt of `input_len` words (the first
+    `prefix_share` of them the same for every request of a step) or the next request of
+    `dataset`, asking for `output_len` tokens unless the dataset line says."""
 
     input_len: int = 512
     output_len: int = 128
     concurrency: tuple[int, ...] = (1,)
+    rate: tuple[float, ...] | None = None  # requests/s per step; None: closed loop
+    max_in_flight: int = 512  # open loop: arrivals wait while this many are in flight
+    prefix_share: float = 0.0
+    dataset: tuple[Entry, ...] | None = None
+    dataset_name: str | None = None  # where the dataset came from, for the report
     requests: int | None = 32  # per step; None when duration is set
     duration: float | None = None  # seconds per step
     model: str | None = None
@@ -52,6 +63,19 @@ class Workload:
             raise UsageError("give either --requests or --duration per step, not both")
         if not self.concurrency or min(self.concurrency) < 1:
             raise UsageError("--concurrency: each step needs at least 1 request in flight")
+        if self.rate is not None and (not self.rate or min(self.rate) <= 0):
+            raise UsageError("--rate: each step needs a rate above 0 requests/s")
+        if not 0.0 <= self.prefix_share < 1.0:
+            raise UsageError("--prefix-share: a share of the prompt from 0 up to (not) 1")
+        if self.dataset is not None and self.prefix_share:
+            raise UsageError("--prefix-share shapes generated prompts; a --dataset has its own")
+
+    @property
+    def steps(self) -> list[tuple[int | None, float | None]]:
+        """(concurrency, rate) per step: (n, None) closed loop, (None, r) open loop."""
+        if self.rate is not None:
+            return [(None, r) for r in self.rate]
+        return [(c, None) for c in self.concurrency]
 
     @property
     def slo(self) -> bool:
@@ -59,22 +83,28 @@ class Workload:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "input_len": self.input_len,
+            "input_len": None if self.dataset else self.input_len,
             "output_len": self.output_len,
-            "concurrency": list(self.concurrency),
+            "concurrency": None if self.rate is not None else list(self.concurrency),
+            "rate": None if self.rate is None else list(self.rate),
+            "max_in_flight": None if self.rate is None else self.max_in_flight,
+            "prefix_share": self.prefix_share,
+            "dataset": self.dataset_name,
             "requests": self.requests,
             "duration_s": self.duration,
             "model": self.model,
             "seed": self.seed,
         }
 
-    def body(self, model: str, prompt: str) -> dict[str, Any]:
-        """A streamed completion that generates exactly output_len tokens (vLLM's ignore_eos)."""
+    def body(self, model: str, prompt: str, output_len: int | None = None) -> dict[str, Any]:
+        """A streamed completion that generates exactly `output_len` tokens (default: the
+        workload's) whatever the model would say (vLLM's ignore_eos)."""
+        tokens = output_len or self.output_len
         return {
             "model": model,
             "prompt": prompt,
-            "max_tokens": self.output_len,
-            "min_tokens": self.output_len,
+            "max_tokens": tokens,
+            "min_tokens": tokens,
             "ignore_eos": True,
             "temperature": 0,
             "stream": True,
@@ -93,13 +123,54 @@ def parse_concurrency(text: str) -> tuple[int, ...]:
     return steps
 
 
-class Prompts:
-    """Prompts of `words` random words from one seeded generator (thread-safe enough: each call
-    draws a whole prompt under the GIL from a generator only this object uses)."""
+def parse_rate(text: str) -> tuple[float, ...]:
+    """`0.5,2,8` -> (0.5, 2.0, 8.0) requests/s: the open-loop steps, in the order given."""
+    try:
+        steps = tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise UsageError(f"--rate {text!r}: expected requests/s such as 0.5,2,8") from None
+    if not steps or min(steps) <= 0:
+        raise UsageError(f"--rate {text!r}: each step needs a rate above 0")
+    return steps
 
-    def __init__(self, words: int, seed: int | None) -> None:
+
+class Source(Protocol):
+    """Where a step's requests come from: each call gives a prompt and its output length (None:
+    the workload's)."""
+
+    def next(self) -> tuple[str, int | None]: ...
+
+
+class Prompts:
+    """Prompts of `words` random words from one seeded generator, the first `shared` words the
+    same for all of them (thread-safe enough: each call draws a whole prompt under the GIL from
+    a generator only this object uses)."""
+
+    def __init__(self, words: int, seed: int | None, shared: int = 0) -> None:
         self.words = words
         self._rng = random.Random(seed)
+        self._prefix = self._rng.choices(_WORDS, k=shared)
 
-    def next(self) -> str:
-        return " ".join(self._rng.choices(_WORDS, k=self.words))
+    def next(self) -> tuple[str, int | None]:
+        rest = self._rng.choices(_WORDS, k=self.words - len(self._prefix))
+        return " ".join(self._prefix + rest), None
+
+
+class DatasetRequests:
+    """A dataset's requests in file order; past the last it starts again and says so."""
+
+    def __init__(self, entries: tuple[Entry, ...]) -> None:
+        self._entries = entries
+        self.sent = 0
+        self._lock = threading.Lock()
+
+    @property
+    def wrapped(self) -> bool:
+        """Some request was sent a second time (a prefix cache may have answered it)."""
+        return self.sent > len(self._entries)
+
+    def next(self) -> tuple[str, int | None]:
+        with self._lock:
+            entry = self._entries[self.sent % len(self._entries)]
+            self.sent += 1
+        return entry.prompt, entry.output_len

@@ -30,17 +30,27 @@ def _ms(stat: dict[str, float] | None, key: str) -> str:
     return "-" if not stat else f"{stat[key]:.1f}"
 
 
+def _load(step: dict[str, Any]) -> str:
+    """A step's load: `8 in flight` (closed loop) or `2.5 req/s` (open loop)."""
+    if step["rate"] is not None:
+        return f"{step['rate']:g} req/s"
+    return f"{step['concurrency']} in flight"
+
+
 def _print_text(result: Result) -> None:
     from rich.console import Console  # lazy: start-up
     from rich.table import Table  # lazy: start-up
 
     w = result.workload
     per = f"{w.requests} requests" if w.requests is not None else f"{w.duration:g} s"
+    sent = f"dataset {w.dataset_name}" if w.dataset else f"{w.input_len} words in"
+    if w.prefix_share:
+        sent += f" ({w.prefix_share:.0%} shared prefix)"
     table = Table(
         title=f"{result.router} · {result.model} · connector {result.connector or 'unknown'} · "
-        f"{w.input_len} words in, {w.output_len} tokens out, {per} per step"
+        f"{sent}, {w.output_len} tokens out, {per} per step"
     )
-    columns = ["conc", "ok/err", "req/s", "out tok/s"]
+    columns = ["load", "ok/err", "req/s", "out tok/s"]
     columns += [f"{m} p50/p90/p99 ms" for m in ("TTFT", "ITL", "TPOT", "e2e")]
     if w.slo:
         columns += ["goodput", "SLO"]
@@ -48,7 +58,7 @@ def _print_text(result: Result) -> None:
     for column in columns:
         table.add_column(column, justify="right")
     for s in result.steps:
-        cells = [str(s["concurrency"]), f"{s['succeeded']}/{s['errors']}"]
+        cells = [_load(s), f"{s['succeeded']}/{s['errors']}"]
         cells += [f"{s['request_throughput']:.2f}", f"{s['output_token_throughput']:.1f}"]
         for name in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms"):
             cells.append("/".join(_ms(s[name], p) for p in ("p50", "p90", "p99")))
@@ -61,13 +71,17 @@ def _print_text(result: Result) -> None:
     Console(width=None if sys.stdout.isatty() else 240).print(table)
     for s in result.steps:
         for sample in s["error_samples"]:
-            _output.info(f"concurrency {s['concurrency']}: {sample}")
+            _output.info(f"{_load(s)}: {sample}")
+        if s["held_arrivals"]:
+            _output.info(f"{_load(s)}: {s['held_arrivals']} arrivals waited for --max-in-flight")
+        if s["dataset_wrapped"]:
+            _output.info(f"{_load(s)}: the dataset ran out and started again")
         for role, counted in s["engines"].items():
             sources = counted.get("prompt_tokens_by_source")
             by = ", ".join(f"{k} {v:.0f}" for k, v in (sources or {}).items())
             tokens = counted["prompt_tokens"]
             _output.info(
-                f"concurrency {s['concurrency']} {role}: prompt tokens {tokens:.0f}"
+                f"{_load(s)} {role}: prompt tokens {tokens:.0f}"
                 + (f" ({by})" if by else "")
                 + (f", KV {counted['kv_bytes'] / 1e6:.1f} MB" if "kv_bytes" in counted else "")
             )
@@ -93,6 +107,33 @@ def bench(
         str,
         typer.Option("--concurrency", help="Requests in flight, one step each: e.g. 1,4,16."),
     ] = "1",
+    rate: Annotated[
+        str | None,
+        typer.Option(
+            "--rate",
+            help="Open loop instead: Poisson arrivals per second, one step each: e.g. 0.5,2,8.",
+        ),
+    ] = None,
+    max_in_flight: Annotated[
+        int,
+        typer.Option("--max-in-flight", min=1, help="With --rate: arrivals wait past this many."),
+    ] = 512,
+    prefix_share: Annotated[
+        float,
+        typer.Option(
+            "--prefix-share",
+            min=0.0,
+            max=0.99,
+            help="Share of each prompt that is the same for a step's requests (prefix caching).",
+        ),
+    ] = 0.0,
+    dataset: Annotated[
+        Path | None,
+        typer.Option(
+            "--dataset",
+            help="Requests from a JSON Lines file (docs/cli.md), not random words.",
+        ),
+    ] = None,
     requests: Annotated[
         int | None,
         typer.Option("--requests", min=1, help="Requests per step (default 32)."),
@@ -142,15 +183,21 @@ def bench(
 ) -> None:
     """Load-test the deployment through its router: latency, throughput, goodput per step.
 
-    Exit 1 when an SLO given here is missed at every concurrency step."""
+    Exit 1 when an SLO given here is missed at every load step."""
+    from pdctl.bench import dataset as datasets  # lazy: start-up
     from pdctl.bench import report as files  # lazy: start-up
     from pdctl.bench.run import run  # lazy: start-up
-    from pdctl.bench.workload import Workload, parse_concurrency  # lazy: start-up
+    from pdctl.bench.workload import Workload, parse_concurrency, parse_rate  # lazy: start-up
 
     workload = Workload(
         input_len=input_len,
         output_len=output_len,
         concurrency=parse_concurrency(concurrency),
+        rate=None if rate is None else parse_rate(rate),
+        max_in_flight=max_in_flight,
+        prefix_share=prefix_share,
+        dataset=None if dataset is None else datasets.load(dataset),
+        dataset_name=None if dataset is None else str(dataset),
         requests=requests if requests is not None or duration is not None else 32,
         duration=duration,
         model=model,
