@@ -190,6 +190,12 @@ def test_latencies_are_at_least_the_injected_delays(stack: Stack) -> None:
         assert decode["prompt_tokens_by_source"]["external_kv_transfer"] == 6 * 40
         assert decode["prompt_tokens_by_source"]["local_compute"] == 0
         assert decode["generation_tokens"] == 6 * OUTPUT and decode["kv_gbps"] > 0
+        # vLLM's phase histograms: prefill's phase is its injected delay, decode's the rest
+        assert prefill["phase_requests"] == {"queue": 6, "prefill": 6, "decode": 6}
+        assert prefill["phase_mean_s"]["prefill"] >= PREFILL_DELAY
+        assert decode["phase_mean_s"]["prefill"] >= DECODE_FIRST
+        assert decode["phase_mean_s"]["decode"] >= (OUTPUT - 1) * DECODE_GAP
+        assert decode["phase_mean_s"]["queue"] == 0.0
 
 
 def test_goodput_all_under_a_loose_slo_none_under_a_tight_one(stack: Stack) -> None:

@@ -2,8 +2,10 @@
 it (pdctl.verify.metrics): prompt tokens in all and by source (the connector table's
 transferEvidence metric: computed locally, hit in the local prefix cache, or loaded from another
 engine's KV), generation tokens, and the KV moved with the time it took and its bandwidth (the
-connector table's `metrics.bandwidth` byte and seconds histograms, as verify's pd-kv-bandwidth).
-Other traffic on the engines during a step adds to these counters."""
+connector table's `metrics.bandwidth` byte and seconds histograms, as verify's pd-kv-bandwidth),
+and the mean seconds a request spent queued, in prefill and in decode on that role's engines
+(vLLM's request phase histograms: what `pdctl plan --calibrate` fits the planner to). Other
+traffic on the engines during a step adds to these counters."""
 
 from __future__ import annotations
 
@@ -18,12 +20,26 @@ from pdctl.verify.report import Endpoint
 Pages = dict[str, metrics.Scrape]  # engine name -> its /metrics page
 
 
-def _histogram_sum(before: metrics.Scrape, after: metrics.Scrape, name: str, model: str) -> float:
+def _histogram_moved(
+    before: metrics.Scrape, after: metrics.Scrape, name: str, model: str
+) -> tuple[float, float]:
+    """(sum, count) a histogram gained between two scrapes; (0, 0) when it is not there."""
     family = after.family(name)
     if family is None or family.sum is None:
-        return 0.0
+        return 0.0, 0.0
     labels = metrics.model_labels(after, family.count, model)
-    return family.read(after, labels).get("sum", 0.0) - family.read(before, labels).get("sum", 0.0)
+    now, then = family.read(after, labels), family.read(before, labels)
+    return now.get("sum", 0.0) - then.get("sum", 0.0), now["count"] - then["count"]
+
+
+def _phases(role: dict[str, Any], then: metrics.Scrape, now: metrics.Scrape, model: str) -> None:
+    """Add the engine's phase seconds and counts to the role's running sums."""
+    for phase, name in metrics.PHASE_SECONDS.items():
+        seconds, count = _histogram_moved(then, now, name, model)
+        if count > 0:
+            sums = role.setdefault("_phases", {}).setdefault(phase, [0.0, 0.0])
+            sums[0] += seconds
+            sums[1] += count
 
 
 def by_role(
@@ -61,12 +77,17 @@ def by_role(
                 sources[source] = sources.get(source, 0.0) + moved
         if len(connector.bandwidth) == 2:
             size, seconds = connector.bandwidth
-            moved_bytes = _histogram_sum(then, now, size, model)
-            took = _histogram_sum(then, now, seconds, model)
+            moved_bytes = _histogram_moved(then, now, size, model)[0]
+            took = _histogram_moved(then, now, seconds, model)[0]
             if moved_bytes > 0 and took > 0:
                 role["kv_bytes"] = role.get("kv_bytes", 0.0) + moved_bytes
                 role["kv_transfer_s"] = role.get("kv_transfer_s", 0.0) + took
+        _phases(role, then, now, model)
     for role in roles.values():
+        phases = role.pop("_phases", {})
+        if phases:
+            role["phase_mean_s"] = {k: round(s / n, 6) for k, (s, n) in phases.items()}
+            role["phase_requests"] = {k: n for k, (_, n) in phases.items()}
         if role.get("kv_transfer_s"):
             role["kv_gbps"] = round(role["kv_bytes"] / role["kv_transfer_s"] / 1e9, 3)
             role["kv_transfer_s"] = round(role["kv_transfer_s"], 6)

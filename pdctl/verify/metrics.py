@@ -22,6 +22,13 @@ PROMPT_TOKENS = "vllm:prompt_tokens_total"
 GENERATION_TOKENS = "vllm:generation_tokens_total"
 # Where prompt tokens came from (vLLM PR #33290, PromptTokenStats): the values of the `source`
 # label of the connector table's transferEvidence metric, besides the one the table names.
+# vLLM's per-request phase histograms (seconds; v1 engine, docs/design/metrics.md): waiting in
+# the queue, the prefill phase (scheduled to first token) and the decode phase.
+PHASE_SECONDS = {
+    "queue": "vllm:request_queue_time_seconds",
+    "prefill": "vllm:request_prefill_time_seconds",
+    "decode": "vllm:request_decode_time_seconds",
+}
 SOURCE_LABEL = "source"
 LOCAL_COMPUTE = "local_compute"
 LOCAL_CACHE_HIT = "local_cache_hit"

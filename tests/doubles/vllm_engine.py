@@ -26,7 +26,9 @@ through it and `pdctl verify` can read it like a real engine:
   (hits are whole blocks, never the last prompt token); NIXL's histograms
   `vllm:nixl_xfer_time_seconds`, `vllm:nixl_bytes_transferred`, `vllm:nixl_num_descriptors` and
   counters `vllm:nixl_num_failed_transfers`, `vllm:nixl_num_failed_notifications`, moved by the
-  engine that reads the KV (the decode: NixlConnector pulls).
+  engine that reads the KV (the decode: NixlConnector pulls); the request phase histograms
+  `vllm:request_{queue,prefill,decode}_time_seconds` (queue always 0, prefill the first-token
+  delay, decode the rest of the request).
 
 Misbehaviour, set on `Behaviour` (also while running):
 - `recompute`: a decode ignores `kv_transfer_params` and computes the whole prompt itself;
@@ -142,6 +144,9 @@ class _Counters:
     xfer_time: _Histogram = field(default_factory=lambda: _Histogram(_BUCKETS))
     xfer_bytes: _Histogram = field(default_factory=lambda: _Histogram(_BYTE_BUCKETS))
     descriptors: _Histogram = field(default_factory=lambda: _Histogram(_DESC_BUCKETS))
+    phases: dict[str, _Histogram] = field(
+        default_factory=lambda: {p: _Histogram(_BUCKETS) for p in ("queue", "prefill", "decode")}
+    )
 
 
 @dataclass
@@ -292,10 +297,15 @@ class VllmEngineDouble:
         with self._lock:
             self._counters.generation_tokens += tokens
 
-    def finished(self) -> None:
+    def finished(self, prefill_s: float = 0.0, decode_s: float = 0.0) -> None:
+        """A request ended: its prefill phase (here, the first-token delay) and decode phase
+        go to vLLM's request phase histograms; it never queued."""
         with self._lock:
             self._counters.success["length"] += 1
             self._counters.running -= 1
+            self._counters.phases["queue"].observe(0.0)
+            self._counters.phases["prefill"].observe(prefill_s)
+            self._counters.phases["decode"].observe(decode_s)
 
     def metrics(self) -> str:
         labels = f'engine="0",model_name="{self.model}"'
@@ -332,10 +342,15 @@ class VllmEngineDouble:
                 f'vllm:request_success_total{{{labels},finished_reason="{r}"}} {float(v)}'
                 for r, v in c.success.items()
             ]
+            phases = [
+                (f"vllm:request_{p}_time_seconds", c.phases[p], f"Histogram of {p} time")
+                for p in ("queue", "prefill", "decode")
+            ]
             for name, hist, help_text in (
                 ("vllm:nixl_xfer_time_seconds", c.xfer_time, "Histogram of transfer duration"),
                 ("vllm:nixl_bytes_transferred", c.xfer_bytes, "Histogram of bytes transferred"),
                 ("vllm:nixl_num_descriptors", c.descriptors, "Histogram of descriptors"),
+                *phases,
             ):
                 out += [f"# HELP {name} {help_text}.", f"# TYPE {name} histogram"]
                 for bound, count in zip(hist.buckets, hist.counts, strict=True):
@@ -440,12 +455,14 @@ def _handler(engine: VllmEngineDouble) -> type[http.server.BaseHTTPRequestHandle
             tokens = str(prompt).split()
             max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or 16
             params = engine.admit(tokens, body.get("kv_transfer_params"))
+            scheduled = time.perf_counter()
             time.sleep(engine.behaviour.first_token_delay)
+            first = time.perf_counter()
             if body.get("stream"):
                 self._stream(body, chat, len(tokens), int(max_tokens))
             else:
                 self._whole(chat, len(tokens), int(max_tokens), params)
-            engine.finished()
+            engine.finished(first - scheduled, time.perf_counter() - first)
 
         def _whole(self, chat: bool, prompt: int, n: int, params: Any) -> None:
             for i in range(n):
