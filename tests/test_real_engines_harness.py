@@ -6,13 +6,18 @@ from __future__ import annotations
 
 import json
 import random
+import socket
+import sys
 from pathlib import Path
 from typing import Any
 
 import jinja2
 import pytest
 
-from benchmarks.real_engines import local, measure, model_dir, run
+from benchmarks.real_engines import local, measure, model_dir, models, run
+from pdctl.models import catalog
+from pdctl.models.config import from_hf_config
+from pdctl.models.memory import weight_bytes
 from pdctl.verify import metrics
 from tests.doubles.vllm_engine import Behaviour, KvRegistry, VllmEngineDouble
 
@@ -126,3 +131,45 @@ def test_the_kept_gpu_record_proved_pd_and_reported_the_bandwidth(record: dict[s
     argv = record["alone"]["argv"]
     assert json.loads(argv[argv.index("--kv-transfer-config") + 1])["kv_role"] == "kv_producer"
     assert any("tcp/lo" in line for line in pair["ucx"])
+
+
+def test_the_moe_and_mla_models_are_reduced_and_fit_one_gpu_together() -> None:
+    """models.py: each reduced config is one pdctl reads as MoE (and DeepSeek's as MLA), with the
+    layers kept; together the weights fit one H200 beside their fixed KV caches."""
+    h200 = catalog.gpu("H200").memory_gib * 1024**3
+    total = 0.0
+    for model in models.MODELS:
+        config = models.reduced_config(model)
+        arch = from_hf_config(config, model.name)
+        assert arch.layers == model.layers and arch.moe is not None
+        assert (arch.mla is not None) == (model.name == "deepseek-v3")
+        weights = weight_bytes(arch)
+        total += weights + models.KV_CACHE_BYTES
+        assert weights < model.utilization * h200  # vLLM's start-up check reads utilization
+    assert total < 0.8 * h200  # the rest: activations, CUDA graphs, four CUDA contexts
+    argv = models.engine(models.MODELS[0], 2, Path("/m")).argv
+    assert argv[argv.index("--kv-cache-memory-bytes") + 1] == str(models.KV_CACHE_BYTES)
+    assert "--kv-transfer-config" not in argv
+
+
+def test_start_all_reports_each_process(tmp_path: Path) -> None:
+    """Processes.start_all on two stand-in processes (plain Python, not vLLM): one answers
+    /health, one exits; the second's failure is kept and the first goes on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    (tmp_path / "health").write_text("ok")
+    server = (
+        "import functools, http.server as h; "
+        f"handler = functools.partial(h.SimpleHTTPRequestHandler, directory={str(tmp_path)!r}); "
+        f"h.HTTPServer(('127.0.0.1', {port}), handler).serve_forever()"
+    )
+    good = local.Process("good", "both", [sys.executable, "-c", server], {}, port)
+    bad = local.Process("bad", "both", [sys.executable, "-c", "raise SystemExit(3)"], {}, port + 1)
+    processes = run.Processes(tmp_path)
+    try:
+        started = processes.start_all([good, bad], timeout=30)
+    finally:
+        processes.stop()
+    assert started["good"] is None
+    assert started["bad"] is not None and "exited with 3" in started["bad"]

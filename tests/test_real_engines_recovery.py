@@ -6,8 +6,12 @@ again on the same port as a new process (a new engine_id, its KV gone)."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
 
 from benchmarks.real_engines import recovery, run
 from tests.doubles.router_stack import pd_stack
@@ -110,3 +114,42 @@ def test_a_replaced_prefill_through_the_real_router_is_proven_again(tmp_path: Pa
         assert "engines-health" in seen, result["attempts"]
         last = stack.decode.generation_requests()[-1].body["kv_transfer_params"]
         assert last["remote_engine_id"] == stack.prefill.engine_id != old_engine
+
+
+def test_bench_part_sweeps_through_the_router_and_one_engine_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--phase bench` on TEST DOUBLES behind the real router: `pdctl bench` (a subprocess, as on
+    the GPU host) with the harness's word-level dataset, through the router with both engines'
+    counters, then straight to the prefill engine."""
+    monkeypatch.setattr(run, "vocab_size", lambda: 500)
+    monkeypatch.setattr(run, "BENCH_REQUESTS", 2)
+    monkeypatch.setattr(run, "BENCH_PROMPT", 40)
+    monkeypatch.setattr(run, "BENCH_OUTPUT", 3)
+    with pd_stack(tmp_path) as stack:
+        pair = SimpleNamespace(
+            urls=stack.urls(),
+            prefill=SimpleNamespace(url=stack.prefill.url),
+            model=stack.prefill.model,
+        )
+        part = run.bench_part(pair, tmp_path)  # type: ignore[arg-type]
+    for name in ("pd", "alone"):
+        assert part[name]["exit_code"] == 0, part[name]["result"]
+        steps = part[name]["result"]["steps"]
+        assert [s["concurrency"] for s in steps] == [1, 4, 16]
+        assert all(s["succeeded"] == 2 and s["completion_tokens"] == 6 for s in steps)
+        assert all(not s["dataset_wrapped"] for s in steps)  # every prompt sent once
+        assert f"bench-{name}.jsonl" in part[name]["argv"]
+    decode = part["pd"]["result"]["steps"][0]["engines"]["decode"]
+    assert decode["prompt_tokens_by_source"]["external_kv_transfer"] == 2 * 40
+    assert part["alone"]["result"]["steps"][0]["engines"] == {}
+    prompts = (tmp_path / "bench-pd.jsonl").read_text().splitlines()
+    assert len(prompts) == 6 and len(set(prompts)) == 6
+    assert len(json.loads(prompts[0])["prompt"].split()) == 40
+
+
+def test_phases_parse() -> None:
+    assert run.parse_phases("all") == ["alone", "pair"]
+    assert run.parse_phases("bench, recovery") == ["bench", "recovery"]
+    with pytest.raises(SystemExit, match="choose from"):
+        run.parse_phases("pair,warp")

@@ -17,6 +17,7 @@ import argparse
 import importlib.metadata
 import json
 import os
+import random
 import re
 import signal
 import subprocess
@@ -24,6 +25,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+import zlib
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -49,6 +51,12 @@ PD_LOADS = [measure.Load(2048, 64, c, max(2 * c, 8)) for c in (1, 4, 16)]
 # One request at a time at growing prompts: the KV transfer's time against its size (link model).
 PD_SIZES = [measure.Load(n, 16, 1, 3) for n in (2048, 8192, 32768)]
 DECODE_BATCHES = (1, 16, 64)
+# `--phase bench`: pdctl bench's sweep through the router and to one engine alone.
+BENCH_CONCURRENCY = "1,4,16"
+BENCH_REQUESTS = 16  # per step
+BENCH_PROMPT = 2048  # words (tokens) per prompt
+BENCH_OUTPUT = 128
+PAIR_PHASES = ("pair", "bench", "recovery")
 
 
 def versions() -> dict[str, str | None]:
@@ -148,14 +156,20 @@ class Processes:
         self.logs = logs
         self.running: list[tuple[local.Process, subprocess.Popen[bytes]]] = []
 
-    def start(self, process: local.Process, timeout: float, extra_env: dict[str, str]) -> None:
+    def launch(self, process: local.Process, extra_env: dict[str, str]) -> subprocess.Popen[bytes]:
         log = (self.logs / f"{process.name}.log").open("ab")
         env = {**os.environ, **process.env, **extra_env}
         popen = subprocess.Popen(
             process.argv, env=env, stdout=log, stderr=log, start_new_session=True
         )
         self.running.append((process, popen))
-        deadline = time.monotonic() + timeout
+        return popen
+
+    def wait_healthy(
+        self, process: local.Process, popen: subprocess.Popen[bytes], deadline: float
+    ) -> None:
+        """Until `process` answers /health; SystemExit (with its log's tail) when it exits or
+        the monotonic `deadline` passes."""
         while time.monotonic() < deadline:
             if popen.poll() is not None:
                 raise SystemExit(
@@ -166,7 +180,25 @@ class Processes:
                     return
             except OSError:
                 time.sleep(2)
-        raise SystemExit(f"{process.name} not healthy after {timeout:.0f}s: {self.tail(process)}")
+        raise SystemExit(f"{process.name} not healthy in time: {self.tail(process)}")
+
+    def start(self, process: local.Process, timeout: float, extra_env: dict[str, str]) -> None:
+        self.wait_healthy(process, self.launch(process, extra_env), time.monotonic() + timeout)
+
+    def start_all(self, processes: list[local.Process], timeout: float) -> dict[str, str | None]:
+        """Start them side by side; per name, None once healthy or why not (it is then
+        stopped, and the others go on)."""
+        deadline = time.monotonic() + timeout
+        popens = [(process, self.launch(process, {})) for process in processes]
+        started: dict[str, str | None] = {}
+        for process, popen in popens:
+            try:
+                self.wait_healthy(process, popen, deadline)
+                started[process.name] = None
+            except SystemExit as failure:
+                started[process.name] = str(failure)[-3000:]
+                self.kill(process.name)
+        return started
 
     def kill(self, name: str) -> int | None:
         """SIGKILL one started process (its whole group), as a node or OOM kill would; returns its
@@ -209,7 +241,7 @@ def _process(data: dict[str, Any]) -> local.Process:
     return local.Process(**data)
 
 
-def _kv_pool(lines: list[str]) -> dict[str, str]:
+def kv_pool(lines: list[str]) -> dict[str, str]:
     found = {}
     for line in lines:
         for key, pattern in (
@@ -242,7 +274,7 @@ def alone_phase(plan: dict[str, Any], processes: Processes, timeout: float) -> d
     part["ttft_alone"] = [measure.run(engine.url, model, load, vocab, "ttft") for load in PD_LOADS]
     processes.stop()
     part["log"] = processes.kept_lines(engine)
-    part["kv_pool"] = _kv_pool(part["log"])
+    part["kv_pool"] = kv_pool(part["log"])
     return part
 
 
@@ -273,23 +305,35 @@ def kv_moved(before: Any, after: Any) -> dict[str, float]:
     return moved
 
 
-def pair_phase(
-    plan: dict[str, Any], processes: Processes, timeout: float, extra_env: dict[str, str]
-) -> dict[str, Any]:
-    engines = [_process(e) for e in plan["layout"]["engines"]]
-    router = _process(plan["layout"]["router"])
-    model, vocab = served_model(engines[0]), vocab_size()
-    for engine in engines:
-        processes.start(engine, timeout, {**UCX_DIAGNOSTICS, **extra_env})
-    processes.start(router, 120, {})
-    urls = engine_urls(router, engines)
+class Pair:
+    """The pair's engines and the router, started (`start_pair`) once for the phases that use it."""
+
+    def __init__(self, plan: dict[str, Any], extra_env: dict[str, str]) -> None:
+        self.engines = [_process(e) for e in plan["layout"]["engines"]]
+        self.router = _process(plan["layout"]["router"])
+        self.env = {**UCX_DIAGNOSTICS, **extra_env}
+        self.prefill = next(e for e in self.engines if e.role == "prefill")
+        self.decode = next(e for e in self.engines if e.role == "decode")
+        self.model = served_model(self.engines[0])
+
+    def start(self, processes: Processes, timeout: float) -> None:
+        for engine in self.engines:
+            processes.start(engine, timeout, self.env)
+        processes.start(self.router, 120, {})
+
+    @property
+    def urls(self) -> list[str]:
+        return engine_urls(self.router, self.engines)
+
+
+def pair_part(pair: Pair) -> dict[str, Any]:
+    """verify, then TTFT/ITL and the KV moved at the PD loads and at growing prompts."""
+    vocab = vocab_size()
     verify = subprocess.run(
-        [*PDCTL, "verify", *urls, "-o", "json"], capture_output=True, text=True, check=False
+        [*PDCTL, "verify", *pair.urls, "-o", "json"], capture_output=True, text=True, check=False
     )
-    part: dict[str, Any] = {"argv": {e.name: e.argv for e in [*engines, router]}}
-    part["verify_exit_code"] = verify.returncode
+    part: dict[str, Any] = {"verify_exit_code": verify.returncode}
     part["verify"] = json.loads(verify.stdout) if verify.stdout.strip() else verify.stderr[-2000:]
-    decode = next(e for e in engines if e.role == "decode")
     # "ttft": the prompts the engine alone was timed with (alone_phase), for a like comparison.
     for name, series, loads in (
         ("through_router", "ttft", PD_LOADS),
@@ -297,16 +341,46 @@ def pair_phase(
     ):
         part[name] = []
         for load in loads:
-            before = _metrics(decode.url)
-            result = measure.run(router.url, model, load, vocab, series)
-            result["kv_transfer"] = kv_moved(before, _metrics(decode.url))
+            before = _metrics(pair.decode.url)
+            result = measure.run(pair.router.url, pair.model, load, vocab, series)
+            result["kv_transfer"] = kv_moved(before, _metrics(pair.decode.url))
             part[name].append(result)
-    processes.stop()
-    part["logs"] = {e.name: processes.kept_lines(e) for e in [*engines, router]}
-    part["ucx"] = ucx_lines(processes.logs, engines)
-    part["deprecation_warnings"] = sorted(
-        {line for e in engines for line in processes.kept_lines(e) if "deprecated" in line}
-    )
+    return part
+
+
+def bench_dataset(path: Path, series: str, count: int) -> Path:
+    """`count` prompts of BENCH_PROMPT words of the generated tokenizer (one token each, no
+    shared prefix), as bench's dataset file: bench's own random English words would all be one
+    unknown token to that tokenizer."""
+    rng = random.Random(zlib.crc32(series.encode()))
+    lines = [
+        json.dumps({"prompt": model_dir.prompt(rng, BENCH_PROMPT, vocab_size())})
+        for _ in range(count)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def bench_part(pair: Pair, logs: Path) -> dict[str, Any]:
+    """`pdctl bench` through the router (with both engines' counters), then the same sweep sent
+    to the prefill engine alone (an engine serving whole requests by itself: the aggregated
+    baseline on this GPU share), each with its own prompts."""
+    count = BENCH_REQUESTS * len(BENCH_CONCURRENCY.split(","))
+    part: dict[str, Any] = {}
+    for name, urls in (
+        ("pd", pair.urls),
+        ("alone", ["--url", pair.prefill.url]),
+    ):
+        dataset = bench_dataset(logs / f"bench-{name}.jsonl", f"bench-{name}", count)
+        argv = [*PDCTL, "bench", *urls, "--dataset", str(dataset), "--model", pair.model]
+        argv += ["--concurrency", BENCH_CONCURRENCY, "--requests", str(BENCH_REQUESTS)]
+        argv += ["--output-len", str(BENCH_OUTPUT), "-o", "json"]
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        part[name] = {
+            "argv": [a if a != str(dataset) else dataset.name for a in argv[len(PDCTL) :]],
+            "exit_code": done.returncode,
+            "result": json.loads(done.stdout) if done.stdout.strip() else done.stderr[-2000:],
+        }
     return part
 
 
@@ -348,41 +422,56 @@ def _kill(processes: Processes, name: str) -> None:
     processes.kill(name)
 
 
-def recovery_phase(
-    plan: dict[str, Any],
-    processes: Processes,
-    timeout: float,
-    extra_env: dict[str, str],
-    limit: float,
-) -> dict[str, Any]:
-    """The pair and the router; with PD proven, SIGKILL the prefill engine and start it again from
-    the same argv and env (a replaced pod: a new process, so a new NIXL engine_id and agent), then
-    prove PD with `pdctl verify` until it passes or `limit` seconds have passed."""
-    engines = [_process(e) for e in plan["layout"]["engines"]]
-    router = _process(plan["layout"]["router"])
-    env = {**UCX_DIAGNOSTICS, **extra_env}
-    for engine in engines:
-        processes.start(engine, timeout, env)
-    processes.start(router, 120, {})
-    prefill = next(e for e in engines if e.role == "prefill")
-    decode = next(e for e in engines if e.role == "decode")
-    urls = engine_urls(router, engines)
-    failed_before = _failed_transfers(decode.url)
+def recovery_part(pair: Pair, processes: Processes, timeout: float, limit: float) -> dict[str, Any]:
+    """With PD proven, SIGKILL the prefill engine and start it again from the same argv and env
+    (a replaced pod: a new process, so a new NIXL engine_id and agent), then prove PD with
+    `pdctl verify` until it passes or `limit` seconds have passed."""
+    failed_before = _failed_transfers(pair.decode.url)
     part = recovery.recover(
-        prove=lambda: verify_proof(urls),
-        kill=lambda: _kill(processes, prefill.name),
-        start=lambda: processes.start(prefill, timeout, env),
+        prove=lambda: verify_proof(pair.urls),
+        kill=lambda: _kill(processes, pair.prefill.name),
+        start=lambda: processes.start(pair.prefill, timeout, pair.env),
         limit=limit,
     )
-    part["killed"] = prefill.name
+    part["killed"] = pair.prefill.name
     part["failures_seen"] = recovery.failures_seen(part)
-    part["decode_exit_code"] = processes.exit_code(decode.name)  # a crash (vLLM #49238) shows here
-    if part["decode_exit_code"] is None and failed_before is not None:
-        after = _failed_transfers(decode.url)
+    decode_exit = processes.exit_code(pair.decode.name)  # a crash (vLLM #49238) shows here
+    part["decode_exit_code"] = decode_exit
+    if decode_exit is None and failed_before is not None:
+        after = _failed_transfers(pair.decode.url)
         part["decode_failed_transfers"] = None if after is None else after - failed_before
-    processes.stop()
-    part["logs"] = {e.name: processes.kept_lines(e) for e in [*engines, router]}
     return part
+
+
+def pair_phases(
+    plan: dict[str, Any], phases: list[str], processes: Processes, args: argparse.Namespace
+) -> dict[str, Any]:
+    """Start the pair and the router once and run the pair phases asked for, in the order
+    pair, bench, recovery (recovery last: it replaces the prefill engine)."""
+    extra_env = dict(pair.split("=", 1) for pair in args.env)
+    pair = Pair(plan, extra_env)
+    pair.start(processes, args.startup_timeout)
+    found: dict[str, Any] = {"pair_env": extra_env}
+    if "pair" in phases:
+        found["pair"] = {"argv": {e.name: e.argv for e in [*pair.engines, pair.router]}}
+        found["pair"].update(pair_part(pair))
+    if "bench" in phases:
+        found["bench"] = bench_part(pair, processes.logs)
+    if "recovery" in phases:
+        found["recovery"] = recovery_part(
+            pair, processes, args.startup_timeout, args.recovery_limit
+        )
+    processes.stop()
+    logs = {e.name: processes.kept_lines(e) for e in [*pair.engines, pair.router]}
+    for phase in PAIR_PHASES:
+        if phase in phases:
+            found[phase]["logs"] = logs
+    if "pair" in phases:
+        found["pair"]["ucx"] = ucx_lines(processes.logs, pair.engines)
+        found["pair"]["deprecation_warnings"] = sorted(
+            {line for e in pair.engines for line in processes.kept_lines(e) if "deprecated" in line}
+        )
+    return found
 
 
 def ucx_lines(logs: Path, engines: list[local.Process]) -> list[str]:
@@ -415,26 +504,30 @@ def run_command(args: argparse.Namespace) -> int:
     ]
     logs = Path(tempfile.mkdtemp(prefix="real-engines-logs-"))
     processes = Processes(logs)
+    phases = parse_phases(args.phase)
     try:
-        if args.phase in ("alone", "all"):
+        if "alone" in phases:
             record["alone"] = alone_phase(plan, processes, args.startup_timeout)
             args.record.write_text(json.dumps(record, indent=1))
-        if args.phase in ("pair", "all"):
-            extra_env = dict(pair.split("=", 1) for pair in args.env)
-            record["pair_env"] = extra_env
-            record["pair"] = pair_phase(plan, processes, args.startup_timeout, extra_env)
-        if args.phase == "recovery":
-            extra_env = dict(pair.split("=", 1) for pair in args.env)
-            record["recovery"] = recovery_phase(
-                plan, processes, args.startup_timeout, extra_env, args.recovery_limit
-            )
+        if any(phase in phases for phase in PAIR_PHASES):
+            record.update(pair_phases(plan, phases, processes, args))
     finally:
         processes.stop()
         args.record.write_text(json.dumps(record, indent=1))
         print(f"wrote {args.record}; engine logs in {logs}")
-    if args.phase == "recovery":
-        return 0 if record["recovery"]["recovered"] else 1
+    if "recovery" in phases and not record["recovery"]["recovered"]:
+        return 1
     return int(record.get("pair", {}).get("verify_exit_code", 0))
+
+
+def parse_phases(text: str) -> list[str]:
+    """`alone,pair` -> the phases to run; `all` is alone and pair."""
+    phases = [p.strip() for p in text.split(",") if p.strip()]
+    phases = [q for p in phases for q in (("alone", "pair") if p == "all" else (p,))]
+    unknown = sorted(set(phases) - {"alone", *PAIR_PHASES})
+    if unknown or not phases:
+        raise SystemExit(f"--phase {text!r}: choose from alone, pair, bench, recovery, all")
+    return phases
 
 
 def main() -> int:
@@ -448,7 +541,12 @@ def main() -> int:
     run = commands.add_parser("run", help="start, measure and verify (needs GPUs)")
     run.add_argument("--layout", type=Path, default=Path("layout.json"))
     run.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="the model's config.json")
-    run.add_argument("--phase", choices=("alone", "pair", "recovery", "all"), default="all")
+    run.add_argument(
+        "--phase",
+        default="all",
+        help="comma-separated: alone, pair, bench, recovery (the pair phases share one start), "
+        "or all (alone,pair)",
+    )
     run.add_argument("--record", type=Path, default=Path("real-engines-record.json"))
     run.add_argument("--startup-timeout", type=float, default=600.0)
     run.add_argument(
