@@ -170,7 +170,7 @@ class Processes:
     ) -> None:
         """Until `process` answers /health; SystemExit (with its log's tail) when it exits or
         the monotonic `deadline` passes."""
-        while time.monotonic() < deadline:
+        while True:  # asked at least once, even past the deadline
             if popen.poll() is not None:
                 raise SystemExit(
                     f"{process.name} exited with {popen.returncode}: {self.tail(process)}"
@@ -179,6 +179,8 @@ class Processes:
                 with urllib.request.urlopen(f"{process.url}/health", timeout=2):
                     return
             except OSError:
+                if time.monotonic() >= deadline:
+                    break
                 time.sleep(2)
         raise SystemExit(f"{process.name} not healthy in time: {self.tail(process)}")
 
