@@ -18,6 +18,8 @@ COMMANDS = [
     "deploy",
     "status",
     "verify",
+    "bench",
+    "bench compare",
     "uninstall",
 ]
 GENERATED = (
@@ -75,7 +77,7 @@ def cli_page() -> str:
     runner = CliRunner()
     sections = []
     for command in [None, *COMMANDS]:
-        args = [command, "--help"] if command else ["--help"]
+        args = [*command.split(), "--help"] if command else ["--help"]
         result = runner.invoke(app, args, env={"COLUMNS": "100"}, terminal_width=100)
         assert result.exit_code == 0, result.output
         title = f"pdctl {command}" if command else "pdctl"

@@ -223,7 +223,7 @@ def test_cli_json_csv_and_exit_code(stack: Stack, tmp_path: Path) -> None:
             step
         )
         assert {"p50", "p90", "p99"} <= set(step["ttft_ms"])
-    (table,) = tmp_path.glob("*.csv")
+    (table,) = tmp_path.glob("bench-*.csv")
     rows = list(csv.DictReader(table.open()))
     assert [r["concurrency"] for r in rows] == ["1", "2"] and rows[0]["ttft_ms_p90"]
     assert "decode_prompt_tokens_external_kv_transfer" in rows[0]

@@ -1,27 +1,35 @@
-"""bench's files: a CSV per run (one row per step) and, when matplotlib is importable, PNG plots
-of latency and throughput against concurrency. matplotlib is not a dependency of pdctl."""
+"""bench's files (--report DIR): per run a CSV (one row per step) and the JSON of `-o json`, then
+PNG plots of every run saved in the folder against load, one line per run, with the CSV behind
+them (pdctl.bench.plots; the plots need the optional extra pdctl[plot])."""
 
 from __future__ import annotations
 
-import csv
-import importlib
+import json
 import time
 from pathlib import Path
 from typing import Any
 
+from pdctl import plotting
+from pdctl.bench import plots, runs
 from pdctl.bench.run import Result
 
 STATS = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
 PERCENTILES = ("mean", "p50", "p90", "p99")
-PLOTS_NEED = "plots need matplotlib (pip install matplotlib); the CSV has every number"
+PLOTS_NEED = plotting.NEED
+
+
+def plots_available() -> bool:
+    return plotting.available()
 
 
 def row(step: dict[str, Any]) -> dict[str, Any]:
     """One step as a flat CSV row (column names: the JSON's, joined by _)."""
-    flat: dict[str, Any] = {
+    flat: dict[str, Any] = {"concurrency": step["concurrency"]}
+    if "rate" in step:  # open loop: requests/s (None for a closed-loop step)
+        flat["rate"] = step["rate"]
+    flat |= {
         key: step[key]
         for key in (
-            "concurrency",
             "requests",
             "succeeded",
             "errors",
@@ -47,51 +55,20 @@ def row(step: dict[str, Any]) -> dict[str, Any]:
 
 
 def write(result: Result, directory: Path) -> list[Path]:
-    """bench-<time>.csv in `directory`, and its plots when matplotlib is there."""
+    """This run's bench-<time>.csv and bench-<time>.json in `directory`, then the plots of every
+    run saved there (pdctl.bench.plots: one line per run, and plot-data.csv)."""
     directory.mkdir(parents=True, exist_ok=True)
-    stem = f"bench-{time.strftime('%Y%m%d-%H%M%S')}"
-    rows = [row(step) for step in result.steps]
-    columns: list[str] = []
-    for r in rows:
-        columns += [c for c in r if c not in columns]
-    path = directory / f"{stem}.csv"
-    with path.open("w", newline="", encoding="utf-8") as out:
-        writer = csv.DictWriter(out, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
-    return [path, *plot(rows, directory / stem)]
+    stem = _free_stem(directory, f"bench-{time.strftime('%Y%m%d-%H%M%S')}")
+    table = plots.write_csv([row(step) for step in result.steps], directory / f"{stem}.csv")
+    saved = directory / f"{stem}.json"
+    saved.write_text(json.dumps(result.as_dict(), indent=2) + "\n", encoding="utf-8")
+    return [table, saved, *plots.write(runs.in_folder(directory), directory)]
 
 
-def plots_available() -> bool:
-    try:
-        importlib.import_module("matplotlib")
-    except ImportError:
-        return False
-    return True
-
-
-def plot(rows: list[dict[str, Any]], stem: Path) -> list[Path]:
-    if not rows or not plots_available():
-        return []
-    matplotlib = importlib.import_module("matplotlib")
-    matplotlib.use("Agg")
-    pyplot = importlib.import_module("matplotlib.pyplot")
-    x = [r["concurrency"] for r in rows]
-    written = []
-    for name in ("ttft_ms", "itl_ms", "e2e_ms"):
-        figure, axes = pyplot.subplots()
-        for p in ("p50", "p90", "p99"):
-            axes.plot(x, [r[f"{name}_{p}"] for r in rows], marker="o", label=p)
-        axes.set(xlabel="concurrency", ylabel=name, xscale="log", title=name)
-        axes.legend()
-        path = stem.with_name(f"{stem.name}-{name}.png")
-        figure.savefig(path)
-        pyplot.close(figure)
-        written.append(path)
-    figure, axes = pyplot.subplots()
-    axes.plot(x, [r["output_token_throughput"] for r in rows], marker="o")
-    axes.set(xlabel="concurrency", ylabel="output tokens/s", xscale="log", title="throughput")
-    path = stem.with_name(f"{stem.name}-throughput.png")
-    figure.savefig(path)
-    pyplot.close(figure)
-    return [*written, path]
+def _free_stem(directory: Path, stem: str) -> str:
+    """`stem`, or stem-2, -3, ... when a run in the same second took it."""
+    taken = {p.stem for p in directory.glob(f"{stem}*")}
+    n = 1
+    while (found := stem if n == 1 else f"{stem}-{n}") in taken:
+        n += 1
+    return found

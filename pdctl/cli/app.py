@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
+from typer.core import TyperGroup
 
 from pdctl.cli import _errors
 from pdctl.cli.bench import bench
+from pdctl.cli.bench_compare import bench_app
 from pdctl.cli.deploy import deploy
 from pdctl.cli.init import init
 from pdctl.cli.plan import plan
@@ -17,8 +21,18 @@ from pdctl.cli.validate import validate
 from pdctl.cli.verify import verify
 from pdctl.cli.version import version
 
+
+class _InOrder(TyperGroup):
+    """Lists the commands in COMMANDS' order (typer would put a group, bench, after them all)."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        order = [c.__name__ for c in COMMANDS]
+        return sorted(self.commands, key=lambda name: order.index(name) if name in order else 99)
+
+
 app = typer.Typer(
     name="pdctl",
+    cls=_InOrder,
     help="Deploy disaggregated prefill/decode vLLM serving on Kubernetes.",
     no_args_is_help=True,
     add_completion=False,
@@ -71,7 +85,11 @@ COMMANDS = (
     version,
 )
 for command in COMMANDS:
-    app.command(short_help=(command.__doc__ or "").strip().splitlines()[0])(command)
+    short_help = (command.__doc__ or "").strip().splitlines()[0]
+    if command is bench:  # a group: the sweep without a sub-command, `bench compare` with one
+        app.add_typer(bench_app, name="bench", short_help=short_help)
+    else:
+        app.command(short_help=short_help)(command)
 
 
 def main() -> None:

@@ -171,7 +171,10 @@ def bench(
     ] = 600.0,
     report: Annotated[
         Path | None,
-        typer.Option("--report", help="Write a CSV (one row per step), and plots, here."),
+        typer.Option(
+            "--report",
+            help="Save this run here (CSV, JSON) and plot every run saved here, one line each.",
+        ),
     ] = None,
     router_port: Annotated[
         int, typer.Option("--router-port", help="Cluster mode: the router's container port.")

@@ -17,6 +17,7 @@ from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import OutputOpt
 from pdctl.cli._output import OutputFormat
+from pdctl.errors import UsageError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -134,7 +135,16 @@ ParetoOpt = Annotated[
     typer.Option(
         "--pareto",
         help="Also list the PD layouts on the frontier of output tokens/s per GPU against TTFT "
-        "and ITL (no plot: matplotlib is not a pdctl dependency).",
+        "and ITL.",
+    ),
+]
+PlotOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--plot",
+        help="With --pareto: also draw the frontier into this PNG (tokens/s per GPU against TTFT "
+        "and ITL, the plan's layout marked; needs pip install 'pdctl[plot]').",
+        show_default=False,
     ),
 ]
 
@@ -380,7 +390,6 @@ def _print_pareto(front: list[dict[str, Any]]) -> None:
             "met" if p["meets_targets"] else "missed",
         )
     Console().print(table)
-    Console().print("(no plot: matplotlib is not a pdctl dependency)")
 
 
 @handle_errors
@@ -404,6 +413,7 @@ def plan(
     network_gbps: NetworkOpt = None,
     target_rate: TargetRateOpt = None,
     pareto: ParetoOpt = False,
+    plot: PlotOpt = None,
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Size a PD deployment: TP and replicas per role, memory, KV capacity and estimates.
@@ -431,17 +441,31 @@ def plan(
         network_gbps,
         target_rate,
     )
+    from pdctl.plan.frontier import Point  # lazy: start-up
     from pdctl.plan.frontier import pareto as frontier  # lazy: start-up
     from pdctl.plan.report import plan_dict  # lazy: start-up
 
+    if plot is not None and not pareto:
+        raise UsageError("--plot draws the Pareto frontier: give --pareto too")
     result, _ = build_plan(args, output, fallback=True)
-    front = [p.as_dict() for p in frontier(result.request)] if pareto else None
+    points = frontier(result.request) if pareto else None
+    front = None if points is None else [p.as_dict() for p in points]
+    drawn = None
+    if points is not None and plot is not None:
+        from pdctl.plan import frontier_plot  # lazy: start-up
+
+        title = f"{model} on up to {gpus} x {result.request.gpu.name}: the PD Pareto frontier"
+        drawn = frontier_plot.write(points, Point.of(result), plot, title)
     if output is OutputFormat.json:
         data = plan_dict(result)
         if front is not None:
             data["pareto"] = front
+        if drawn is not None:
+            data["pareto_plot"] = str(drawn)
         _output.as_json(data)
     else:
         print_plan(result)
         if front is not None:
             _print_pareto(front)
+        if drawn is not None:
+            _output.info(f"wrote {drawn}")

@@ -6,12 +6,25 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from pdctl.models.catalog import Gpu
 from pdctl.plan import sizing
-from pdctl.plan.layout import DoesNotFit, Plan, Request
+from pdctl.plan.layout import DoesNotFit, Estimates, Plan, Request, RolePlan
 from pdctl.plan.objective import need_tokens
+
+
+class Layout(Protocol):
+    """A PD layout with its estimates: a plan, or a candidate of the search."""
+
+    @property
+    def prefill(self) -> RolePlan: ...
+    @property
+    def decode(self) -> RolePlan: ...
+    @property
+    def estimates(self) -> Estimates: ...
+    @property
+    def meets(self) -> tuple[bool, ...]: ...
 
 
 @dataclass(frozen=True)
@@ -25,6 +38,20 @@ class Point:
     ttft_ms: float
     itl_ms: float
     meets: tuple[bool, ...]
+
+    @classmethod
+    def of(cls, layout: Layout) -> Point:
+        return cls(
+            layout.prefill.engine.tp,
+            layout.prefill.replicas,
+            layout.decode.engine.tp,
+            layout.decode.replicas,
+            layout.estimates.gpus,
+            layout.estimates.output_tokens_per_s_per_gpu,
+            layout.estimates.ttft_ms,
+            layout.estimates.itl_ms,
+            layout.meets,
+        )
 
     def dominates(self, other: Point) -> bool:
         """At least as good on all three (more throughput per GPU, less TTFT, less ITL) and better
@@ -51,20 +78,7 @@ def pareto(req: Request) -> list[Point]:
     """The PD layouts within req.gpus that no other layout beats on throughput per GPU, TTFT and
     ITL together, most throughput per GPU first."""
     fitting = [e for e in sizing.engines(req) if e.fits(need_tokens(req))]
-    points = {
-        Point(
-            c.prefill.engine.tp,
-            c.prefill.replicas,
-            c.decode.engine.tp,
-            c.decode.replicas,
-            c.estimates.gpus,
-            c.estimates.output_tokens_per_s_per_gpu,
-            c.estimates.ttft_ms,
-            c.estimates.itl_ms,
-            c.meets,
-        )
-        for c in sizing.every_layout(req, fitting)
-    }
+    points = {Point.of(c) for c in sizing.every_layout(req, fitting)}
     front = [p for p in points if not any(q.dominates(p) for q in points)]
     return sorted(front, key=lambda p: (-p.output_tokens_per_s_per_gpu, p.ttft_ms, p.gpus))
 
