@@ -10,10 +10,8 @@ from pdctl.plan import queueing
 from pdctl.plan.layout import AggregatedEstimates, Engine, Request
 from pdctl.plan.objective import context_floor, engine_counts, meets
 from pdctl.plan.roofline import (
-    decode_step_seconds,
     default_max_num_batched_tokens,
     default_max_num_seqs,
-    prefill_seconds,
 )
 
 
@@ -24,8 +22,8 @@ def _evaluate_aggregated(req: Request, e: Engine, n: int, batch: int) -> Aggrega
     others: ITL = step / (1 - share), share = the engine time other requests' prefills take at
     the load. TTFT = S + one step, plus the queue (pdctl.plan.queueing)."""
     w = req.workload
-    prefill_s = prefill_seconds(req.arch, req.gpu, e.tp, w.input_len)
-    step_s = decode_step_seconds(req.arch, req.gpu, e.tp, batch, w.mean_context, e.layout)
+    prefill_s = req.prefill_s(e.tp, w.input_len)
+    step_s = req.decode_step_s(e.tp, batch, w.mean_context, e.layout)
     capacity = n / (prefill_s + w.output_len * step_s / batch)
     others = (batch - 1) / batch
 
@@ -48,7 +46,7 @@ def _evaluate_aggregated(req: Request, e: Engine, n: int, batch: int) -> Aggrega
         itl_s = itl(w.rate)
     ttft_s = unqueued_s + load.queue_s
     chunk = min(w.input_len, default_max_num_batched_tokens(req.gpu))
-    stall_s = step_s + prefill_seconds(req.arch, req.gpu, e.tp, chunk)
+    stall_s = step_s + req.prefill_s(e.tp, chunk)
     return AggregatedEstimates(
         engine=e,
         replicas=n,

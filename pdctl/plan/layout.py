@@ -11,6 +11,7 @@ from pdctl.models import links
 from pdctl.models.catalog import Gpu
 from pdctl.models.config import ModelArch
 from pdctl.models.memory import GiB, KvLayout, Memory
+from pdctl.plan import roofline
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,19 @@ class Request:
     one_pair: bool = False  # the connector pairs one prefill pod with one decode pod
     hybrid_kv: bool = True  # sliding-window layers keep only their window (hybrid KV manager)
     network_gbps: float | None = None  # KV transfer bandwidth per GPU; default the GPU's NIC
+    # Multipliers on the roofline's prefill time and decode step, from `plan --calibrate` (a bench
+    # run on the user's own hardware, pdctl.plan.calibrate); 1.0: the estimate as it is.
+    prefill_scale: float = 1.0
+    decode_scale: float = 1.0
+
+    def prefill_s(self, tp: int, tokens: int, batch: int = 1) -> float:
+        """Seconds to prefill `batch` prompts of `tokens` on one engine of `tp` GPUs."""
+        return self.prefill_scale * roofline.prefill_seconds(self.arch, self.gpu, tp, tokens, batch)
+
+    def decode_step_s(self, tp: int, batch: int, context: int, layout: KvLayout) -> float:
+        """Seconds of one decode step of `batch` sequences of mean `context`."""
+        step = roofline.decode_step_seconds(self.arch, self.gpu, tp, batch, context, layout)
+        return self.decode_scale * step
 
     @property
     def link_gbps(self) -> float:
@@ -55,7 +69,7 @@ class Request:
     @property
     def link_description(self) -> str:
         if self.network_gbps:
-            return f"{self.network_gbps:g} GB/s per GPU (--network-gbps)"
+            return f"{self.network_gbps:g} GB/s per GPU (--network-gbps or --calibrate)"
         link = links.load().by_id(self.gpu.network)
         return (
             f"{link.gbps:g} GB/s per GPU, {link.name} (the usual {self.gpu.name} network; "

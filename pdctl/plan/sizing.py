@@ -29,13 +29,7 @@ from pdctl.plan.objective import (
     need_tokens,
     prompt_floor,
 )
-from pdctl.plan.roofline import (
-    DECODE_MATCH,
-    PREFILL_MATCH,
-    decode_step_seconds,
-    default_max_num_seqs,
-    prefill_seconds,
-)
+from pdctl.plan.roofline import DECODE_MATCH, PREFILL_MATCH, default_max_num_seqs
 
 
 def engines(req: Request, limit: int | None = None) -> list[Engine]:
@@ -58,7 +52,7 @@ def _decode_batch(req: Request, engine: Engine, replicas: int) -> tuple[int, flo
     batch = max(1, min(cap, default_max_num_seqs(req.gpu), math.ceil(w.concurrency / replicas)))
 
     def step(b: int) -> float:
-        return decode_step_seconds(req.arch, req.gpu, engine.tp, b, w.mean_context, engine.layout)
+        return req.decode_step_s(engine.tp, b, w.mean_context, engine.layout)
 
     if w.itl_ms is not None and step(batch) * 1000 > w.itl_ms:
         low, high = 1, batch  # step grows with the batch: the largest batch that meets --itl
@@ -75,6 +69,11 @@ def transfer_seconds(req: Request, decode: Engine) -> tuple[float, float]:
     per_rank = decode.layout.sequence_bytes(req.workload.input_len)
     bandwidth = req.link_gbps * 1e9
     return per_rank / bandwidth, per_rank
+
+
+def _bottleneck(prefill_rps: float, decode_rps: float, link_rps: float) -> str:
+    stages = {"prefill": prefill_rps, "decode": decode_rps, "kv-transfer": link_rps}
+    return min(stages, key=lambda stage: stages[stage])
 
 
 @dataclass(frozen=True)
@@ -99,11 +98,11 @@ class _Candidate:
 
 def _evaluate(req: Request, p: Engine, x: int, d: Engine, y: int) -> _Candidate:
     w = req.workload
-    prefill_s = prefill_seconds(req.arch, req.gpu, p.tp, w.input_len)
+    prefill_s = req.prefill_s(p.tp, w.input_len)
     batch, step_s = _decode_batch(req, d, y)
     held = d.layout.sequences(d.pool_bytes, w.total_len)  # as the table's "requests of" row
     alone = max(1, min(w.concurrency, default_max_num_seqs(req.gpu), held))
-    concurrency_step = decode_step_seconds(req.arch, req.gpu, d.tp, alone, w.mean_context, d.layout)
+    concurrency_step = req.decode_step_s(d.tp, alone, w.mean_context, d.layout)
     transfer_s, transfer_bytes = transfer_seconds(req, d)
     # A prefill engine whose KV holds one prompt at a time waits for decode to read it before it
     # starts the next one.
@@ -112,14 +111,17 @@ def _evaluate(req: Request, p: Engine, x: int, d: Engine, y: int) -> _Candidate:
     prefill_rps = 1 / service_s
     decode_rps = batch / (w.output_len * step_s)
     prefill_side, decode_side = x * prefill_rps * PREFILL_MATCH, y * decode_rps * DECODE_MATCH
-    rps = min(prefill_side, decode_side)
+    # Each decode engine reads one prompt's KV after another over its NIC: the link is a stage too
+    # (it binds at TCP speed: 16 requests in flight waited 8.7 s for KV on the H200 bench record).
+    link_rps = y / transfer_s
+    rps = min(prefill_side, decode_side, link_rps)
     unqueued_s = prefill_s + transfer_s + step_s
     load = queueing.under_load(
         servers=x,
         service_s=service_s,
         fixed_s=unqueued_s,
         decode_s=(w.output_len - 1) * step_s,
-        capacity=min(x * prefill_rps, y * decode_rps),  # the queue sees raw rates, not derated
+        capacity=min(x * prefill_rps, y * decode_rps, link_rps),  # raw rates, not derated
         rate=w.rate,
         concurrency=w.concurrency,
     )
@@ -139,7 +141,7 @@ def _evaluate(req: Request, p: Engine, x: int, d: Engine, y: int) -> _Candidate:
         decode_requests_per_s=decode_rps,
         requests_per_s=rps,
         output_tokens_per_s=rps * w.output_len,
-        bottleneck="prefill" if prefill_side < decode_side else "decode",
+        bottleneck=_bottleneck(prefill_side, decode_side, link_rps),
         concurrency_fits=held >= w.concurrency,
         ttft_unqueued_ms=unqueued_s * 1000,
         ttft_queue_ms=load.queue_s * 1000,
