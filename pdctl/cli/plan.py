@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from pdctl.plan.emit import Wiring
-    from pdctl.plan.layout import Plan
+    from pdctl.plan.layout import Plan, Request
 
 
 class KvCacheDtype(str, Enum):
@@ -121,6 +121,23 @@ NetworkOpt = Annotated[
     ),
 ]
 
+CalibrateOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--calibrate",
+        help="A `pdctl bench -o json` result from your own deployment: fit the prefill time, "
+        "decode step and KV link to its lowest --concurrency step (docs/sizing.md).",
+    ),
+]
+CalibrateAtOpt = Annotated[
+    int | None,
+    typer.Option("--calibrate-at", min=1, help="With --calibrate: the step's concurrency."),
+]
+CalibrateTpOpt = Annotated[
+    int,
+    typer.Option("--calibrate-tp", min=1, help="With --calibrate: the TP of the engines benched."),
+]
+
 TargetRateOpt = Annotated[
     float | None,
     typer.Option(
@@ -169,6 +186,24 @@ class PlanArgs:
     connector: str
     network_gbps: float | None
     target_rate: float | None = None
+    calibrate: Path | None = None
+    calibrate_at: int | None = None
+    calibrate_tp: int = 1
+
+    def calibration(self) -> Callable[[Request], Request] | None:
+        """With --calibrate: the function that fits the request to the bench file."""
+        if self.calibrate is None:
+            return None
+        from pdctl.bench import calibrate, runs  # lazy: start-up
+
+        path = self.calibrate
+        data = runs.read(path).data
+
+        def fitted(request: Request) -> Request:
+            found = calibrate.fit(data, request, self.calibrate_tp, str(path), self.calibrate_at)
+            return found.apply(request)
+
+        return fitted
 
     def build(self, router: str | None = None, fallback: bool = False) -> tuple[Plan, Wiring]:
         from pdctl.plan import Workload, make_plan, resolve_model  # lazy: start-up
@@ -198,6 +233,7 @@ class PlanArgs:
             network_gbps=self.network_gbps,
             fallback=fallback,
             target_rate=self.target_rate,
+            calibrate=self.calibration(),
         )
         return plan, wired
 
@@ -227,6 +263,8 @@ def print_plan(plan: Plan) -> None:
     data = plan_dict(plan)
     console = Console()
     model, gpu, request = data["model"], data["gpu"], data["request"]
+    for note in (data["assumptions"]["calibration"] or {}).get("notes", []):
+        console.print(f"Estimates {note}" if note.startswith("calibrated") else f"  {note}")
     active = f", {model['active_params_billion']}B active" if model["moe"] else ""
     console.print(
         f"{model['name']}: {model['params_billion']}B parameters{active}, "
@@ -412,6 +450,9 @@ def plan(
     connector: ConnectorOpt = "NixlConnector",
     network_gbps: NetworkOpt = None,
     target_rate: TargetRateOpt = None,
+    calibrate: CalibrateOpt = None,
+    calibrate_at: CalibrateAtOpt = None,
+    calibrate_tp: CalibrateTpOpt = 1,
     pareto: ParetoOpt = False,
     plot: PlotOpt = None,
     output: OutputOpt = OutputFormat.text,
@@ -440,6 +481,9 @@ def plan(
         connector,
         network_gbps,
         target_rate,
+        calibrate,
+        calibrate_at,
+        calibrate_tp,
     )
     from pdctl.plan.frontier import Point  # lazy: start-up
     from pdctl.plan.frontier import pareto as frontier  # lazy: start-up

@@ -7,6 +7,7 @@ values pipeline). `resolve_model` and `make_plan` tie them together for the CLI.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -65,11 +66,12 @@ def make_plan(
     network_gbps: float | None = None,
     fallback: bool = False,
     target_rate: float | None = None,
+    calibrate: Callable[[Request], Request] | None = None,
 ) -> Plan:
     """Plan `arch` on `gpus` GPUs of the catalog's `gpu_type` (DoesNotFit when it cannot; with
     `fallback`, GPUs too few for PD but enough for one engine plan aggregated serving with the
     smallest PD layout beside it; with `target_rate`, the fewest GPUs up to `gpus` that meet the
-    targets at that rate)."""
+    targets at that rate; `calibrate` adjusts the request's time estimates first)."""
     request = Request(
         arch=arch,
         gpu=catalog.gpu(gpu_type),
@@ -83,6 +85,8 @@ def make_plan(
         one_pair=one_pair,
         network_gbps=network_gbps,
     )
+    if calibrate is not None:
+        request = calibrate(request)
     others = list(catalog.gpus().values())
     if target_rate is not None:
         return fewest_gpus(request, target_rate, others)

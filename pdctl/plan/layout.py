@@ -50,6 +50,7 @@ class Request:
     # run on the user's own hardware, pdctl.plan.calibrate); 1.0: the estimate as it is.
     prefill_scale: float = 1.0
     decode_scale: float = 1.0
+    calibration: tuple[str, ...] = ()  # what the calibration changed, in words (for the report)
 
     def prefill_s(self, tp: int, tokens: int, batch: int = 1) -> float:
         """Seconds to prefill `batch` prompts of `tokens` on one engine of `tp` GPUs."""

@@ -202,6 +202,13 @@ def plan_dict(plan_: Plan) -> dict[str, Any]:
             "block_size": BLOCK_SIZE,
             "hybrid_kv_cache": req.hybrid_kv,
             "max_num_seqs": default_max_num_seqs(req.gpu),
+            "calibration": {
+                "prefill_scale": round(req.prefill_scale, 4),
+                "decode_scale": round(req.decode_scale, 4),
+                "notes": list(req.calibration),
+            }
+            if req.calibration
+            else None,
         },
         "verdict": {
             "pd": plan_.verdict,

@@ -159,6 +159,11 @@ def _evaluate(req: Request, p: Engine, x: int, d: Engine, y: int) -> _Candidate:
     )
 
 
+def evaluate_layout(req: Request, p: Engine, x: int, d: Engine, y: int) -> Estimates:
+    """The estimates of `x` prefill engines `p` and `y` decode engines `d` under req's workload."""
+    return _evaluate(req, p, x, d, y).estimates
+
+
 def _better(req: Request, a: _Candidate, b: _Candidate) -> bool:
     """Whether a beats b (the objective, docs/sizing.md): more targets met, then keeping the
     floors (prefill engines hold the prompt plus margin, decode engines CONTEXT_FLOOR), then
