@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from pdctl.bench import dataset
 from pdctl.bench import report as files
 from pdctl.bench.dataset import Entry
+from pdctl.bench.gauges import Sampler
 from pdctl.bench.run import run
 from pdctl.bench.summary import meets_slo, summarize
 from pdctl.bench.workload import (
@@ -28,6 +29,8 @@ from pdctl.bench.workload import (
 )
 from pdctl.cli.app import app
 from pdctl.errors import InputError, UsageError
+from pdctl.verify import metrics
+from pdctl.verify.report import Endpoint
 from pdctl.verify.timing import Timed
 from tests.doubles.router_stack import Stack, pd_stack
 from tests.doubles.vllm_engine import Behaviour
@@ -69,6 +72,28 @@ def test_slo_per_request() -> None:
     assert not meets_slo(_timed(101.0, []), 100.0, None)
     assert meets_slo(_timed(50.0, []), None, 1.0)  # one chunk: no gap to judge
     assert not meets_slo(Timed("failed"), None, None)
+
+
+def test_gauges_sum_queues_over_a_role_and_average_kv_usage() -> None:
+    engines = [Endpoint(n, "decode", f"http://{n}") for n in ("d0", "d1")]
+    engines.append(Endpoint("p0", "prefill", "http://p0"))
+    sampler = Sampler(engines, "m")
+
+    def page(waiting: float, usage: float) -> metrics.Scrape:
+        labels = 'model_name="m"'
+        return metrics.parse(
+            f"vllm:num_requests_waiting{{{labels}}} {waiting}\n"
+            f'vllm:num_requests_waiting{{model_name="other"}} 50\n'
+            f"vllm:kv_cache_usage_perc{{{labels}}} {usage}\n"
+        )
+
+    sampler.add({"d0": page(2, 0.2), "d1": page(4, 0.6), "p0": page(1, 0.1)})
+    sampler.add({"d0": page(0, 0.4), "d1": page(0, 0.4)})  # p0 unread this time
+    found = sampler.by_role()
+    assert found["decode"]["waiting"] == {"mean": 3.0, "max": 6.0, "samples": 2}
+    assert found["decode"]["kv_cache_usage"] == {"mean": 0.4, "max": 0.4, "samples": 2}
+    assert found["prefill"]["waiting"] == {"mean": 1.0, "max": 1.0, "samples": 1}
+    assert "running" not in found["decode"]  # not on these pages
 
 
 def test_no_slo_no_goodput() -> None:
@@ -196,6 +221,11 @@ def test_latencies_are_at_least_the_injected_delays(stack: Stack) -> None:
         assert decode["phase_mean_s"]["prefill"] >= DECODE_FIRST
         assert decode["phase_mean_s"]["decode"] >= (OUTPUT - 1) * DECODE_GAP
         assert decode["phase_mean_s"]["queue"] == 0.0
+        # gauges sampled while the step ran (the first sample comes at its start)
+        for role in (prefill, decode):
+            gauges = role["gauges"]
+            assert gauges["waiting"]["max"] == 0.0 and gauges["running"]["samples"] >= 1
+            assert gauges["kv_cache_usage"]["max"] == pytest.approx(0.1 * gauges["running"]["max"])
 
 
 def test_goodput_all_under_a_loose_slo_none_under_a_tight_one(stack: Stack) -> None:
@@ -234,6 +264,8 @@ def test_cli_json_csv_and_exit_code(stack: Stack, tmp_path: Path) -> None:
     assert missed.exit_code == 1, missed.output
     assert "TTFT p50/p90/p99 ms" in missed.stdout and "MISSED" in missed.stdout
     assert "missed at every load step" in missed.stderr
+    assert "[1/1] 1 in flight: sending ..." in missed.stderr  # progress as it runs
+    assert "[1/1] 1 in flight: 2 ok, 0 failed in" in missed.stderr
 
 
 def test_open_loop_steps_and_a_dataset_through_the_router(stack: Stack, tmp_path: Path) -> None:

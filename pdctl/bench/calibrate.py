@@ -65,7 +65,9 @@ def workload(step: dict[str, Any]) -> Workload:
 
 
 def _step(run: dict[str, Any], source: str, concurrency: int | None) -> dict[str, Any]:
-    steps = [s for s in run["steps"] if s.get("concurrency") and s["succeeded"]]
+    steps: list[dict[str, Any]] = [
+        s for s in run["steps"] if s.get("concurrency") and s["succeeded"]
+    ]
     if not steps:
         raise InputError(
             f"{source}: no closed-loop step with answered requests to calibrate from",
@@ -86,8 +88,8 @@ def _role(step: dict[str, Any], role: str) -> dict[str, Any]:
 
 
 def _decode_batch(step: dict[str, Any]) -> int:
-    decoders = _role(step, "decode").get("engines") or 1
-    return max(1, math.ceil(step["concurrency"] / decoders))
+    decoders = int(_role(step, "decode").get("engines") or 1)
+    return max(1, math.ceil(int(step["concurrency"]) / decoders))
 
 
 def fit(

@@ -51,6 +51,11 @@ def row(step: dict[str, Any]) -> dict[str, Any]:
         for key in ("kv_bytes", "kv_transfer_s", "kv_gbps"):
             if key in counted:
                 flat[f"{role}_{key}"] = counted[key]
+        for phase, seconds in sorted(counted.get("phase_mean_s", {}).items()):
+            flat[f"{role}_phase_mean_s_{phase}"] = seconds
+        for gauge, seen in sorted(counted.get("gauges", {}).items()):
+            flat[f"{role}_{gauge}_mean"] = seen["mean"]
+            flat[f"{role}_{gauge}_max"] = seen["max"]
     return flat
 
 

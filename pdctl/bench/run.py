@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import functools
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pdctl.bench import engines, summary
+from pdctl.bench.gauges import Sampler
 from pdctl.bench.load import run_open_step, run_step
 from pdctl.bench.workload import DatasetRequests, Prompts, Source, Workload
 from pdctl.errors import EnvironmentProblem
@@ -110,7 +112,12 @@ def _step(
     return step
 
 
-def run(targets: Targets, workload: Workload) -> Result:
+Progress = Callable[[int, int, "dict[str, Any] | None", "int | None", "float | None"], None]
+
+
+def run(targets: Targets, workload: Workload, progress: Progress | None = None) -> Result:
+    """Every step of the workload through the router. `progress(i, n, step, concurrency, rate)`
+    is called as step i of n starts (step None) and when it ended (its numbers)."""
     router = targets.router.url
     if router is None:
         raise EnvironmentProblem(f"the router cannot be reached: {targets.router.error}")
@@ -121,10 +128,18 @@ def run(targets: Targets, workload: Workload) -> Result:
         connector = resolve_connector(workload.connector, list(pages.values()))
         result = Result(router, model, connector.name, workload, problems=problems)
         dataset = None if workload.dataset is None else DatasetRequests(workload.dataset)
-        for concurrency, rate in workload.steps:
+        for index, (concurrency, rate) in enumerate(workload.steps, start=1):
+            if progress:
+                progress(index, len(workload.steps), None, concurrency, rate)
             before, _ = scrape_all(http, targets.engines)
-            step = _step(url, workload, model, concurrency, rate, dataset)
+            with Sampler(targets.engines, model) as sampler:
+                step = _step(url, workload, model, concurrency, rate, dataset)
             after, _ = scrape_all(http, targets.engines)
             step["engines"] = engines.by_role(targets.engines, before, after, model, connector)
+            for role, gauges in sampler.by_role().items():
+                if role in step["engines"]:
+                    step["engines"][role]["gauges"] = gauges
             result.steps.append(step)
+            if progress:
+                progress(index, len(workload.steps), step, concurrency, rate)
     return result

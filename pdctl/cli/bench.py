@@ -30,6 +30,22 @@ def _ms(stat: dict[str, float] | None, key: str) -> str:
     return "-" if not stat else f"{stat[key]:.1f}"
 
 
+def _progress(
+    index: int, steps: int, step: dict[str, Any] | None, concurrency: int | None, rate: float | None
+) -> None:
+    """A line on stderr as each step starts and ends (the table comes at the end)."""
+    load = f"{rate:g} req/s" if rate is not None else f"{concurrency} in flight"
+    if step is None:
+        _output.info(f"[{index}/{steps}] {load}: sending ...")
+        return
+    ttft, itl = step["ttft_ms"] or {}, step["itl_ms"] or {}
+    _output.info(
+        f"[{index}/{steps}] {load}: {step['succeeded']} ok, {step['errors']} failed in "
+        f"{step['duration_s']:.1f} s; TTFT p50 {ttft.get('p50', 0):.0f} ms, "
+        f"ITL p50 {itl.get('p50', 0):.1f} ms"
+    )
+
+
 def _load(step: dict[str, Any]) -> str:
     """A step's load: `8 in flight` (closed loop) or `2.5 req/s` (open loop)."""
     if step["rate"] is not None:
@@ -214,7 +230,7 @@ def bench(
     with resolve_targets(
         url, prefill_url or [], decode_url or [], release, namespace, router_port, engine_port
     ) as found:
-        result = run(found, workload)
+        result = run(found, workload, None if output is OutputFormat.json else _progress)
     payload: dict[str, Any] = result.as_dict()
     if report is not None:
         written = files.write(result, report)

@@ -29,6 +29,13 @@ PHASE_SECONDS = {
     "prefill": "vllm:request_prefill_time_seconds",
     "decode": "vllm:request_decode_time_seconds",
 }
+# vLLM's gauges of what an engine holds now (v1 engine): requests queued and running, and the
+# share of its KV cache blocks in use (0 to 1).
+GAUGES = {
+    "waiting": "vllm:num_requests_waiting",
+    "running": "vllm:num_requests_running",
+    "kv_cache_usage": "vllm:kv_cache_usage_perc",
+}
 SOURCE_LABEL = "source"
 LOCAL_COMPUTE = "local_compute"
 LOCAL_CACHE_HIT = "local_cache_hit"

@@ -28,7 +28,8 @@ through it and `pdctl verify` can read it like a real engine:
   counters `vllm:nixl_num_failed_transfers`, `vllm:nixl_num_failed_notifications`, moved by the
   engine that reads the KV (the decode: NixlConnector pulls); the request phase histograms
   `vllm:request_{queue,prefill,decode}_time_seconds` (queue always 0, prefill the first-token
-  delay, decode the rest of the request).
+  delay, decode the rest of the request); the gauges `vllm:num_requests_running`,
+  `vllm:num_requests_waiting` (always 0) and `vllm:kv_cache_usage_perc` (0.1 per running request).
 
 Misbehaviour, set on `Behaviour` (also while running):
 - `recompute`: a decode ignores `kv_transfer_params` and computes the whole prompt itself;
@@ -72,6 +73,7 @@ PREFILL_REQUEST_PARAMS: dict[str, Any] = {
     "remote_port": None,
 }
 BYTES_PER_TOKEN = 2 * 28 * 8 * 128 * 2  # K and V, layers x kv heads x head dim x bf16 (made up)
+KV_USAGE_PER_REQUEST = 0.1  # vllm:kv_cache_usage_perc per running request (made up); none wait
 _BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0)
 _BYTE_BUCKETS = (1e4, 1e5, 1e6, 1e7, 1e8, 1e9)
 _DESC_BUCKETS = (1.0, 10.0, 100.0, 1000.0, 10000.0)
@@ -311,10 +313,17 @@ class VllmEngineDouble:
         labels = f'engine="0",model_name="{self.model}"'
         with self._lock:
             c = self._counters
+            usage = min(c.running * KV_USAGE_PER_REQUEST, 1.0)
             out = [
                 "# HELP vllm:num_requests_running Number of requests in model execution batches.",
                 "# TYPE vllm:num_requests_running gauge",
                 f"vllm:num_requests_running{{{labels}}} {float(c.running)}",
+                "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.",
+                "# TYPE vllm:num_requests_waiting gauge",
+                f"vllm:num_requests_waiting{{{labels}}} 0.0",
+                "# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.",
+                "# TYPE vllm:kv_cache_usage_perc gauge",
+                f"vllm:kv_cache_usage_perc{{{labels}}} {usage}",
                 "# HELP vllm:prompt_tokens_total Number of prefill tokens processed.",
                 "# TYPE vllm:prompt_tokens_total counter",
                 f"vllm:prompt_tokens_total{{{labels}}} {float(c.prompt_tokens)}",
