@@ -99,3 +99,18 @@ def test_plan_cli_calibrates_and_says_so(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text("{}")
     bad = runner.invoke(app, [*base, "--calibrate", str(tmp_path / "bad.json")])
     assert bad.exit_code == 1 and "not a pdctl bench result" in bad.stderr
+
+
+def test_init_writes_the_calibrated_plan_and_says_so(tmp_path: Path) -> None:
+    out = tmp_path / "values.yaml"
+    args = ["init", "-m", "meta-llama/Llama-3.1-8B-Instruct", "--gpus", "2", "--gpu-type", "H200"]
+    args += ["--offline", "--input-len", "2048", "--output-len", "128", "--concurrency", "16"]
+    done = runner.invoke(app, [*args, "--calibrate", str(PD), "--out", str(out)])
+    assert done.exit_code == 0, done.output
+    text = out.read_text()
+    assert f"--calibrate {PD}" in text  # the command that writes it again
+    assert "#   (prefill x0.79: 47.7 ms measured per 2048-token prompt" in text
+    assert "(kv-transfer-bound)" in text
+    target = runner.invoke(app, [*args, "--target-rate", "1", "--out", "-", "-o", "json"])
+    assert target.exit_code == 0, target.output
+    assert json.loads(target.stdout)["plan"]["objective"]["target_rate"] == 1.0

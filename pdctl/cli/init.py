@@ -13,6 +13,9 @@ from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import NamespaceOpt, OutputOpt, ReleaseOpt
 from pdctl.cli._output import OutputFormat
 from pdctl.cli.plan import (
+    CalibrateAtOpt,
+    CalibrateOpt,
+    CalibrateTpOpt,
     ConcurrencyOpt,
     ConnectorOpt,
     GpusOpt,
@@ -30,6 +33,7 @@ from pdctl.cli.plan import (
     OutputLenOpt,
     PlanArgs,
     RateOpt,
+    TargetRateOpt,
     TtftOpt,
     UtilizationOpt,
     build_plan,
@@ -99,6 +103,10 @@ def init(
         ),
     ] = None,
     network_gbps: NetworkOpt = None,
+    target_rate: TargetRateOpt = None,
+    calibrate: CalibrateOpt = None,
+    calibrate_at: CalibrateAtOpt = None,
+    calibrate_tp: CalibrateTpOpt = 1,
     node_selector: Annotated[
         list[str] | None,
         typer.Option(
@@ -138,6 +146,10 @@ def init(
         offline,
         connector,
         network_gbps,
+        target_rate,
+        calibrate,
+        calibrate_at,
+        calibrate_tp,
     )
     selector = _node_selector(node_selector or [])
     plan, wired = build_plan(args, output, router)
@@ -159,6 +171,10 @@ def init(
             ("--gpu-memory-utilization", gpu_memory_utilization, 0.9),
             ("--connector", connector, "NixlConnector"),
             ("--network-gbps", network_gbps, None),
+            ("--target-rate", target_rate, None),
+            ("--calibrate", calibrate, None),
+            ("--calibrate-at", calibrate_at, None),
+            ("--calibrate-tp", calibrate_tp, 1),
             ("--node-selector", node_selector or [], []),
             ("--release", release, "pd"),
             ("--namespace", namespace, "default"),

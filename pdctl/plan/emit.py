@@ -232,6 +232,7 @@ def context(plan: layout.Plan, options: InitOptions, out: Path | None) -> dict[s
         "decode_batch": e.decode_batch,
         "transfer_ms": f"{e.kv_transfer_ms:.1f}",
         "transfer_link": req.link_description,
+        "calibration": req.calibration,
         "ttft_ms": f"{e.ttft_ms:.0f}",
         "rps": f"{e.requests_per_s:.2f}",
         "bottleneck": e.bottleneck,
