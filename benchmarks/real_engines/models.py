@@ -19,7 +19,7 @@ import json
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -96,8 +96,14 @@ def main() -> int:
     parser.add_argument("--record", type=Path, default=Path("models-record.json"))
     parser.add_argument("--only", action="append", default=[], help="model name (repeatable)")
     parser.add_argument("--startup-timeout", type=float, default=420.0)
+    parser.add_argument("--layers", type=int, help="layers to keep, for every model chosen")
+    parser.add_argument("--utilization", type=float, help="for every model chosen")
     args = parser.parse_args()
-    chosen = [m for m in MODELS if not args.only or m.name in args.only]
+    chosen = [
+        replace(m, layers=args.layers or m.layers, utilization=args.utilization or m.utilization)
+        for m in MODELS
+        if not args.only or m.name in args.only
+    ]
     work = Path(tempfile.mkdtemp(prefix="real-engines-models-"))
     processes = run.Processes(work)
     record: dict[str, Any] = {
