@@ -173,3 +173,14 @@ def test_start_all_reports_each_process(tmp_path: Path) -> None:
         processes.stop()
     assert started["good"] is None
     assert started["bad"] is not None and "exited with 3" in started["bad"]
+
+
+def test_the_warm_up_runs_the_prefill_shape_before_it_is_timed() -> None:
+    """The 2026-12-02 MoE prefill figures were taken while Triton compiled the fused-MoE kernels
+    for the prefill batch (the warm-up had only short prompts): the warm-up now sends the prefill
+    load's own shape, with prompts of its own series (no prefix-cache hits on the timed ones)."""
+    timed = run.ALONE_PREFILL
+    assert any(
+        w.prompt_len == timed.prompt_len and w.concurrency == timed.concurrency for w in run.WARM_UP
+    )
+    assert all(measure.seed("warm-up", w) != measure.seed("prefill", timed) for w in run.WARM_UP)

@@ -79,7 +79,7 @@ def engine(model: Model, index: int, folder: Path) -> local.Process:
 
 def measure_one(process: local.Process, vocab: int) -> dict[str, Any]:
     model = process.name
-    measure.run(process.url, model, measure.Load(256, 8, 8, 16), vocab, "warm-up")
+    run.warm_up(process.url, model, vocab)
     return {
         "prefill": measure.run(process.url, model, run.ALONE_PREFILL, vocab, "prefill"),
         "decode": {

@@ -51,6 +51,20 @@ PD_LOADS = [measure.Load(2048, 64, c, max(2 * c, 8)) for c in (1, 4, 16)]
 # One request at a time at growing prompts: the KV transfer's time against its size (link model).
 PD_SIZES = [measure.Load(n, 16, 1, 3) for n in (2048, 8192, 32768)]
 DECODE_BATCHES = (1, 16, 64)
+# Before timing: short requests, then one round of the prefill load's own shape, so that kernels
+# compiled on first use of a batch shape (Triton's fused MoE, on MoE models) compile here and not
+# inside a timed window (the 2026-12-02 MoE run, benchmarks/records/real-engines-h200-moe-mla.json).
+WARM_UP = (
+    measure.Load(256, 8, 8, 16),
+    measure.Load(ALONE_PREFILL.prompt_len, 1, ALONE_PREFILL.concurrency, ALONE_PREFILL.concurrency),
+)
+
+
+def warm_up(url: str, model: str, vocab: int) -> None:
+    for load in WARM_UP:
+        measure.run(url, model, load, vocab, "warm-up")
+
+
 # `--phase bench`: pdctl bench's sweep through the router and to one engine alone.
 BENCH_CONCURRENCY = "1,4,16"
 BENCH_REQUESTS = 16  # per step
@@ -264,7 +278,7 @@ def alone_phase(plan: dict[str, Any], processes: Processes, timeout: float) -> d
     engine.argv = local.set_flag(engine.argv, "--gpu-memory-utilization", f"{rendered:g}")
     model, vocab = served_model(engine), vocab_size()
     processes.start(engine, timeout, {})
-    measure.run(engine.url, model, measure.Load(256, 8, 8, 16), vocab, "warm-up")
+    warm_up(engine.url, model, vocab)
     part: dict[str, Any] = {"engine": engine.name, "argv": engine.argv}
     part["prefill"] = measure.run(engine.url, model, ALONE_PREFILL, vocab, "prefill")
     part["decode"] = {
