@@ -82,17 +82,50 @@ def test_entries_from_our_own_runs_cite_a_kept_record_holding_the_figure() -> No
     for entry in own:
         record = (ROOT / entry.source.url).read_text(encoding="utf-8")
         for value in entry.measured.values():
-            assert f"{value:g}" in record, f"{entry.id}: {value} is not in {entry.source.url}"
+            shown = (f"{value:g}", str(value))
+            assert any(v in record for v in shown), f"{entry.id}: {value} not in {entry.source.url}"
     assert {e.use for e in own} == {"fit", "check"}
 
 
-def test_held_out_measurements_of_our_own_run_are_within_ten_percent() -> None:
-    """Scored: only the entries kept aside (`use: check`); the fitted ones set the factors."""
+# Issue 20's acceptance per model kind: estimated time within 10% of the measured (dense), 25%
+# (MoE), 35% (MLA).
+TOLERANCE = {"dense": 0.10, "moe": 0.25, "mla": 0.35}
+
+
+def _kind(comparison: Comparison) -> str:
+    arch = comparison.entry.arch()
+    return "mla" if arch.mla else "moe" if arch.moe else "dense"
+
+
+def test_held_out_measurements_of_our_own_runs_are_within_the_acceptance() -> None:
+    """Scored: only the entries kept aside (`use: check`); the fitted ones set the factors
+    (pdctl/plan/efficiency.py). Each kind of model has held-out entries of its own."""
     own = [c for c in COMPARISONS if c.entry.id.startswith("pdstack-")]
     held_out = [c for c in own if c.entry.use == "check"]
     assert held_out and len(held_out) < len(own)
+    assert {_kind(c) for c in held_out} == set(TOLERANCE)
+    assert {c.metric for c in held_out if _kind(c) == "moe"} == {"tpotMs", "prefillTokensPerS"}
     for comparison in held_out:
-        assert 0.9 <= comparison.ratio <= 1.1, (comparison.entry.id, comparison.ratio)
+        tolerance = TOLERANCE[_kind(comparison)]
+        assert abs(comparison.ratio - 1) <= tolerance, (comparison.entry.id, comparison.ratio)
+
+
+def test_a_cut_model_keeps_its_leading_dense_layers_and_drops_the_mtp_layer() -> None:
+    entry = next(e for e in measurements.measurements().entries if e.id.endswith("v3-5l-decode-1"))
+    arch = entry.arch()
+    assert (arch.layers, arch.moe.dense_layers, arch.extra_layers) == (5, 3, 0)  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="not 99"):
+        measurements.cut(arch, 99)
+
+
+def test_prefill_throughput_is_one_forward_of_the_prompts_a_step_holds() -> None:
+    entries = measurements.measurements().entries
+    entry = next(e for e in entries if "prefillTokensPerS" in e.measured)
+    assert measurements.prompts_per_step(entry) == 4  # 8,192-token budget, 2,048-token prompts
+    arch, gpu = entry.arch(), entry.gpu_entry()
+    forward = roofline.prefill_seconds(arch, gpu, entry.tp, 2048, 4)
+    estimate = measurements.estimate_ms(entry, "prefillTokensPerS")
+    assert estimate == pytest.approx(4 * 2048 / forward)
 
 
 def test_every_entry_names_real_conditions() -> None:
@@ -118,8 +151,8 @@ def test_every_entry_names_real_conditions() -> None:
 def test_estimate_over_measured_stays_in_its_observed_band(comparison: Comparison) -> None:
     low, high = measurements.measurements().bands[comparison.metric]
     assert low <= comparison.ratio <= high, (
-        f"{comparison.entry.id} {comparison.metric}: estimated {comparison.estimated_ms:.1f} ms, "
-        f"measured {comparison.measured_ms:.1f} ms, ratio {comparison.ratio:.2f} is outside "
+        f"{comparison.entry.id} {comparison.metric}: estimated {comparison.estimated:.1f}, "
+        f"measured {comparison.measured:.1f}, ratio {comparison.ratio:.2f} is outside "
         f"[{low}, {high}]: the model changed; say why in docs/sizing.md and the bands"
     )
 

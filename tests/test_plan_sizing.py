@@ -113,12 +113,14 @@ def test_valid_tps_follow_heads_and_kv_heads() -> None:
 def test_roofline_close_to_the_reference_illustration() -> None:
     """A6: Llama-3.1-70B BF16 on H100, ISL 8000, MFU 0.5, bandwidth 0.8, B 64: a TP4 prefill
     engine does about 14k tokens/s, a TP4 decode step takes about 29 ms. Ours adds attention
-    FLOPs and all-reduces, so it is a little slower."""
+    FLOPs and all-reduces, so it is a little slower, and Hopper's step costs per layer and per
+    sequence measured on the H200 (pdctl/plan/efficiency.py), which the illustration leaves out:
+    about 3 ms of a 64-sequence step of 80 layers."""
     llama, h100 = arch("llama-3.1-70b"), catalog.gpu("H100-80GB")
     prefill = 8000 / roofline.prefill_seconds(llama, h100, 4, 8000)
     assert 0.8 * 14000 <= prefill <= 14000
     step = roofline.decode_step_seconds(llama, h100, 4, 64, 8250, memory.kv_layout(llama, 4))
-    assert step * 1000 == pytest.approx(29, rel=0.15)
+    assert 29 <= step * 1000 <= 29 * 1.2
 
 
 def test_70b_on_8_h100_sizes_prefill_for_the_prompt() -> None:

@@ -12,7 +12,13 @@ TP rather than the one the planner would pick):
 - tpotMs: one decode step at `concurrency` sequences of mean context input + output / 2
   (`decode_step_seconds`, the plan's `decode_step_ms`);
 - batchLatencyMs: vLLM's offline latency benchmark, one prefill forward of the whole batch, then
-  output - 1 decode steps at the batch.
+  output - 1 decode steps at the batch;
+- prefillTokensPerS: prompt tokens per second of one engine kept busy with `concurrency` prompts
+  in flight: vLLM packs as many whole prompts into a step as its token budget
+  (--max-num-batched-tokens) holds, so the estimate is one forward of that many prompts.
+
+An entry with `layers` describes a run of its catalog model cut to that many layers (dummy
+weights): the estimate is for the same cut model.
 
 `python -m pdctl.plan.measurements` prints the table docs/sizing.md carries (a test keeps the page
 equal to it).
@@ -34,7 +40,15 @@ from pdctl.plan import roofline
 
 MEASUREMENTS_FILE = CATALOG_DIR / "measurements.yaml"
 # Metric keys of the data file, with the name the table shows.
-METRICS = {"ttftMs": "TTFT", "tpotMs": "TPOT", "batchLatencyMs": "batch latency"}
+METRICS = {
+    "ttftMs": "TTFT",
+    "tpotMs": "TPOT",
+    "batchLatencyMs": "batch latency",
+    "prefillTokensPerS": "prefill tok/s",
+}
+# Metrics that are rates: their ratio is taken the other way round, so that every ratio compares
+# times (under 1: the planner is faster than the run).
+RATES = {"prefillTokensPerS"}
 TABLE_BEGIN = "<!-- measurements table: python -m pdctl.plan.measurements -->"
 TABLE_END = "<!-- end of measurements table -->"
 
@@ -61,17 +75,20 @@ class Measurement:
     output_len: int
     concurrency: int  # requests in flight, or the offline batch
     harness: str
-    measured: dict[str, float]  # metric -> milliseconds
+    measured: dict[str, float]  # metric -> milliseconds (tokens per second for the rates)
     published: str
     notes: str
     use: str = "check"  # "fit": a figure the planner's factors are fitted to; "check": kept aside
+    layers: int | None = None  # the served model cut to this many layers
 
     def arch(self) -> ModelArch:
         found = catalog.find_model(self.model)
         if found is None:
             raise ValueError(f"measurement {self.id}: model {self.model} is not in the catalog")
         arch = found.arch
-        return replace(arch, weight_dtype=self.weight_dtype) if self.weight_dtype else arch
+        if self.weight_dtype:
+            arch = replace(arch, weight_dtype=self.weight_dtype)
+        return cut(arch, self.layers) if self.layers else arch
 
     def gpu_entry(self) -> Gpu:
         found = catalog.gpus().get(self.gpu)
@@ -105,6 +122,7 @@ def _measurement(key: str, data: dict[str, Any]) -> Measurement:
         published=" ".join(str(data["published"]).split()),
         notes=" ".join(str(data.get("notes", "")).split()),
         use=data.get("use", "check"),
+        layers=data.get("layers"),
     )
     unknown = set(entry.measured) - set(METRICS)
     if unknown:
@@ -134,8 +152,27 @@ def measurements() -> Measurements:
     return load()
 
 
+def cut(arch: ModelArch, layers: int) -> ModelArch:
+    """`arch` with its first `layers` layers only, as a config.json with num_hidden_layers lowered
+    loads (leading dense layers of an MoE kept first; no multi-token-prediction layer)."""
+    if layers > arch.layers:
+        raise ValueError(f"{arch.name} has {arch.layers} layers, not {layers}")
+    moe = arch.moe and replace(arch.moe, dense_layers=min(arch.moe.dense_layers, layers))
+    window = arch.sliding_window
+    if window:
+        window = replace(window, layers=min(window.layers, layers))
+    return replace(arch, layers=layers, moe=moe, sliding_window=window, extra_layers=0)
+
+
+def prompts_per_step(entry: Measurement) -> int:
+    """Whole prompts of the entry's input one vLLM step takes (its default token budget)."""
+    budget = roofline.default_max_num_batched_tokens(entry.gpu_entry())
+    return max(1, min(entry.concurrency, budget // entry.input_len))
+
+
 def estimate_ms(entry: Measurement, metric: str) -> float:
-    """The planner's estimate of `metric` under the entry's conditions, in milliseconds."""
+    """The planner's estimate of `metric` under the entry's conditions, in milliseconds (tokens
+    per second for prefillTokensPerS)."""
     arch, gpu, tp = entry.arch(), entry.gpu_entry(), entry.tp
     context = entry.input_len + entry.output_len // 2
     layout = memory.kv_layout(arch, tp)
@@ -147,6 +184,10 @@ def estimate_ms(entry: Measurement, metric: str) -> float:
         return 1000 * roofline.prefill_seconds(arch, gpu, tp, entry.input_len)
     if metric == "tpotMs":
         return 1000 * step()
+    if metric == "prefillTokensPerS":
+        prompts = prompts_per_step(entry)
+        forward = roofline.prefill_seconds(arch, gpu, tp, entry.input_len, prompts)
+        return prompts * entry.input_len / forward
     if metric == "batchLatencyMs":
         prefill = roofline.prefill_seconds(arch, gpu, tp, entry.input_len, entry.concurrency)
         return 1000 * (prefill + (entry.output_len - 1) * step())
@@ -157,13 +198,16 @@ def estimate_ms(entry: Measurement, metric: str) -> float:
 class Comparison:
     entry: Measurement
     metric: str
-    measured_ms: float
-    estimated_ms: float
+    measured: float
+    estimated: float
 
     @property
     def ratio(self) -> float:
-        """estimate / measured: under 1 when the planner is faster than the real run."""
-        return self.estimated_ms / self.measured_ms
+        """Estimated time over measured time (estimate / measured, or measured / estimate for a
+        rate): under 1 when the planner is faster than the real run."""
+        if self.metric in RATES:
+            return self.measured / self.estimated
+        return self.estimated / self.measured
 
 
 def compare(data: Measurements | None = None) -> list[Comparison]:
@@ -179,7 +223,8 @@ def compare(data: Measurements | None = None) -> list[Comparison]:
 def _model_label(entry: Measurement) -> str:
     name = entry.served_model.split(" (")[0].split(",")[0].split("/")[-1]
     dtype = entry.weight_dtype or entry.arch().weight_dtype
-    return f"{name} {dtype.upper()}"
+    cut_to = f", {entry.layers} layers" if entry.layers else ""
+    return f"{name} {dtype.upper()}{cut_to}"
 
 
 def _workload(entry: Measurement) -> str:
@@ -198,7 +243,7 @@ def render_table(comparisons: list[Comparison] | None = None) -> str:
     rows = [
         TABLE_BEGIN,
         "",
-        "| id | model, GPU | engine | workload | metric | measured ms | estimated ms | ratio |",
+        "| id | model, GPU | engine | workload | metric | measured | estimated | ratio |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for c in comparisons if comparisons is not None else compare():
@@ -209,8 +254,8 @@ def render_table(comparisons: list[Comparison] | None = None) -> str:
         use = " (fit)" if e.use == "fit" else ""
         rows.append(
             f"| [{e.id}]({url}){use} | {_model_label(e)}, {e.gpu} TP{e.tp} | {engine} | "
-            f"{_workload(e)} | {METRICS[c.metric]} | {_number(c.measured_ms)} | "
-            f"{_number(c.estimated_ms)} | {c.ratio:.2f} |"
+            f"{_workload(e)} | {METRICS[c.metric]} | {_number(c.measured)} | "
+            f"{_number(c.estimated)} | {c.ratio:.2f} |"
         )
     bands = ", ".join(
         f"{METRICS[metric]} {low:g}-{high:g}"

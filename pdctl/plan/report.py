@@ -14,12 +14,10 @@ from pdctl.models.memory import (
     weight_bytes,
 )
 from pdctl.models.pods import pod
+from pdctl.plan import efficiency
 from pdctl.plan.layout import Plan, RolePlan
 from pdctl.plan.roofline import (
-    ALLREDUCE_LATENCY_S,
-    BANDWIDTH_EFFICIENCY,
     DECODE_MATCH,
-    MFU,
     PREFILL_MATCH,
     default_max_num_seqs,
 )
@@ -120,6 +118,7 @@ def _role_dict(plan_: Plan, role: RolePlan) -> dict[str, Any]:
 def plan_dict(plan_: Plan) -> dict[str, Any]:
     """The JSON of `pdctl plan -o json`; field names are documented in docs/sizing.md."""
     req, arch, e, w = plan_.request, plan_.request.arch, plan_.estimates, plan_.request.workload
+    eff = efficiency.for_gpu(req.gpu)
     p = params(arch)
     return {
         "schema_version": 1,
@@ -195,10 +194,11 @@ def plan_dict(plan_: Plan) -> dict[str, Any]:
         "objective": objective(plan_),
         "aggregated": aggregated_dict(plan_),
         "assumptions": {
-            "mfu": MFU,
-            "bandwidth_efficiency": BANDWIDTH_EFFICIENCY,
+            "mfu": eff.dense_gemm,
+            "bandwidth_efficiency": eff.bandwidth,
             "rate_matching": {"prefill": PREFILL_MATCH, "decode": DECODE_MATCH},
-            "allreduce_latency_us": ALLREDUCE_LATENCY_S * 1e6,
+            "allreduce_latency_us": eff.allreduce_latency_s * 1e6,
+            "efficiency": eff.as_dict(),
             "block_size": BLOCK_SIZE,
             "hybrid_kv_cache": req.hybrid_kv,
             "max_num_seqs": default_max_num_seqs(req.gpu),

@@ -1,33 +1,22 @@
-"""Time estimates from a roofline model: prefill is compute-bound (FLOPs over TP x peak x MFU,
-plus TP all-reduces over the GPU link), decode is bandwidth-bound (weights and KV read per step
-over HBM bandwidth x efficiency). Pure functions; docs/sizing.md writes the model down."""
+"""Time estimates from a roofline model: prefill is compute-bound (FLOPs over TP x peak x the
+share of peak each operation class reaches, plus TP all-reduces over the GPU link), decode is
+bandwidth-bound (weights and KV read per step over HBM bandwidth x efficiency, plus the step's
+costs). The factors are per GPU generation, in efficiency.py. Pure functions; docs/sizing.md
+writes the model down."""
 
 from __future__ import annotations
 
 from pdctl.models.catalog import Gpu
 from pdctl.models.config import ModelArch
 from pdctl.models.memory import KvLayout, linear_bytes, params, weight_bytes
+from pdctl.plan import efficiency
 
-# ---- efficiency factors and engine constants (docs/sizing.md: "Efficiency factors") ----------
-# Share of dense peak tensor throughput a prefill reaches: the assumption of the reference's worked
-# example (sizing-bench A6, "MFU 0.5"), not a measurement.
-MFU = 0.5
-# Share of peak HBM bandwidth decode reaches: aiconfigurator's mem_bw_empirical_scaling_factor
-# (systems/*.yaml; sizing-bench A4, A7).
-BANDWIDTH_EFFICIENCY = 0.8
+# ---- engine constants (the efficiency factors are per operation class and GPU generation, in
+# efficiency.py; docs/sizing.md: "Efficiency factors")
 # Rate matching derates of aiconfigurator's sdk/picking.py (sizing-bench A4):
 # seq/s = min(prefill seq/s x 0.9, decode seq/s x 0.92).
 PREFILL_MATCH = 0.9
 DECODE_MATCH = 0.92
-# Latency of one all-reduce: aiconfigurator's p2p_latency (systems/*.yaml, "10us").
-ALLREDUCE_LATENCY_S = 10e-6
-# What a decode step costs beyond its HBM and compute time (scheduling, sampling, kernel launches,
-# streaming), fixed plus per sequence: fitted to this project's real-engine run, one H200 with
-# vLLM 0.26.0 (measurements pdstack-h200-llama-3.1-8b-decode-1 and -decode-64, `use: fit`); held
-# out: -decode-16 and the published entries (docs/sizing.md, "Compared with measurements"). Mostly
-# host-side work, so applied to every GPU; one model on one GPU fitted it.
-STEP_OVERHEAD_S = 0.97e-3
-STEP_OVERHEAD_PER_SEQUENCE_S = 11e-6
 
 
 def _peak_flops(arch: ModelArch, gpu: Gpu) -> float:
@@ -66,17 +55,36 @@ def allreduce_seconds(arch: ModelArch, gpu: Gpu, tp: int, tokens: int) -> float:
         return 0.0
     size = tokens * arch.hidden_size * 2
     ring = 2 * (tp - 1) / tp * size / (gpu.link_gbps * 1e9)
-    return 2 * arch.layers * (ring + ALLREDUCE_LATENCY_S)
+    return 2 * arch.layers * (ring + efficiency.for_gpu(gpu).allreduce_latency_s)
+
+
+def expert_share(arch: ModelArch, gpu: Gpu, tp: int) -> float:
+    """Share of peak the routed expert GEMMs reach in prefill: the generation's MoE factor, lowered
+    in step with each GPU's slice of an expert (hidden x expert intermediate / TP) below the size
+    where it was measured full."""
+    eff = efficiency.for_gpu(gpu)
+    if not arch.moe or not eff.moe_full_size:
+        return eff.moe_experts
+    size = arch.hidden_size * arch.moe.expert_intermediate_size / tp
+    return eff.moe_experts * min(1.0, size / eff.moe_full_size)
 
 
 def prefill_seconds(arch: ModelArch, gpu: Gpu, tp: int, tokens: int, batch: int = 1) -> float:
     """`batch` prompts of `tokens` each in one forward on one engine (one prompt unless said):
-    compute-bound, plus the TP all-reduces."""
+    compute-bound, each operation class at its share of peak, plus the TP all-reduces."""
+    eff = efficiency.for_gpu(gpu)
     p = params(arch)
-    flops = batch * (2 * p.compute * tokens + attention_flops(arch, tokens))
-    return flops / (tp * _peak_flops(arch, gpu) * MFU) + allreduce_seconds(
-        arch, gpu, tp, batch * tokens
-    )
+    peak = tp * _peak_flops(arch, gpu)
+    attention = batch * attention_flops(arch, tokens)
+    experts = 2 * batch * tokens * p.active_experts
+    dense = 2 * batch * tokens * p.compute - experts
+    if arch.mla and eff.mla_prefill:
+        compute_s = (dense + experts + attention) / (peak * eff.mla_prefill)
+    else:
+        compute_s = dense / (peak * eff.dense_gemm) + attention / (peak * eff.attention)
+        if experts:
+            compute_s += experts / (peak * expert_share(arch, gpu, tp))
+    return compute_s + allreduce_seconds(arch, gpu, tp, batch * tokens)
 
 
 def experts_touched(experts: int, active: int, batch: int) -> float:
@@ -93,24 +101,37 @@ def decode_step_seconds(
     layout: KvLayout,
 ) -> float:
     """One decode step of `batch` sequences of mean `context` on one engine: the larger of the
-    HBM time (weights and KV read) and the compute time, plus the TP all-reduces and the step's
-    overhead."""
+    HBM time (weights and KV read; routed experts at their own efficiency) and the compute time,
+    plus the TP all-reduces and the step's costs per layer and sequence; at least the host's
+    share of a step."""
+    eff = efficiency.for_gpu(gpu)
     p = params(arch)
     linear = linear_bytes(arch.weight_dtype)
-    dense_part = weight_bytes(arch) - 2 * p.embedding  # the lookup reads only `batch` rows
-    read = dense_part
+    dense_read = weight_bytes(arch) - 2 * p.embedding  # the lookup reads only `batch` rows
+    expert_read, moe_layers = 0.0, 0
     if arch.moe:
         moe = arch.moe
         expert_bytes = linear * p.experts
         touched = experts_touched(moe.experts, moe.active_experts, batch) / moe.experts
-        read = dense_part - expert_bytes + expert_bytes * touched
+        dense_read -= expert_bytes
+        expert_read = expert_bytes * touched
+        moe_layers = arch.layers - moe.dense_layers
     kv_read = batch * layout.sequence_bytes(context)
-    memory_s = (read / tp + kv_read) / (gpu.hbm_tbps * 1e12 * BANDWIDTH_EFFICIENCY)
+    hbm = gpu.hbm_tbps * 1e12
+    memory_s = (dense_read / tp + kv_read) / (hbm * eff.bandwidth) + expert_read / tp / (
+        hbm * eff.moe_expert_bandwidth
+    )
     attention = 2 * batch * context * arch.heads * _attention_dims(arch) * arch.layers
     flops = 2 * batch * (p.compute + p.embedding) + attention  # logits for every sequence
-    compute_s = flops / (tp * _peak_flops(arch, gpu) * MFU)
-    overhead_s = STEP_OVERHEAD_S + STEP_OVERHEAD_PER_SEQUENCE_S * batch
-    return max(memory_s, compute_s) + allreduce_seconds(arch, gpu, tp, batch) + overhead_s
+    compute_s = flops / (tp * _peak_flops(arch, gpu) * eff.dense_gemm)
+    overhead_s = (
+        eff.step_fixed_s
+        + eff.step_per_layer_s * (arch.layers - moe_layers)
+        + eff.step_per_moe_layer_s * moe_layers
+        + eff.step_per_sequence_s * batch
+    )
+    gpu_s = max(memory_s, compute_s) + allreduce_seconds(arch, gpu, tp, batch) + overhead_s
+    return max(eff.step_floor_s, gpu_s)
 
 
 def default_max_num_seqs(gpu: Gpu) -> int:

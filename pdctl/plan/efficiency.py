@@ -1,0 +1,113 @@
+"""Efficiency factors of the roofline, per operation class and per GPU generation, each with its
+source (docs/sizing.md, "Efficiency factors"). roofline.py reads them; `pdctl plan -o json` prints
+the ones a plan used under `assumptions`.
+
+Only Hopper (H100, H200) has been measured: this project's real vLLM 0.26.0 runs on one H200
+(benchmarks/records/real-engines-h200-1gpu.json, real-engines-h200-moe-mla.json), scored through
+the measurements catalog (pdctl/models/catalog/measurements.yaml: `use: fit` entries set the
+factors below, `use: check` entries are kept aside and scored by
+tests/test_plan_measurements.py). Every other generation keeps the defaults the planner had
+before any measurement (DEFAULT): assumptions from the reference and aiconfigurator, not fits.
+`python scripts/fit_efficiency.py` recomputes the fitted Hopper values from the fit entries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from pdctl.models.catalog import Gpu
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Shares of peak each operation class reaches, and the decode step's fixed costs."""
+
+    generation: str
+    # ---- prefill (compute): share of the dense peak (FP8 peak for FP8 checkpoints)
+    dense_gemm: float  # attention projections, dense MLPs, shared experts, routers
+    attention: float  # QK^T and PV of the prompt
+    moe_experts: float  # routed expert GEMMs, experts of at least `moe_full_size`
+    moe_full_size: float  # hidden x expert intermediate / TP under which expert GEMMs slow in step
+    mla_prefill: float | None  # the whole forward of an MLA model; None: the classes above
+    # ---- decode (HBM): share of the peak bandwidth
+    bandwidth: float  # dense weights and KV
+    moe_expert_bandwidth: float  # routed expert weights a step touches
+    # ---- decode step costs beyond HBM and compute time
+    step_fixed_s: float
+    step_per_layer_s: float  # per dense layer (kernels of attention and MLP)
+    step_per_moe_layer_s: float  # per MoE layer (routing, sorting, grouped GEMMs)
+    step_per_sequence_s: float
+    step_floor_s: float  # the host's share of a step (scheduling, sampling): a step takes at least
+    # ---- communication
+    allreduce_latency_s: float  # one all-reduce; bandwidth: the GPU catalog's link (linkGBps)
+    source: str
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+# Before any measurement, and still for every generation not measured (Ampere, Ada, Blackwell,
+# AMD CDNA3):
+DEFAULT = Efficiency(
+    generation="default",
+    # MFU 0.5: the reference's worked example (sizing-bench A6), an assumption; also for attention
+    # and MoE experts (no class measured apart).
+    dense_gemm=0.5,
+    attention=0.5,
+    moe_experts=0.5,
+    moe_full_size=0.0,
+    mla_prefill=None,
+    # aiconfigurator's mem_bw_empirical_scaling_factor (systems/*.yaml; sizing-bench A4, A7).
+    bandwidth=0.8,
+    moe_expert_bandwidth=0.8,
+    # Fitted to the dense H200 run (pdstack-h200-llama-3.1-8b-decode-1 and -64) before the MoE
+    # runs; applied unchanged to the generations not measured.
+    step_fixed_s=0.97e-3,
+    step_per_layer_s=0.0,
+    step_per_moe_layer_s=0.0,
+    step_per_sequence_s=11e-6,
+    step_floor_s=0.0,
+    # aiconfigurator's p2p_latency (systems/*.yaml, "10us"); not measured here (all runs TP 1).
+    allreduce_latency_s=10e-6,
+    source="assumptions (reference A6, aiconfigurator); step costs fitted on the dense H200 run",
+)
+
+# Hopper, fitted to vLLM 0.26.0 on one H200 (entries pdstack-h200-*; `use: fit` named per factor).
+HOPPER = Efficiency(
+    generation="hopper",
+    # pdstack-h200-llama-3.1-8b-ttft-2048 (fit, ratio 0.99): MFU 0.5 held.
+    dense_gemm=0.5,
+    attention=0.5,  # not measured apart from the dense GEMMs
+    # vLLM's fused MoE (Triton, BF16) reaches 0.29 of the dense peak on experts of 4096 x 14336
+    # (pdstack-h200-mixtral-8x7b-8l-prefill-2048, fit) and 0.4 of that on Qwen3-30B-A3B's
+    # 2048 x 768 (pdstack-h200-qwen3-30b-a3b-24l-prefill-2048, fit): the share falls in step with
+    # hidden x expert intermediate below 3.9M (per GPU: TP splits each expert; TP > 1 not measured).
+    moe_experts=0.29,
+    moe_full_size=3.9e6,
+    # DeepSeek-V3 as vLLM 0.26.0 ran it without DeepGEMM (block-FP8 CUTLASS/Triton linear layers,
+    # Triton FP8 MoE, MLA prefill): 0.078 of the FP8 peak over the whole forward
+    # (pdstack-h200-deepseek-v3-5l-prefill-2048, fit; the one MLA model measured, so no MLA
+    # prefill is held out). DeepGEMM, vLLM's default where installed, should be faster.
+    mla_prefill=0.078,
+    bandwidth=0.8,  # aiconfigurator's factor; the dense decode steps fit with it
+    # Decode steps of Llama-3.1-8B, Qwen3-30B-A3B, Mixtral-8x7B and Qwen3-235B-A22B at 1 and 64
+    # sequences (pdstack-h200-*-decode-1 and -decode-64, fit; least squares on the ratio):
+    moe_expert_bandwidth=0.89,
+    step_fixed_s=0.0,
+    step_per_layer_s=24e-6,
+    step_per_moe_layer_s=65e-6,
+    step_per_sequence_s=19e-6,
+    step_floor_s=1.77e-3,  # vLLM schedules the next step while the GPU runs this one
+    allreduce_latency_s=10e-6,  # as DEFAULT: no TP > 1 run measured
+    source=(
+        "fitted to vLLM 0.26.0 on one H200 (measurements pdstack-h200-*, use: fit; "
+        "docs/sizing.md 'Efficiency factors')"
+    ),
+)
+
+# GPU catalog names of each measured generation; any other GPU gets DEFAULT.
+GENERATIONS = {"H100-80GB": HOPPER, "H100-80GB-PCIE": HOPPER, "H200": HOPPER}
+
+
+def for_gpu(gpu: Gpu) -> Efficiency:
+    return GENERATIONS.get(gpu.name, DEFAULT)
