@@ -4,11 +4,11 @@ entry under the result, fitted and held out apart.
 
     python scripts/fit_efficiency.py
 
-Prefill: each MoE or MLA factor is solved (bisection) so that its one fit entry's ratio is 1:
-the expert share on Mixtral's wide experts, then the size under which it falls on Qwen3-30B-A3B's
-narrow ones, then the MLA forward on DeepSeek-V3. Decode: the expert weight-read efficiency and
-the step costs by least squares of ratio - 1 over the fit decode entries (a seeded random search:
-no solver dependency). The values in efficiency.py are these, rounded.
+Decode only: the expert weight-read efficiency and the step costs by least squares of ratio - 1
+over the fit decode entries (a seeded random search: no solver dependency). The values in
+efficiency.py are these, rounded. No prefill factor is fitted: the MoE and MLA prefill series of
+2026-12-02 are lower bounds (efficiency.py says why); once the harness measures them again, solve
+each prefill factor so that its fit entry's ratio is 1.
 """
 
 from __future__ import annotations
@@ -22,11 +22,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pdctl.plan import efficiency, measurements  # noqa: E402
 
-PREFILL = (  # field, its fit entry, search range
-    ("moe_experts", "pdstack-h200-mixtral-8x7b-8l-prefill-2048", (0.01, 1.0)),
-    ("moe_full_size", "pdstack-h200-qwen3-30b-a3b-24l-prefill-2048", (1e5, 1e8)),
-    ("mla_prefill", "pdstack-h200-deepseek-v3-5l-prefill-2048", (0.005, 1.0)),
-)
 DECODE = (  # field, search range
     ("moe_expert_bandwidth", (0.3, 1.0)),
     ("step_per_layer_s", (0.0, 100e-6)),
@@ -45,23 +40,9 @@ def ratios(factors: efficiency.Efficiency, entries: list[measurements.Measuremen
     ]
 
 
-def solve(factors: efficiency.Efficiency, field: str, entry, span) -> efficiency.Efficiency:
-    low, high = span
-    for _ in range(60):
-        middle = (low * high) ** 0.5
-        ratio = ratios(replace(factors, **{field: middle}), [entry])[0]
-        # More share, faster estimate (ratio down); a larger full size, slower (ratio up).
-        too_slow = ratio > 1 if field != "moe_full_size" else ratio < 1
-        low, high = (middle, high) if too_slow else (low, middle)
-    return replace(factors, **{field: (low * high) ** 0.5})
-
-
 def main() -> None:
     data = measurements.measurements().entries
-    by_id = {e.id: e for e in data}
     factors = efficiency.HOPPER
-    for field, entry_id, span in PREFILL:
-        factors = solve(factors, field, by_id[entry_id], span)
     fit = [e for e in data if e.gpu == "H200" and e.use == "fit" and "tpotMs" in e.measured]
 
     def score(f: efficiency.Efficiency) -> float:
@@ -79,7 +60,7 @@ def main() -> None:
             best, best_score = candidate, candidate_score
         if round_ % 3000 == 2999:
             steps = [step / 4 for step in steps]
-    for field, *_ in PREFILL + DECODE:
+    for field, _ in DECODE:
         kept = getattr(efficiency.HOPPER, field)
         print(f"{field:24} {getattr(best, field):.4g}  (efficiency.py: {kept:.4g})")
     print(f"least squares over {len(fit)} fit decode entries: {best_score:.4f}")

@@ -5,6 +5,7 @@ ratios."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -104,7 +105,8 @@ def test_held_out_measurements_of_our_own_runs_are_within_the_acceptance() -> No
     held_out = [c for c in own if c.entry.use == "check"]
     assert held_out and len(held_out) < len(own)
     assert {_kind(c) for c in held_out} == set(TOLERANCE)
-    assert {c.metric for c in held_out if _kind(c) == "moe"} == {"tpotMs", "prefillTokensPerS"}
+    # MoE prefill is not scored: its only measurements are lower bounds (the next test)
+    assert {c.metric for c in held_out if _kind(c) == "moe"} == {"tpotMs"}
     for comparison in held_out:
         tolerance = TOLERANCE[_kind(comparison)]
         assert abs(comparison.ratio - 1) <= tolerance, (comparison.entry.id, comparison.ratio)
@@ -118,9 +120,45 @@ def test_a_cut_model_keeps_its_leading_dense_layers_and_drops_the_mtp_layer() ->
         measurements.cut(arch, 99)
 
 
+LOWER_BOUNDS = ROOT / "benchmarks/records/real-engines-h200-moe-mla.json"
+CATALOG_NAMES = {
+    "qwen3-30b-a3b": "Qwen/Qwen3-30B-A3B",
+    "mixtral-8x7b": "mistralai/Mixtral-8x7B-Instruct-v0.1",
+    "deepseek-v3": "deepseek-ai/DeepSeek-V3",
+    "qwen3-235b-a22b": "Qwen/Qwen3-235B-A22B",
+}
+
+
+def _prefill_entry(model: str, layers: int, tokens_per_s: float) -> measurements.Measurement:
+    """A prefill measurement of models.py's shape (2,048-token prompts, 32 in flight)."""
+    decode = next(e for e in measurements.measurements().entries if e.id.endswith("24l-decode-1"))
+    return replace(
+        decode,
+        model=model,
+        layers=layers,
+        input_len=2048,
+        output_len=1,
+        concurrency=32,
+        measured={"prefillTokensPerS": tokens_per_s},
+    )
+
+
+def test_moe_prefill_estimates_are_not_below_the_measured_lower_bounds() -> None:
+    """The MoE/MLA prefill series of 2026-12-02 ran with Triton compiling the fused-MoE kernels
+    inside the timed window (the record's notes): each is a lower bound of the engine's rate, so
+    an estimate below one is wrong (as the 0.29 expert share once fitted to them was: 27.3k
+    tokens/s for the full Qwen3-30B-A3B, measured at least 46.2k)."""
+    record = json.loads(LOWER_BOUNDS.read_text())
+    series = [(n, v) for n, v in record["models"].items()]
+    series.append(("qwen3-30b-a3b", record["full_depth"]["qwen3-30b-a3b"]))
+    for name, found in series:
+        bound = found["prefill"]["prompt_tokens_per_s"]
+        entry = _prefill_entry(CATALOG_NAMES[name], found["layers"], bound)
+        assert measurements.estimate_ms(entry, "prefillTokensPerS") >= bound, (name, bound)
+
+
 def test_prefill_throughput_is_one_forward_of_the_prompts_a_step_holds() -> None:
-    entries = measurements.measurements().entries
-    entry = next(e for e in entries if "prefillTokensPerS" in e.measured)
+    entry = _prefill_entry("Qwen/Qwen3-30B-A3B", 24, 1.0)
     assert measurements.prompts_per_step(entry) == 4  # 8,192-token budget, 2,048-token prompts
     arch, gpu = entry.arch(), entry.gpu_entry()
     forward = roofline.prefill_seconds(arch, gpu, entry.tp, 2048, 4)
@@ -139,8 +177,9 @@ def test_every_entry_names_real_conditions() -> None:
         assert entry.measured and set(entry.measured) <= set(data.bands)
     for low, high in data.bands.values():
         assert 0 < low < high
-    # the comparison covers each metric, dense and MoE models, NVIDIA and AMD parts
-    assert {c.metric for c in COMPARISONS} == set(METRICS)
+    # the comparison covers each metric (prefillTokensPerS has no entry until MoE prefill is
+    # measured again: its first series were lower bounds), dense and MoE models, NVIDIA and AMD
+    assert {c.metric for c in COMPARISONS} == set(METRICS) - {"prefillTokensPerS"}
     assert any(e.arch().moe for e in data.entries)
     assert {catalog.gpu(e.gpu).vendor for e in data.entries} == {"nvidia", "amd"}
 
