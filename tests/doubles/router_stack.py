@@ -22,7 +22,8 @@ from pdctl.verify.targets import from_urls
 from tests.doubles.vllm_engine import Behaviour, KvRegistry, VllmEngineDouble
 from tests.helpers import stop
 
-ROUTER = Path(sys.executable).parent / "vllm-router"
+# The venv's console script; VLLM_ROUTER names another (the GPU host installs it elsewhere).
+ROUTER = Path(os.environ.get("VLLM_ROUTER") or Path(sys.executable).parent / "vllm-router")
 
 
 def free_port() -> int:
