@@ -4,11 +4,12 @@ entry under the result, fitted and held out apart.
 
     python scripts/fit_efficiency.py
 
-Decode only: the expert weight-read efficiency and the step costs by least squares of ratio - 1
-over the fit decode entries (a seeded random search: no solver dependency). The values in
-efficiency.py are these, rounded. No prefill factor is fitted: the MoE and MLA prefill series of
-2026-12-02 are lower bounds (efficiency.py says why); once the harness measures them again, solve
-each prefill factor so that its fit entry's ratio is 1.
+Prefill: the dense BF16 share solved (bisection) so that the dense prefill throughput entry's
+ratio is 1, then the request overhead as that engine's TTFT alone less its prefill. Decode: the
+expert weight-read efficiency and the step costs by least squares of ratio - 1 over the fit decode
+entries (a seeded random search: no solver dependency). The values in efficiency.py are these,
+rounded. No MoE or MLA prefill factor is fitted: their series of 2026-12-02 are lower bounds
+(efficiency.py says why); once the harness measures them again, solve each the same way.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pdctl.plan import efficiency, measurements  # noqa: E402
 
+DENSE_PREFILL = "pdstack-h200-llama-3.1-8b-prefill-2048"
+DENSE_TTFT = "pdstack-h200-llama-3.1-8b-ttft-2048"
 DECODE = (  # field, search range
     ("moe_expert_bandwidth", (0.3, 1.0)),
     ("step_per_layer_s", (0.0, 100e-6)),
@@ -40,9 +43,25 @@ def ratios(factors: efficiency.Efficiency, entries: list[measurements.Measuremen
     ]
 
 
+def fit_prefill(
+    factors: efficiency.Efficiency, by_id: dict[str, measurements.Measurement]
+) -> efficiency.Efficiency:
+    """The dense share (more share, faster: ratio down), then the request overhead."""
+    low, high = 0.05, 1.0
+    for _ in range(60):
+        middle = (low + high) / 2
+        ratio = ratios(replace(factors, dense_gemm=middle), [by_id[DENSE_PREFILL]])[0]
+        low, high = (middle, high) if ratio > 1 else (low, middle)
+    factors = replace(factors, dense_gemm=(low + high) / 2, request_overhead_s=0.0)
+    ttft = by_id[DENSE_TTFT]
+    efficiency.GENERATIONS["H200"] = factors
+    prefill_ms = measurements.estimate_ms(ttft, "ttftMs")
+    return replace(factors, request_overhead_s=(ttft.measured["ttftMs"] - prefill_ms) / 1000)
+
+
 def main() -> None:
     data = measurements.measurements().entries
-    factors = efficiency.HOPPER
+    factors = fit_prefill(efficiency.HOPPER, {e.id: e for e in data})
     fit = [e for e in data if e.gpu == "H200" and e.use == "fit" and "tpotMs" in e.measured]
 
     def score(f: efficiency.Efficiency) -> float:
@@ -60,7 +79,7 @@ def main() -> None:
             best, best_score = candidate, candidate_score
         if round_ % 3000 == 2999:
             steps = [step / 4 for step in steps]
-    for field, _ in DECODE:
+    for field in ("dense_gemm", "request_overhead_s", *(f for f, _ in DECODE)):
         kept = getattr(efficiency.HOPPER, field)
         print(f"{field:24} {getattr(best, field):.4g}  (efficiency.py: {kept:.4g})")
     print(f"least squares over {len(fit)} fit decode entries: {best_score:.4f}")

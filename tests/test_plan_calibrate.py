@@ -44,7 +44,7 @@ def test_fit_on_one_request_in_flight(run: dict[str, Any], request_: Request) ->
     step = run["steps"][0]
     prefill = step["engines"]["prefill"]["phase_mean_s"]["prefill"]
     assert fitted.prefill_scale == pytest.approx(prefill / request_.prefill_s(1, 2048))
-    assert 0.7 < fitted.prefill_scale < 0.9 and 0.95 < fitted.decode_scale <= 1.0
+    assert 0.9 < fitted.prefill_scale < 1.0 and 0.95 < fitted.decode_scale <= 1.0
     applied = fitted.apply(request_)
     assert applied.link_gbps == 0.486 and applied.prefill_s(1, 2048) == pytest.approx(prefill)
     assert fitted.notes[0] == "calibrated to pd.json at concurrency 1"
@@ -93,7 +93,7 @@ def test_plan_cli_calibrates_and_says_so(tmp_path: Path) -> None:
     data = json.loads(done.stdout)
     assert plain["assumptions"]["calibration"] is None
     calibration = data["assumptions"]["calibration"]
-    assert 0.7 < calibration["prefill_scale"] < 0.9
+    assert 0.9 < calibration["prefill_scale"] < 1.0
     assert any("KV link 0.486 GB/s measured" in n for n in calibration["notes"])
     assert data["estimates"]["bottleneck"] == "kv-transfer"
     assert data["estimates"]["ttft_ms"] > 10 * plain["estimates"]["ttft_ms"]
@@ -112,7 +112,7 @@ def test_init_writes_the_calibrated_plan_and_says_so(tmp_path: Path) -> None:
     assert done.exit_code == 0, done.output
     text = out.read_text()
     assert f"--calibrate {PD}" in text  # the command that writes it again
-    assert "#   (prefill x0.79: 47.7 ms measured per 2048-token prompt" in text
+    assert "#   (prefill x0.97: 47.7 ms measured per 2048-token prompt" in text
     assert "(kv-transfer-bound)" in text
     target = runner.invoke(app, [*args, "--target-rate", "1", "--out", "-", "-o", "json"])
     assert target.exit_code == 0, target.output

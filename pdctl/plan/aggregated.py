@@ -12,6 +12,7 @@ from pdctl.plan.objective import context_floor, engine_counts, meets
 from pdctl.plan.roofline import (
     default_max_num_batched_tokens,
     default_max_num_seqs,
+    request_overhead_seconds,
 )
 
 
@@ -31,7 +32,7 @@ def _evaluate_aggregated(req: Request, e: Engine, n: int, batch: int) -> Aggrega
         share = min(throughput / n * prefill_s * others, 0.95)
         return step_s / (1 - share)
 
-    unqueued_s = prefill_s + step_s
+    unqueued_s = prefill_s + step_s + request_overhead_seconds(req.gpu)
     itl_s = itl(capacity)
     load = queueing.under_load(
         servers=n,

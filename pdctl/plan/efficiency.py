@@ -25,6 +25,7 @@ class Efficiency:
     generation: str
     # ---- prefill (compute): share of the dense peak (FP8 peak for FP8 checkpoints)
     dense_gemm: float  # attention projections, dense MLPs, shared experts, routers
+    fp8_gemm: float  # the same GEMMs of an FP8 checkpoint, as a share of the FP8 peak
     attention: float  # QK^T and PV of the prompt
     moe_experts: float  # routed expert GEMMs, experts of at least `moe_full_size`
     moe_full_size: float  # hidden x expert intermediate / TP under which expert GEMMs slow in step
@@ -38,6 +39,9 @@ class Efficiency:
     step_per_moe_layer_s: float  # per MoE layer (routing, sorting, grouped GEMMs)
     step_per_sequence_s: float
     step_floor_s: float  # the host's share of a step (scheduling, sampling): a step takes at least
+    # ---- a request's own time outside the GPU before its first token (HTTP, tokenizing, the
+    # engine's input queue, streaming the token back): added to TTFT, not to a busy engine's rate
+    request_overhead_s: float
     # ---- communication
     allreduce_latency_s: float  # one all-reduce; bandwidth: the GPU catalog's link (linkGBps)
     source: str
@@ -53,6 +57,7 @@ DEFAULT = Efficiency(
     # MFU 0.5: the reference's worked example (sizing-bench A6), an assumption; also for attention
     # and MoE experts (no class measured apart).
     dense_gemm=0.5,
+    fp8_gemm=0.5,
     attention=0.5,
     moe_experts=0.5,
     moe_full_size=0.0,
@@ -67,6 +72,7 @@ DEFAULT = Efficiency(
     step_per_moe_layer_s=0.0,
     step_per_sequence_s=11e-6,
     step_floor_s=0.0,
+    request_overhead_s=0.0,
     # aiconfigurator's p2p_latency (systems/*.yaml, "10us"); not measured here (all runs TP 1).
     allreduce_latency_s=10e-6,
     source="assumptions (reference A6, aiconfigurator); step costs fitted on the dense H200 run",
@@ -75,8 +81,14 @@ DEFAULT = Efficiency(
 # Hopper, fitted to vLLM 0.26.0 on one H200 (entries pdstack-h200-*; `use: fit` named per factor).
 HOPPER = Efficiency(
     generation="hopper",
-    # pdstack-h200-llama-3.1-8b-ttft-2048 (fit, ratio 0.99): MFU 0.5 held.
-    dense_gemm=0.5,
+    # Llama-3.1-8B prefilling 2,048-token prompts back to back, 4 per step: 41.7k tokens/s
+    # (pdstack-h200-llama-3.1-8b-prefill-2048, fit). Held out: vLLM's own prefill phase of one
+    # such prompt in the bench run, 47.7 ms on a GPU shared with the decode engine
+    # (real-engines-h200-1gpu-bench.json; 49.2 ms estimated, attention at its own share).
+    dense_gemm=0.616,
+    # Not measured here: kept at 0.5 of the FP8 peak, which NIM's Llama-3.3-70B FP8 on H100 at
+    # 5,000-token prompts agrees with within 3% (nim-h100-llama-3.3-70b-fp8-5000-500, check).
+    fp8_gemm=0.5,
     attention=0.5,  # not measured apart from the dense GEMMs
     # Routed experts: not fitted. The MoE prefill series of 2026-12-02 are lower bounds: Triton
     # compiled the fused-MoE kernels for the prefill batch inside the timed window (the record's
@@ -99,6 +111,9 @@ HOPPER = Efficiency(
     step_per_moe_layer_s=65e-6,
     step_per_sequence_s=19e-6,
     step_floor_s=1.77e-3,  # vLLM schedules the next step while the GPU runs this one
+    # TTFT of one such prompt alone (pdstack-h200-llama-3.1-8b-ttft-2048, fit: 60.45 ms) less its
+    # prefill at the shares here (49.2 ms): scripts/fit_efficiency.py.
+    request_overhead_s=11.3e-3,
     allreduce_latency_s=10e-6,  # as DEFAULT: no TP > 1 run measured
     source=(
         "fitted to vLLM 0.26.0 on one H200 (measurements pdstack-h200-*, use: fit; "

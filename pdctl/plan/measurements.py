@@ -181,7 +181,8 @@ def estimate_ms(entry: Measurement, metric: str) -> float:
         return roofline.decode_step_seconds(arch, gpu, tp, entry.concurrency, context, layout)
 
     if metric == "ttftMs":
-        return 1000 * roofline.prefill_seconds(arch, gpu, tp, entry.input_len)
+        prefill = roofline.prefill_seconds(arch, gpu, tp, entry.input_len)
+        return 1000 * (prefill + roofline.request_overhead_seconds(gpu))
     if metric == "tpotMs":
         return 1000 * step()
     if metric == "prefillTokensPerS":

@@ -26,6 +26,13 @@ def _peak_flops(arch: ModelArch, gpu: Gpu) -> float:
     return gpu.bf16_tflops * 1e12
 
 
+def _gemm_share(arch: ModelArch, gpu: Gpu) -> float:
+    """The dense GEMMs' share of the peak _peak_flops picks: FP8 GEMMs have a class of their own."""
+    eff = efficiency.for_gpu(gpu)
+    fp8 = arch.weight_dtype == "fp8" and bool(gpu.fp8_tflops)
+    return eff.fp8_gemm if fp8 else eff.dense_gemm
+
+
 def _attention_dims(arch: ModelArch) -> int:
     """d_qk + d_v summed per head (MLA prefill computes the uncompressed heads)."""
     if arch.mla:
@@ -81,10 +88,15 @@ def prefill_seconds(arch: ModelArch, gpu: Gpu, tp: int, tokens: int, batch: int 
     if arch.mla and eff.mla_prefill:
         compute_s = (dense + experts + attention) / (peak * eff.mla_prefill)
     else:
-        compute_s = dense / (peak * eff.dense_gemm) + attention / (peak * eff.attention)
+        compute_s = dense / (peak * _gemm_share(arch, gpu)) + attention / (peak * eff.attention)
         if experts:
             compute_s += experts / (peak * expert_share(arch, gpu, tp))
     return compute_s + allreduce_seconds(arch, gpu, tp, batch * tokens)
+
+
+def request_overhead_seconds(gpu: Gpu) -> float:
+    """A request's time outside the GPU before its first token (efficiency.py)."""
+    return efficiency.for_gpu(gpu).request_overhead_s
 
 
 def experts_touched(experts: int, active: int, batch: int) -> float:
@@ -123,7 +135,7 @@ def decode_step_seconds(
     )
     attention = 2 * batch * context * arch.heads * _attention_dims(arch) * arch.layers
     flops = 2 * batch * (p.compute + p.embedding) + attention  # logits for every sequence
-    compute_s = flops / (tp * _peak_flops(arch, gpu) * eff.dense_gemm)
+    compute_s = flops / (tp * _peak_flops(arch, gpu) * _gemm_share(arch, gpu))
     overhead_s = (
         eff.step_fixed_s
         + eff.step_per_layer_s * (arch.layers - moe_layers)

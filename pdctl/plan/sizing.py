@@ -29,7 +29,12 @@ from pdctl.plan.objective import (
     need_tokens,
     prompt_floor,
 )
-from pdctl.plan.roofline import DECODE_MATCH, PREFILL_MATCH, default_max_num_seqs
+from pdctl.plan.roofline import (
+    DECODE_MATCH,
+    PREFILL_MATCH,
+    default_max_num_seqs,
+    request_overhead_seconds,
+)
 
 
 def engines(req: Request, limit: int | None = None) -> list[Engine]:
@@ -115,7 +120,7 @@ def _evaluate(req: Request, p: Engine, x: int, d: Engine, y: int) -> _Candidate:
     # (it binds at TCP speed: 16 requests in flight waited 8.7 s for KV on the H200 bench record).
     link_rps = y / transfer_s
     rps = min(prefill_side, decode_side, link_rps)
-    unqueued_s = prefill_s + transfer_s + step_s
+    unqueued_s = prefill_s + transfer_s + step_s + request_overhead_seconds(req.gpu)
     load = queueing.under_load(
         servers=x,
         service_s=service_s,
