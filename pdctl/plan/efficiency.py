@@ -27,8 +27,7 @@ class Efficiency:
     dense_gemm: float  # attention projections, dense MLPs, shared experts, routers
     fp8_gemm: float  # the same GEMMs of an FP8 checkpoint, as a share of the FP8 peak
     attention: float  # QK^T and PV of the prompt
-    moe_experts: float  # routed expert GEMMs, experts of at least `moe_full_size`
-    moe_full_size: float  # hidden x expert intermediate / TP under which expert GEMMs slow in step
+    moe_experts: float  # routed expert GEMMs
     mla_prefill: float | None  # the whole forward of an MLA model; None: the classes above
     # ---- decode (HBM): share of the peak bandwidth
     bandwidth: float  # dense weights and KV
@@ -60,7 +59,6 @@ DEFAULT = Efficiency(
     fp8_gemm=0.5,
     attention=0.5,
     moe_experts=0.5,
-    moe_full_size=0.0,
     mla_prefill=None,
     # aiconfigurator's mem_bw_empirical_scaling_factor (systems/*.yaml; sizing-bench A4, A7).
     bandwidth=0.8,
@@ -96,7 +94,6 @@ HOPPER = Efficiency(
     # (Qwen3-30B-A3B at full depth: 46.2k tokens/s measured at least, 78.9k estimated) and
     # contradict a lower share (0.29 fitted to the 8-layer Mixtral series gave 27.3k there).
     moe_experts=0.5,
-    moe_full_size=0.0,
     # An MLA model's whole forward: aiconfigurator 0.12's estimate for DeepSeek-V3 on the H200
     # (its measured kernels run expert GEMMs and MLA at 17-22% of peak; MFU 0.5 gave 2.7x its
     # prefill rate, issue "Planner 2"): 0.5 / 2.7. Not our measurement: the DeepSeek-V3 prefill

@@ -65,17 +65,6 @@ def allreduce_seconds(arch: ModelArch, gpu: Gpu, tp: int, tokens: int) -> float:
     return 2 * arch.layers * (ring + efficiency.for_gpu(gpu).allreduce_latency_s)
 
 
-def expert_share(arch: ModelArch, gpu: Gpu, tp: int) -> float:
-    """Share of peak the routed expert GEMMs reach in prefill: the generation's MoE factor, lowered
-    in step with each GPU's slice of an expert (hidden x expert intermediate / TP) below the size
-    where it was measured full."""
-    eff = efficiency.for_gpu(gpu)
-    if not arch.moe or not eff.moe_full_size:
-        return eff.moe_experts
-    size = arch.hidden_size * arch.moe.expert_intermediate_size / tp
-    return eff.moe_experts * min(1.0, size / eff.moe_full_size)
-
-
 def prefill_seconds(arch: ModelArch, gpu: Gpu, tp: int, tokens: int, batch: int = 1) -> float:
     """`batch` prompts of `tokens` each in one forward on one engine (one prompt unless said):
     compute-bound, each operation class at its share of peak, plus the TP all-reduces."""
@@ -90,7 +79,7 @@ def prefill_seconds(arch: ModelArch, gpu: Gpu, tp: int, tokens: int, batch: int 
     else:
         compute_s = dense / (peak * _gemm_share(arch, gpu)) + attention / (peak * eff.attention)
         if experts:
-            compute_s += experts / (peak * expert_share(arch, gpu, tp))
+            compute_s += experts / (peak * eff.moe_experts)
     return compute_s + allreduce_seconds(arch, gpu, tp, batch * tokens)
 
 
