@@ -34,7 +34,7 @@ def _progress(
     index: int, steps: int, step: dict[str, Any] | None, concurrency: int | None, rate: float | None
 ) -> None:
     """A line on stderr as each step starts and ends (the table comes at the end)."""
-    load = f"{rate:g} req/s" if rate is not None else f"{concurrency} in flight"
+    load = _load({"concurrency": concurrency, "rate": rate})
     if step is None:
         _output.info(f"[{index}/{steps}] {load}: sending ...")
         return
