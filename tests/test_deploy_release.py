@@ -30,6 +30,10 @@ OLD_STRATEGY = (
     "servingEngineSpec.strategy.rollingUpdate.maxSurge=0,"
     "servingEngineSpec.strategy.rollingUpdate.maxUnavailable=1"
 )
+# How long helm waits on a stuck rollout before it rolls back (deleting the stuck pods). pdctl
+# looks every second, so the window must hold a few looks even on a loaded 2-core runner: with 2s,
+# one CI run saw no look land between helm's apply and its rollback.
+STUCK_TIMEOUT = "5s"
 
 
 def deploy(helm: Helm, *args: str, timeout: str = "2s") -> Result:
@@ -124,7 +128,7 @@ def test_install_with_gpu_pods_pending_fails_and_is_removed(
     kube: KubeAPIDouble, helm: Helm
 ) -> None:
     kube.gpus = 0
-    result = deploy(helm, "-o", "json")
+    result = deploy(helm, "-o", "json", timeout=STUCK_TIMEOUT)
     assert result.exit_code == 1, result.output
     report = as_json(result)
     assert (report["ok"], report["status"], report["revision"]) == (False, "uninstalled", None)
@@ -143,7 +147,7 @@ def _upgrade_stuck(kube: KubeAPIDouble, helm: Helm, setting: str, *args: str) ->
     """Install, then upgrade with --set `setting`: exit 1, and back on the first revision."""
     first = deploy(helm)
     assert first.exit_code == 0, first.output
-    result = deploy(helm, "--set", setting, *args)
+    result = deploy(helm, "--set", setting, *args, timeout=STUCK_TIMEOUT)
     assert result.exit_code == 1, result.output
     history = helm_history(helm)
     assert [e["revision"] for e in history] == [1, 2, 3]
