@@ -5,15 +5,19 @@ entry under the result, fitted and held out apart.
     python scripts/fit_efficiency.py
 
 Prefill: the dense BF16 share solved (bisection) so that the dense prefill throughput entry's
-ratio is 1, then the request overhead as that engine's TTFT alone less its prefill. Decode: the
+ratio is 1, then the request overhead as that engine's TTFT alone less its prefill; then, in the
+same way, the routed-expert share on the fit prefill entries of MoE models without MLA (their
+geometric mean ratio 1), then the MLA forward's share on those of MLA models. A share with no fit
+entry is left as efficiency.py has it, and the script says so: the MoE and MLA prefill series of
+2026-12-02 are lower bounds (efficiency.py says why) and are not in measurements.yaml. Decode: the
 expert weight-read efficiency and the step costs by least squares of ratio - 1 over the fit decode
 entries (a seeded random search: no solver dependency). The values in efficiency.py are these,
-rounded. No MoE or MLA prefill factor is fitted: their series of 2026-12-02 are lower bounds
-(efficiency.py says why); once the harness measures them again, solve each the same way.
+rounded.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import sys
 from dataclasses import replace
@@ -43,25 +47,56 @@ def ratios(factors: efficiency.Efficiency, entries: list[measurements.Measuremen
     ]
 
 
-def fit_prefill(
-    factors: efficiency.Efficiency, by_id: dict[str, measurements.Measurement]
+def solve_share(
+    factors: efficiency.Efficiency, field: str, entries: list[measurements.Measurement]
 ) -> efficiency.Efficiency:
-    """The dense share (more share, faster: ratio down), then the request overhead."""
-    low, high = 0.05, 1.0
+    """The share `field` at which the entries' geometric mean ratio is 1 (bisection: more share,
+    faster, so the ratio goes down)."""
+    low, high = 0.02, 1.0
     for _ in range(60):
         middle = (low + high) / 2
-        ratio = ratios(replace(factors, dense_gemm=middle), [by_id[DENSE_PREFILL]])[0]
-        low, high = (middle, high) if ratio > 1 else (low, middle)
-    factors = replace(factors, dense_gemm=(low + high) / 2, request_overhead_s=0.0)
+        logs = [math.log(r) for r in ratios(replace(factors, **{field: middle}), entries)]
+        low, high = (middle, high) if sum(logs) > 0 else (low, middle)
+    return replace(factors, **{field: (low + high) / 2})
+
+
+def prefill_entries(
+    data: list[measurements.Measurement], kind: str
+) -> list[measurements.Measurement]:
+    """The fit H200 prefill throughput entries of MoE models without MLA ("moe") or of MLA
+    models ("mla")."""
+    chosen = []
+    for entry in data:
+        if entry.gpu != "H200" or entry.use != "fit" or "prefillTokensPerS" not in entry.measured:
+            continue
+        arch = entry.arch()
+        if (kind == "mla" and arch.mla) or (kind == "moe" and arch.moe and not arch.mla):
+            chosen.append(entry)
+    return chosen
+
+
+def fit_prefill(
+    factors: efficiency.Efficiency, data: list[measurements.Measurement]
+) -> efficiency.Efficiency:
+    """The dense share, the request overhead, then the expert and MLA shares where measured."""
+    by_id = {e.id: e for e in data}
+    factors = solve_share(factors, "dense_gemm", [by_id[DENSE_PREFILL]])
+    factors = replace(factors, request_overhead_s=0.0)
     ttft = by_id[DENSE_TTFT]
     efficiency.GENERATIONS["H200"] = factors
     prefill_ms = measurements.estimate_ms(ttft, "ttftMs")
-    return replace(factors, request_overhead_s=(ttft.measured["ttftMs"] - prefill_ms) / 1000)
+    factors = replace(factors, request_overhead_s=(ttft.measured["ttftMs"] - prefill_ms) / 1000)
+    for field, kind, label in (("moe_experts", "moe", "MoE"), ("mla_prefill", "mla", "MLA")):
+        if entries := prefill_entries(data, kind):
+            factors = solve_share(factors, field, entries)
+        else:
+            print(f"{field}: no fit prefill entry of an {label} model: kept as it is")
+    return factors
 
 
 def main() -> None:
     data = measurements.measurements().entries
-    factors = fit_prefill(efficiency.HOPPER, {e.id: e for e in data})
+    factors = fit_prefill(efficiency.HOPPER, data)
     fit = [e for e in data if e.gpu == "H200" and e.use == "fit" and "tpotMs" in e.measured]
 
     def score(f: efficiency.Efficiency) -> float:
@@ -79,7 +114,8 @@ def main() -> None:
             best, best_score = candidate, candidate_score
         if round_ % 3000 == 2999:
             steps = [step / 4 for step in steps]
-    for field in ("dense_gemm", "request_overhead_s", *(f for f, _ in DECODE)):
+    prefill = ("dense_gemm", "request_overhead_s", "moe_experts", "mla_prefill")
+    for field in (*prefill, *(f for f, _ in DECODE)):
         kept = getattr(efficiency.HOPPER, field)
         print(f"{field:24} {getattr(best, field):.4g}  (efficiency.py: {kept:.4g})")
     print(f"least squares over {len(fit)} fit decode entries: {best_score:.4f}")

@@ -5,21 +5,24 @@ ratios."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from dataclasses import replace
 from pathlib import Path
+from types import ModuleType
 
 import jsonschema
 import pytest
 import yaml
 
 from pdctl.models import catalog, memory
-from pdctl.plan import layout, measurements, roofline, sizing
+from pdctl.plan import efficiency, layout, measurements, roofline, sizing
 from pdctl.plan.measurements import METRICS, Comparison
 from tests.helpers import ROOT
 
 SCHEMA = ROOT / "schemas" / "measurements.schema.yaml"
 DOCS = ROOT / "docs" / "sizing.md"
+FIT_SCRIPT = ROOT / "scripts" / "fit_efficiency.py"
 COMPARISONS = measurements.compare()
 
 
@@ -149,6 +152,37 @@ def test_moe_prefill_estimates_are_not_below_the_measured_lower_bounds() -> None
         bound = found["prefill"]["prompt_tokens_per_s"]
         entry = _prefill_entry(name, found["layers"], bound)  # the catalog knows the short names
         assert measurements.estimate_ms(entry, "prefillTokensPerS") >= bound, (name, bound)
+
+
+def _fit_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("fit_efficiency", FIT_SCRIPT)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_fit_script_solves_the_expert_share_from_fit_moe_prefill_entries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The step the next GPU run of models.py feeds (scripts/fit_efficiency.py): measurements made
+    by a planner whose expert share is 0.3 give 0.3 back; the MLA share has no fit entry here and
+    is kept."""
+    fit = _fit_script()
+    monkeypatch.setitem(efficiency.GENERATIONS, "H200", efficiency.HOPPER)
+    truth = replace(efficiency.HOPPER, moe_experts=0.3)
+    entries = []
+    for model, layers in (("qwen3-30b-a3b", 24), ("mixtral-8x7b", 8)):
+        monkeypatch.setitem(efficiency.GENERATIONS, "H200", truth)
+        entry = _prefill_entry(model, layers, 1.0)
+        rate = measurements.estimate_ms(entry, "prefillTokensPerS")
+        entries.append(
+            replace(entry, id=f"{model}-prefill", use="fit", measured={"prefillTokensPerS": rate})
+        )
+    solved = fit.solve_share(efficiency.HOPPER, "moe_experts", entries)
+    assert solved.moe_experts == pytest.approx(0.3, rel=1e-6)
+    assert fit.prefill_entries(entries, "moe") == entries
+    assert fit.prefill_entries(entries, "mla") == []
 
 
 def test_prefill_throughput_is_one_forward_of_the_prompts_a_step_holds() -> None:
