@@ -20,8 +20,10 @@ from __future__ import annotations
 import math
 import random
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -52,16 +54,21 @@ def solve_share(
 ) -> efficiency.Efficiency:
     """The share `field` at which the entries' geometric mean ratio is 1 (bisection: more share,
     faster, so the ratio goes down)."""
+
+    def at(share: float) -> efficiency.Efficiency:
+        changes: dict[str, Any] = {field: share}
+        return replace(factors, **changes)
+
     low, high = 0.02, 1.0
     for _ in range(60):
         middle = (low + high) / 2
-        logs = [math.log(r) for r in ratios(replace(factors, **{field: middle}), entries)]
+        logs = [math.log(r) for r in ratios(at(middle), entries)]
         low, high = (middle, high) if sum(logs) > 0 else (low, middle)
-    return replace(factors, **{field: (low + high) / 2})
+    return at((low + high) / 2)
 
 
 def prefill_entries(
-    data: list[measurements.Measurement], kind: str
+    data: Sequence[measurements.Measurement], kind: str
 ) -> list[measurements.Measurement]:
     """The fit H200 prefill throughput entries of MoE models without MLA ("moe") or of MLA
     models ("mla")."""
@@ -76,7 +83,7 @@ def prefill_entries(
 
 
 def fit_prefill(
-    factors: efficiency.Efficiency, data: list[measurements.Measurement]
+    factors: efficiency.Efficiency, data: Sequence[measurements.Measurement]
 ) -> efficiency.Efficiency:
     """The dense share, the request overhead, then the expert and MLA shares where measured."""
     by_id = {e.id: e for e in data}

@@ -87,7 +87,7 @@ async def _run(url: str, model: str, load: Load, vocab_size: int, seed: int) -> 
     return summarize(list(timings), wall, load)
 
 
-def _percentiles(values: list[float]) -> dict[str, float]:
+def percentiles(values: list[float]) -> dict[str, float]:
     if not values:
         return {}
     ordered = sorted(values)
@@ -112,8 +112,8 @@ def summarize(timings: list[Timing], wall: float, load: Load) -> dict[str, Any]:
         "served": len(served),
         "prompt_tokens_per_s": round(len(served) * load.prompt_len / wall, 1),
         "output_tokens_per_s": round(len(served) * load.output_len / wall, 1),
-        "ttft": {k: round(v, 2) for k, v in _percentiles([t.ttft for t in served]).items()},
-        "itl": {k: round(v, 3) for k, v in _percentiles(steady).items()},
+        "ttft": {k: round(v, 2) for k, v in percentiles([t.ttft for t in served]).items()},
+        "itl": {k: round(v, 3) for k, v in percentiles(steady).items()},
     }
 
 

@@ -26,7 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.real_engines import local, measure, model_dir, run  # noqa: E402
+from benchmarks.real_engines import local, measure, model_dir, run, steady  # noqa: E402
 
 CONFIGS = ROOT / "tests/fixtures/configs"
 KV_CACHE_BYTES = 2 * 1024**3  # per engine: over 40k tokens on every model here (64 x 320 needed)
@@ -130,6 +130,7 @@ def main() -> int:
             entry["started"] = started[process.name]
             if started[process.name] is None:
                 entry.update(measure_one(process, vocab))
+                steady.attach(entry, record["gpu"])
             entry["log"] = processes.kept_lines(process)
             entry["kv_pool"] = run.kv_pool(entry["log"])
             args.record.write_text(json.dumps(record, indent=1))

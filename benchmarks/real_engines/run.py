@@ -33,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.real_engines import local, measure, model_dir, recovery  # noqa: E402
+from benchmarks.real_engines import local, measure, model_dir, recovery, steady  # noqa: E402
 
 PDCTL = [sys.executable, "-m", "pdctl"]
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
@@ -281,6 +281,7 @@ def alone_phase(plan: dict[str, Any], processes: Processes, timeout: float) -> d
     warm_up(engine.url, model, vocab)
     part: dict[str, Any] = {"engine": engine.name, "argv": engine.argv}
     part["prefill"] = measure.run(engine.url, model, ALONE_PREFILL, vocab, "prefill")
+    steady.attach(part, gpu())
     part["decode"] = {
         str(batch): measure.run(
             engine.url, model, measure.Load(128, 192, batch, batch), vocab, "decode"
