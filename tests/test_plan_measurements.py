@@ -108,8 +108,9 @@ def test_held_out_measurements_of_our_own_runs_are_within_the_acceptance() -> No
     held_out = [c for c in own if c.entry.use == "check"]
     assert held_out and len(held_out) < len(own)
     assert {_kind(c) for c in held_out} == set(TOLERANCE)
-    # MoE prefill is not scored: its only measurements are lower bounds (the next test)
-    assert {c.metric for c in held_out if _kind(c) == "moe"} == {"tpotMs"}
+    # MoE prefill is scored on steady rates (benchmarks/real_engines/steady.py); MLA prefill has
+    # no entry: its share is aiconfigurator's (efficiency.py says why)
+    assert {c.metric for c in held_out if _kind(c) == "moe"} == {"tpotMs", "prefillTokensPerS"}
     for comparison in held_out:
         tolerance = TOLERANCE[_kind(comparison)]
         assert abs(comparison.ratio - 1) <= tolerance, (comparison.entry.id, comparison.ratio)
@@ -142,9 +143,10 @@ def _prefill_entry(model: str, layers: int, tokens_per_s: float) -> measurements
 
 def test_moe_prefill_estimates_are_not_below_the_measured_lower_bounds() -> None:
     """The MoE/MLA prefill series of 2026-12-02 ran with Triton compiling the fused-MoE kernels
-    inside the timed window (the record's notes): each is a lower bound of the engine's rate, so
-    an estimate below one is wrong (as the 0.29 expert share once fitted to them was: 27.3k
-    tokens/s for the full Qwen3-30B-A3B, measured at least 46.2k)."""
+    inside the timed window (the record's notes): each recorded rate is a lower bound of the
+    engine's, so an estimate below one is wrong (as the 0.29 expert share once fitted to them
+    was: 27.3k tokens/s for the full Qwen3-30B-A3B, measured at least 46.2k). The DeepSeek-V3
+    cut, which no prefill entry checks, is held to this at least."""
     record = json.loads(LOWER_BOUNDS.read_text())
     series = [(n, v) for n, v in record["models"].items()]
     series.append(("qwen3-30b-a3b", record["full_depth"]["qwen3-30b-a3b"]))

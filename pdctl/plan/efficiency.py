@@ -88,16 +88,19 @@ HOPPER = Efficiency(
     # 5,000-token prompts agrees with within 3% (nim-h100-llama-3.3-70b-fp8-5000-500, check).
     fp8_gemm=0.5,
     attention=0.5,  # not measured apart from the dense GEMMs
-    # Routed experts: not fitted. The MoE prefill series of 2026-12-02 are lower bounds: Triton
-    # compiled the fused-MoE kernels for the prefill batch inside the timed window (the record's
-    # notes; the harness now warms up with that shape). They are consistent with the default
-    # (Qwen3-30B-A3B at full depth: 46.2k tokens/s measured at least, 78.9k estimated) and
-    # contradict a lower share (0.29 fitted to the 8-layer Mixtral series gave 27.3k there).
-    moe_experts=0.5,
+    # Routed experts (TRITON fused MoE): the steady prefill rates of Qwen3-30B-A3B (24 layers)
+    # and Mixtral-8x7B (8 layers) on one H200 (pdstack-h200-*-prefill-2048, fit; geometric mean
+    # ratio 1). Steady: steady.py separates the one-off kernel compilation that fell inside those
+    # series' window (the record's notes). Narrow experts run below it, wide above (0.34 of peak
+    # would fit Qwen3-30B-A3B alone, 0.50 Mixtral alone).
+    moe_experts=0.42,
     # An MLA model's whole forward: aiconfigurator 0.12's estimate for DeepSeek-V3 on the H200
     # (its measured kernels run expert GEMMs and MLA at 17-22% of peak; MFU 0.5 gave 2.7x its
-    # prefill rate, issue "Planner 2"): 0.5 / 2.7. Not our measurement: the DeepSeek-V3 prefill
-    # series is a lower bound (as above; 24.6k tokens/s at 5 layers, estimated 58k).
+    # prefill rate, issue "Planner 2"): 0.5 / 2.7, for the whole model at TP 8. Not fitted to our
+    # DeepSeek-V3 cut (5 layers, 3 of them dense, TP 1): its steady rate, 121.5k tokens/s, is 2.1x
+    # the 58.5k this share gives it; a cut that is mostly dense layers and a whole model of narrow
+    # TP-sharded experts are different mixes, which one share over the forward cannot span
+    # (docs/sizing.md).
     mla_prefill=0.185,
     bandwidth=0.8,  # aiconfigurator's factor; the dense decode steps fit with it
     # Decode steps of Llama-3.1-8B, Qwen3-30B-A3B, Mixtral-8x7B and Qwen3-235B-A22B at 1 and 64
