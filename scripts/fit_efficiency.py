@@ -8,8 +8,9 @@ Prefill: the dense BF16 share solved (bisection) so that the dense prefill throu
 ratio is 1, then the request overhead as that engine's TTFT alone less its prefill; then, in the
 same way, the routed-expert share on the fit prefill entries of MoE models without MLA (their
 geometric mean ratio 1), then the MLA forward's share on those of MLA models. A share with no fit
-entry is left as efficiency.py has it, and the script says so: the MoE and MLA prefill series of
-2026-12-02 are lower bounds (efficiency.py says why) and are not in measurements.yaml. Decode: the
+entry is left as efficiency.py has it, and the script says so (MLA: no prefill entry; the share
+is aiconfigurator's, efficiency.py says why). The MoE prefill entries are steady rates
+(benchmarks/real_engines/steady.py). Decode: the
 expert weight-read efficiency and the step costs by least squares of ratio - 1 over the fit decode
 entries (a seeded random search: no solver dependency). The values in efficiency.py are these,
 rounded.

@@ -167,9 +167,8 @@ def _fit_script() -> ModuleType:
 def test_the_fit_script_solves_the_expert_share_from_fit_moe_prefill_entries(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The step the next GPU run of models.py feeds (scripts/fit_efficiency.py): measurements made
-    by a planner whose expert share is 0.3 give 0.3 back; the MLA share has no fit entry here and
-    is kept."""
+    """scripts/fit_efficiency.py's expert-share step: measurements made by a planner whose expert
+    share is 0.3 give 0.3 back; the MLA share has no fit entry here and is kept."""
     fit = _fit_script()
     monkeypatch.setitem(efficiency.GENERATIONS, "H200", efficiency.HOPPER)
     truth = replace(efficiency.HOPPER, moe_experts=0.3)
