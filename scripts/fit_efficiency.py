@@ -6,11 +6,10 @@ entry under the result, fitted and held out apart.
 
 Prefill: the dense BF16 share solved (bisection) so that the dense prefill throughput entry's
 ratio is 1, then the request overhead as that engine's TTFT alone less its prefill; then, in the
-same way, the routed-expert share on the fit prefill entries of MoE models without MLA (their
-geometric mean ratio 1), then the MLA forward's share on those of MLA models. A share with no fit
-entry is left as efficiency.py has it, and the script says so (MLA: no prefill entry; the share
-is aiconfigurator's, efficiency.py says why). The MoE prefill entries are steady rates
-(benchmarks/real_engines/steady.py). Decode: the
+same way, the routed-expert share on the fit prefill entries of MoE models without MLA (steady
+rates, benchmarks/real_engines/steady.py; their geometric mean ratio 1), then the MLA forward's
+share on those of MLA models. A share with no fit entry is left as efficiency.py has it, and the
+script says so (MLA has none: its share is aiconfigurator's, efficiency.py says why). Decode: the
 expert weight-read efficiency and the step costs by least squares of ratio - 1 over the fit decode
 entries (a seeded random search: no solver dependency). The values in efficiency.py are these,
 rounded.

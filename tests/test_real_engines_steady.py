@@ -72,6 +72,11 @@ def test_four_prompts_a_step_on_an_h200_at_2048_tokens() -> None:
     assert steady.prompts_per_step(H200, 2048) == 4  # vLLM's 8,192-token default budget there
 
 
+def test_a_gpu_the_catalog_lacks_is_said_in_the_record_not_raised() -> None:
+    part = {"prefill": _summary(0.0, 0.2)}
+    assert "not in the GPU catalog" in steady.attach(part, "NVIDIA Z9000, 1 MiB, 1.0")["error"]
+
+
 def test_the_kept_records_hold_what_the_script_computes(tmp_path: Path) -> None:
     for record in (MOE, DENSE):
         copy = tmp_path / record.name

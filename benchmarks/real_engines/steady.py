@@ -34,6 +34,7 @@ if __package__ in (None, ""):  # run as a file: the repository root on the path
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.real_engines import measure
+from pdctl.errors import UsageError
 from pdctl.models import catalog
 from pdctl.plan import roofline
 
@@ -84,11 +85,12 @@ def prompts_per_step(gpu: str, prompt_len: int) -> int:
 
 def attach(part: dict[str, Any], gpu: str) -> dict[str, Any]:
     """Solve the part's `prefill` series and keep the result beside it as `steady_prefill` (the
-    reason instead, where the series cannot be solved)."""
+    reason instead, where the series cannot be solved or the GPU is not in the catalog): a run
+    on the GPU host goes on either way."""
     prefill = part["prefill"]
     try:
         steady = solve(prefill, prompts_per_step(gpu, prefill["load"]["prompt_len"]))
-    except ValueError as error:
+    except (ValueError, UsageError) as error:
         steady = {"error": str(error)}
     part["steady_prefill"] = steady
     return steady
