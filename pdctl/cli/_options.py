@@ -55,3 +55,13 @@ ModelOpt = Annotated[
     str | None,
     typer.Option("--model", help="The served model name (default: the first listed)."),
 ]
+RouterPortOpt = Annotated[
+    int, typer.Option("--router-port", help="Cluster mode: the router's container port.")
+]
+EnginePortOpt = Annotated[
+    int,
+    typer.Option(
+        "--engine-port",
+        help="Cluster mode: the engines' container port (a port named vllm wins).",
+    ),
+]

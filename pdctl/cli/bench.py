@@ -12,11 +12,13 @@ from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import (
     DecodeUrlOpt,
+    EnginePortOpt,
     ModelOpt,
     NamespaceOpt,
     OutputOpt,
     PrefillUrlOpt,
     ReleaseOpt,
+    RouterPortOpt,
     RouterUrlOpt,
 )
 from pdctl.cli._output import OutputFormat
@@ -192,12 +194,8 @@ def bench(
             help="Save this run here (CSV, JSON) and plot every run saved here, one line each.",
         ),
     ] = None,
-    router_port: Annotated[
-        int, typer.Option("--router-port", help="Cluster mode: the router's container port.")
-    ] = 8000,
-    engine_port: Annotated[
-        int, typer.Option("--engine-port", help="Cluster mode: the engines' container port.")
-    ] = 8000,
+    router_port: RouterPortOpt = 8000,
+    engine_port: EnginePortOpt = 8000,
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Load-test the deployment through its router: latency, throughput, goodput per step.

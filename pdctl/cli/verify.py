@@ -10,11 +10,13 @@ from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import (
     DecodeUrlOpt,
+    EnginePortOpt,
     ModelOpt,
     NamespaceOpt,
     OutputOpt,
     PrefillUrlOpt,
     ReleaseOpt,
+    RouterPortOpt,
     RouterUrlOpt,
 )
 from pdctl.cli._output import OutputFormat
@@ -119,17 +121,8 @@ def verify(
             "the slowest RDMA link, helm/files/links.yaml).",
         ),
     ] = None,
-    router_port: Annotated[
-        int,
-        typer.Option("--router-port", help="Cluster mode: the router's container port."),
-    ] = 8000,
-    engine_port: Annotated[
-        int,
-        typer.Option(
-            "--engine-port",
-            help="Cluster mode: the engines' container port (a port named vllm wins).",
-        ),
-    ] = 8000,
+    router_port: RouterPortOpt = 8000,
+    engine_port: EnginePortOpt = 8000,
     show_curl: Annotated[
         bool, typer.Option("--show-curl", help="Print the curl command of each check.")
     ] = False,
