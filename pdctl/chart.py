@@ -37,6 +37,10 @@ def chart_version(chart_dir: Path) -> str:
     return str(metadata["version"])
 
 
+def chart_name(chart_dir: Path) -> str:
+    return str(read_yaml(chart_dir / "Chart.yaml")["name"])
+
+
 @functools.cache
 def default_values(chart_dir: Path) -> dict[str, Any]:
     """The chart's values.yaml: the defaults helm coalesces user values with."""

@@ -11,6 +11,13 @@ import yaml
 from pdctl import naming
 
 Manifest = dict[str, Any]
+KEEP_POLICY = "helm.sh/resource-policy"
+
+
+def helm_keeps(obj: Manifest) -> bool:
+    """Whether the object is marked helm.sh/resource-policy: keep: helm then leaves it in the
+    cluster when the release is uninstalled or when an upgrade no longer renders it."""
+    return ((obj.get("metadata") or {}).get("annotations") or {}).get(KEEP_POLICY) == "keep"
 
 
 def parse(text: str) -> list[Manifest]:

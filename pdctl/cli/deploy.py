@@ -47,6 +47,23 @@ def deploy(
             "--dry-run", help="Render client-side and print what would be installed (no cluster)."
         ),
     ] = False,
+    adopt: Annotated[
+        bool,
+        typer.Option(
+            "--adopt",
+            help="Upgrade a release installed from another chart (production-stack's "
+            "vllm-stack): its objects become this chart's, and helm deletes those this chart "
+            "does not render (docs/production-stack.md).",
+        ),
+    ] = False,
+    allow_pvc_deletion: Annotated[
+        bool,
+        typer.Option(
+            "--allow-pvc-deletion",
+            help="Let an upgrade delete PersistentVolumeClaims (and their data) that the new "
+            "render no longer has and that are not marked helm.sh/resource-policy: keep.",
+        ),
+    ] = False,
     chart: ChartOpt = None,
     skip_validation: SkipValidationOpt = False,
     output: OutputOpt = OutputFormat.text,
@@ -70,6 +87,8 @@ def deploy(
         dry_run=dry_run,
         skip_validation=skip_validation,
         helm_path=helm,
+        adopt=adopt,
+        allow_pvc_deletion=allow_pvc_deletion,
     )
     with LiveView(release) as view:
         result = releases.deploy(options, view)

@@ -7,6 +7,8 @@ pod is stuck: unschedulable for lack of GPUs, image pull errors, crash loops wit
 lines). Success is pdctl's own verdict: every engine pool and the router rolled out, each pod of
 the current template Ready; when helm says deployed and pdctl does not agree by the timeout,
 pdctl rolls back itself (or removes a first install), as helm's rollback-on-failure would.
+Before helm starts, pdctl.release.guards refuses a release left pending by an interrupted helm,
+one installed from another chart (unless --adopt) and an upgrade that deletes claims.
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ import yaml
 
 from pdctl import helm as helm_mod
 from pdctl import manifests, naming, pipeline, workloads
-from pdctl.chart import bundled_chart_dir
+from pdctl.chart import bundled_chart_dir, chart_name
 from pdctl.cluster import Pod, connect
 from pdctl.errors import EnvironmentProblem, PdctlError, UsageError
 from pdctl.helm import Helm
+from pdctl.release import guards
 from pdctl.release.pods import ROUTER, Group, groups_of, is_hook
 from pdctl.release.watch import Watch
 
@@ -105,6 +108,8 @@ class DeployOptions:
     helm_path: str | None = None
     poll_interval: float = 1.0
     log_lines: int = 20
+    adopt: bool = False  # upgrade a release installed from another chart (pdctl.release.guards)
+    allow_pvc_deletion: bool = False  # an upgrade that deletes PersistentVolumeClaims
 
 
 @dataclass
@@ -307,6 +312,16 @@ def deploy(options: DeployOptions, reporter: Reporter | None = None) -> DeployRe
     current: list[manifests.Manifest] = []
     if result.previous_revision is not None:
         current = manifests.parse(helm_mod.manifest(helm, options.release, options.namespace))
+    guards.check(
+        before,
+        current,
+        rendered.objects,
+        release=options.release,
+        namespace=options.namespace,
+        chart_name=chart_name(chart),
+        adopt=options.adopt,
+        allow_pvc_deletion=options.allow_pvc_deletion,
+    )
     result.action = "upgrade" if result.previous_revision is not None else "install"
     result.changes = diff_objects(current, rendered.objects)
     reporter.changes(result.action, result.changes)

@@ -8,9 +8,8 @@ from typing import Any
 from pdctl import helm as helm_mod
 from pdctl import manifests
 from pdctl.errors import InputError
+from pdctl.manifests import KEEP_POLICY
 from pdctl.release.status import installed
-
-KEEP_POLICY = "helm.sh/resource-policy"
 
 
 @dataclass
@@ -39,8 +38,7 @@ def uninstall(
 
     kube, helm, entries = installed(release, namespace, helm_path)
     claims = {
-        obj["metadata"]["name"]: (obj["metadata"].get("annotations") or {}).get(KEEP_POLICY)
-        == "keep"
+        obj["metadata"]["name"]: manifests.helm_keeps(obj)
         for obj in manifests.parse(helm_mod.manifest(helm, release, namespace))
         if obj.get("kind") == "PersistentVolumeClaim"
     }
