@@ -93,8 +93,50 @@ def render() -> str:
             "|---|---|---|---|",
             *effect,
             "",
+            MOVING,
         ]
     )
+
+
+# How a production-stack release becomes a pd-stack one (pdctl deploy --adopt,
+# pdctl/release/guards.py); what helm does to each object is helm's upgrade: objects of the old
+# manifest are patched to the new render, and those the new render lacks are deleted unless
+# marked helm.sh/resource-policy: keep.
+MOVING = """\
+## Moving a production-stack release to pd-stack
+
+`pdctl deploy` refuses to upgrade a release that another chart installed, with exit 1 and the
+chart helm recorded for it (`vllm-stack-0.1.12` for production-stack's). `--adopt` lets it
+proceed: `helm upgrade` then moves the release to pd-stack, keeping its name and history, and
+does to its objects what any upgrade does.
+
+- **Objects pd-stack renders under the same kind and name are patched in place.** With the same
+  release name and pool names that includes each pool's Deployment
+  (`<release>-<pool>-deployment-vllm`), its Service (`<release>-<pool>-engine-service`) and its
+  claim (`<release>-<pool>-storage-claim`), so the model cache stays where it is. When a patch
+  changes a field Kubernetes does not let change (a Deployment's `spec.selector`, a claim's
+  `storageClassName` or `accessModes`), the upgrade fails and is rolled back to the
+  production-stack revision.
+- **Objects the release has and pd-stack does not render are deleted**, unless marked
+  `helm.sh/resource-policy: keep`: claims of pools renamed, removed or without `pvcStorage`,
+  and objects of features pd-stack refuses (the cache server, the LoRA controller; see PD019
+  above). production-stack's chart does not mark its claims keep, so such a claim would go with
+  its data: `pdctl deploy` refuses that upgrade too and lists the claims as namespace/name,
+  unless `--allow-pvc-deletion`.
+- **Claims pd-stack renders are marked `helm.sh/resource-policy: keep` from then on**: `helm
+  uninstall` and later upgrades leave them; `pdctl uninstall --delete-data` removes them.
+- **`--adopt` is needed once**: afterwards the release's chart is pd-stack. `helm rollback` to a
+  production-stack revision brings production-stack's objects back (and its chart: the next
+  deploy needs `--adopt` again).
+
+To keep a claim that pd-stack will not render, mark it keep with production-stack's own chart
+first (its pools take `pvcAnnotations` too), e.g.
+`helm upgrade pd vllm/vllm-stack --reuse-values --set
+'servingEngineSpec.modelSpec[0].pvcAnnotations.helm\\.sh/resource-policy=keep'`; helm then
+leaves it in place, outside the release. To see beforehand what the move deletes, compare
+`helm get manifest <release> -n <namespace>` with `pdctl deploy --dry-run` of the same values:
+every object of the first that the second lacks.
+"""
 
 
 def chart_yaml() -> str:

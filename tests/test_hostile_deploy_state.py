@@ -24,11 +24,11 @@ from tests.helpers import CHART, CI, TUTORIAL_VALUES, write_values
 runner = CliRunner()
 PREFILL_CLAIM = "pd-llama-prefill-storage-claim"  # the tutorial's pools' claims, as rendered
 DECODE_CLAIM = "pd-llama-decode-storage-claim"
-# A stand-in for production-stack's chart (its name and version; a claim with no keep policy,
-# one named as pd-stack names the prefill pool's and one that pd-stack does not render).
+# A stand-in for production-stack's chart (its name and version) with two claims and no keep policy:
+# one named as pd-stack names the prefill pool's, and one that pd-stack does not render.
 FOREIGN_CLAIM = "pd-cache-storage-claim"
 FOREIGN_TEMPLATE = """\
-{{- range list "%s" "%s" }}
+{{- range list "pd-llama-prefill-storage-claim" "pd-cache-storage-claim" }}
 ---
 apiVersion: v1
 kind: PersistentVolumeClaim
@@ -38,7 +38,7 @@ spec:
   accessModes: [ReadWriteOnce]
   resources: {requests: {storage: 1Gi}}
 {{- end }}
-""" % (PREFILL_CLAIM, FOREIGN_CLAIM)
+"""
 
 
 def deploy(helm: Helm, values: Path, *args: str) -> Result:
@@ -99,14 +99,16 @@ def test_a_release_of_another_chart_is_refused_unless_adopted(
     )
     assert PREFILL_CLAIM not in message and "pass --allow-pvc-deletion" in message
     assert len(history(helm)) == 1 and FOREIGN_CLAIM in claims(kube)
+    uid = claims(kube)[PREFILL_CLAIM]["metadata"]["uid"]
 
     adopted = deploy(helm, TUTORIAL_VALUES, "--adopt", "--allow-pvc-deletion")
     assert adopted.exit_code == 0, adopted.output
     assert [e["chart"] for e in history(helm)] == ["vllm-stack-0.1.12", "pd-stack-0.1.0"]
     kept = claims(kube)
     assert FOREIGN_CLAIM not in kept
-    policy = kept[PREFILL_CLAIM]["metadata"]["annotations"]["helm.sh/resource-policy"]
-    assert policy == "keep"  # now pd-stack's, and kept by helm from here on
+    # The same claim (patched, not replaced), now pd-stack's and kept by helm from here on.
+    assert kept[PREFILL_CLAIM]["metadata"]["uid"] == uid
+    assert kept[PREFILL_CLAIM]["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
 
     # Adopted once: the release is pd-stack's now.
     again = deploy(helm, TUTORIAL_VALUES)
