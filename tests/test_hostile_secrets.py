@@ -269,3 +269,22 @@ def test_control_characters_are_escaped_where_text_is_printed(
     out, err = capsys.readouterr()
     assert out == shown + "\n"
     assert err == f"{shown}\nerror: {shown}\nhint: {shown}\n"
+
+
+def test_the_clusters_words_in_the_pod_table_are_escaped_and_not_markup() -> None:
+    """A kubelet message quoting an image pull error: rich markup in it is not interpreted (a
+    stray closing tag would raise) and its ESC is shown escaped."""
+    import io
+
+    from rich.console import Console
+
+    from pdctl.cli._release_view import pod_table
+    from pdctl.cluster import Pod
+    from pdctl.release.pods import Group
+
+    pod = Pod("pd-x-0", {}, "Pending", False, 0, "ErrImagePull", f"pull [/bold] {ESC}failed")
+    group = Group("llama", "prefill", "pd-x", 1, pods=[pod])
+    out = io.StringIO()
+    Console(file=out, width=300, color_system=None).print(pod_table([group]))
+    assert "ErrImagePull: pull [/bold] \\x1b[2Jfailed" in out.getvalue()
+    assert "\x1b" not in out.getvalue()
