@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pdctl import manifests
+from pdctl import manifests, secrets
 from pdctl.chart import bundled_chart_dir
 from pdctl.errors import InputError
 from pdctl.findings import Finding, Severity
@@ -79,9 +79,11 @@ def load_values(files: FileNames, set_values: Sequence[str] = ()) -> Values:
             error.file = display_name(name)
             error.message = f"{error.file}: {error.message}"
             raise
+        secrets.remember(document.data)  # masked in whatever pdctl prints from now on
         sources.append((display_name(name), document))
-    data = merge_files(document.data for _, document in sources)
-    return Values(data=apply_sets(data, set_values), sources=sources)
+    data = apply_sets(merge_files(document.data for _, document in sources), set_values)
+    secrets.remember(data)  # and those given with --set
+    return Values(data=data, sources=sources)
 
 
 def check(

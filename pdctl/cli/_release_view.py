@@ -3,13 +3,15 @@ the evidence of pods that did not become Ready, and the changes of an upgrade.""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
+from rich.text import Text
+
+from pdctl.cli import _output
 
 if TYPE_CHECKING:
     from pdctl.cluster import Pod
@@ -25,6 +27,11 @@ def why(pod: Pod) -> str:
     return f"{text}: {detail}" if detail else text
 
 
+def _cell(text: str) -> Text:
+    """A table cell of the cluster's words: no markup, secrets masked, controls escaped."""
+    return Text(_output.clean(text))
+
+
 def pod_table(groups: Sequence[Group], title: str | None = None) -> Table:
     table = Table(title=title, title_justify="left", expand=False)
     for column in ("pool", "role", "ready", "pod", "phase", "restarts", "why not ready"):
@@ -38,10 +45,10 @@ def pod_table(groups: Sequence[Group], title: str | None = None) -> Table:
                 group.name if index == 0 else "",
                 group.role if index == 0 else "",
                 counts if index == 0 else "",
-                pod.name,
-                "Terminating" if pod.terminating else pod.phase,
+                _cell(pod.name),
+                _cell("Terminating" if pod.terminating else pod.phase),
                 str(pod.restarts),
-                why(pod),
+                _cell(why(pod)),
             )
     return table
 
@@ -105,7 +112,7 @@ class LiveView:
 
     def changes(self, action: str, changes: list[Change]) -> None:
         for line in change_lines(action, self.release, changes):
-            sys.stderr.write(line + "\n")
+            _output.info(line)
 
     def progress(self, groups: list[Group], elapsed: float) -> None:
         if self.console.is_terminal:
@@ -120,4 +127,4 @@ class LiveView:
                 state = "Ready" if pod.ready else why(pod)
                 if self.last.get(pod.name) != state:
                     self.last[pod.name] = state
-                    sys.stderr.write(f"[{elapsed:5.0f}s] {group.name} {pod.name}: {state}\n")
+                    _output.info(f"[{elapsed:5.0f}s] {group.name} {pod.name}: {state}")

@@ -48,9 +48,12 @@ def _print(report: StatusReport) -> None:
     if not console.is_terminal:  # logs and pipes: wide enough that the table does not fold
         console = Console(highlight=False, soft_wrap=True, width=160)
     console.print(
-        f"release {report.release} (namespace {report.namespace}): revision {report.revision}, "
-        f"{report.status}; chart {report.chart}, app {report.app_version}; updated "
-        f"{report.updated}\n  {report.description}"
+        _output.clean(
+            f"release {report.release} (namespace {report.namespace}): revision "
+            f"{report.revision}, {report.status}; chart {report.chart}, app "
+            f"{report.app_version}; updated {report.updated}\n  {report.description}"
+        ),
+        markup=False,
     )
     console.print(pod_table(report.groups))
     service = report.router_service
@@ -63,10 +66,9 @@ def _print(report: StatusReport) -> None:
     if report.events:
         console.print(f"recent warning events ({len(report.events)}):")
         for event in report.events:
-            console.print(
-                f"  {event.last_seen or ''} {event.kind} {event.name}: {event.reason}: "
-                f"{event.message}" + (f" (x{event.count})" if event.count > 1 else "")
-            )
+            line = f"  {event.last_seen or ''} {event.kind} {event.name}: {event.reason}: "
+            line += f"{event.message}" + (f" (x{event.count})" if event.count > 1 else "")
+            console.print(_output.clean(line), markup=False)
     else:
         console.print("no warning events for the release")
     console.print("ready: " + ("yes, every pod is Ready" if report.ready else "no"))

@@ -84,4 +84,4 @@ def template(
     elif output_dir:
         _output.info(f"wrote {len(rendered.objects)} objects under {output_dir}")
     else:
-        _output.data(rendered.text)
+        _output.manifests(rendered.text)

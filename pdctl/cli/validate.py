@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from pdctl import secrets
 from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import ChartOpt, HelmOpt, NamespaceOpt, ReleaseOpt, SetOpt
@@ -51,7 +52,8 @@ def _print_github(reports: list[FileReport], strict: bool) -> None:
             props.append(f"title={_github_escape(finding.rule, True)}")
             key = f"{finding.key}: " if finding.key else ""
             hint = f" (hint: {finding.hint})" if finding.hint else ""
-            message = _github_escape(key + finding.message + hint)
+            # Masked before escaping: a secret's %, CR or LF would hide it from data()'s mask.
+            message = _github_escape(secrets.redact(key + finding.message + hint))
             _output.data(f"::{level} {','.join(props)}::{message}")
 
 

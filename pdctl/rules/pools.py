@@ -10,9 +10,8 @@ from pdctl.findings import Severity
 from pdctl.naming import NAME_LIMIT
 from pdctl.rules.deployment import POOLS_PATH, Deployment, Pool, as_dict, as_int, as_number
 from pdctl.rules.registry import Issue, rule
+from pdctl.secrets import is_placeholder
 from pdctl.values.paths import KeyPath
-
-_PLACEHOLDERS = ("<", "your-hf-token", "changeme", "xxx", "hf_xxx", "token-here")
 
 
 @rule(
@@ -228,10 +227,11 @@ def host_ipc(deployment: Deployment) -> Iterator[Issue]:
 def placeholder_token(deployment: Deployment) -> Iterator[Issue]:
     for pool in deployment.pools:
         token = pool.spec.get("hf_token")
-        if isinstance(token, str) and any(mark in token.lower() for mark in _PLACEHOLDERS):
+        if isinstance(token, str) and is_placeholder(token):
             yield Issue(
                 pool.at("hf_token"),
-                f"hf_token of pool {pool.name!r} looks like a placeholder ({token!r})",
+                f"hf_token of pool {pool.name!r} is a placeholder (such as <your-hf-token> or "
+                "hf_xxx), not a token",
                 "set a real token with --set, or reference a Secret: "
                 "hf_token: {secretName: ..., secretKey: ...}",
             )

@@ -8,6 +8,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from pdctl import secrets
 from pdctl.findings import Finding, Severity
 from pdctl.values.paths import KeyPath, format_path
 
@@ -64,13 +65,22 @@ def _has_default(defaults: dict[str, Any], path: KeyPath) -> bool:
     return node is not None
 
 
+def _shown(value: Any, path: KeyPath, secret_paths: list[KeyPath]) -> str:
+    """The value as a message quotes it, secrets masked (a token given with the wrong type is
+    still a token)."""
+    if secrets.is_secret_path(path, secret_paths):
+        return secrets.MARKER
+    return json.dumps(secrets.masked(value))
+
+
 def _describe(
-    validator: Any, error: Any, defaults: dict[str, Any]
+    validator: Any, error: Any, defaults: dict[str, Any], secret_paths: list[KeyPath]
 ) -> tuple[KeyPath, str, str | None]:
     """(path, message, hint) for one jsonschema error."""
     path: KeyPath = tuple(error.absolute_path)
     kind, expected = error.validator, error.validator_value
     value = error.instance
+    shown = _shown(value, path, secret_paths)
     where = format_path(path)
     if kind == "additionalProperties":
         allowed = _known_properties(validator, error.schema)
@@ -84,14 +94,14 @@ def _describe(
         choices = ", ".join(json.dumps(v) for v in expected)
         return (
             path,
-            f"{where} is {json.dumps(value)}; allowed values: {choices}",
+            f"{where} is {shown}; allowed values: {choices}",
             _did_you_mean(value, [v for v in expected if isinstance(v, str)]),
         )
     if kind == "const":
-        return path, f"{where} must be {json.dumps(expected)}, not {json.dumps(value)}", None
+        return path, f"{where} must be {json.dumps(expected)}, not {shown}", None
     if kind == "type":
         kinds = " or ".join(expected) if isinstance(expected, list) else expected
-        return path, f"{where} must be of type {kinds}, not {json.dumps(value)}", None
+        return path, f"{where} must be of type {kinds}, not {shown}", None
     if kind == "not" and isinstance(expected, dict) and expected.get("description"):
         return path, f"{where} is refused: {expected['description']}", None
     if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
@@ -101,11 +111,11 @@ def _describe(
             "maximum": "<=",
             "exclusiveMaximum": "<",
         }
-        return path, f"{where} is {value}; it must be {words[kind]} {expected}", None
+        return path, f"{where} is {shown}; it must be {words[kind]} {expected}", None
     if kind == "pattern":
         return (
             path,
-            f"{where} is {json.dumps(value)}, which does not match the pattern {expected}",
+            f"{where} is {shown}, which does not match the pattern {expected}",
             _resolve(validator, error.schema).get("description"),
         )
     if kind in ("maxLength", "minLength"):
@@ -121,9 +131,11 @@ def _describe(
         options = [_resolve(validator, s).get("type") or s.get("$ref", "") for s in expected]
         return (
             path,
-            f"{where} is {json.dumps(value)}, which matches none of the allowed forms",
+            f"{where} is {shown}, which matches none of the allowed forms",
             error.schema.get("description") or ("forms: " + ", ".join(map(str, options))),
         )
+    if secrets.MARKER in shown:  # jsonschema's own message would quote the secret
+        return path, f"{where} is {shown}, which the schema refuses ({kind})", None
     return path, f"{where}: {error.message}", None
 
 
@@ -133,8 +145,9 @@ def check(
     """Schema findings for values merged with the chart's defaults (given to name a default
     that the user's null deleted)."""
     validator = _validator(schema_path)
+    secret_paths = [path for path, _ in secrets.paths(data)]
     findings = []
     for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.path))):
-        path, message, hint = _describe(validator, _best(error), defaults or {})
+        path, message, hint = _describe(validator, _best(error), defaults or {}, secret_paths)
         findings.append(Finding("SCHEMA", Severity.error, message, path, hint))
     return findings
