@@ -236,3 +236,12 @@ def test_a_file_over_its_limit_is_refused_without_reading_the_rest(tmp_path: Pat
 def test_a_directory_is_no_file(tmp_path: Path) -> None:
     with pytest.raises(files.UnreadableFile, match="a directory, not a regular file"):
         files.read_bytes(tmp_path, 100)
+
+
+@pytest.mark.parametrize(
+    "text", ['a: !!int ""\n', "a: !!int abc\n", "a: !!float x\n", "a: !!bool maybe\n"]
+)
+def test_an_explicit_tag_on_the_wrong_text_is_a_finding(text: str) -> None:
+    with pytest.raises(ValuesLoadError) as caught:
+        loads(text)
+    assert (caught.value.line, caught.value.column) == (1, 4) and "is tagged" in caught.value.reason

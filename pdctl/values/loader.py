@@ -113,6 +113,19 @@ def _beyond_64_bits(text: str) -> float | str:
     return text
 
 
+def _explicit(node: yaml.ScalarNode, kind: str, construct: Any) -> Any:
+    """PyYAML's constructor; a text an explicit tag calls a number (`!!int abc`) is refused."""
+    try:
+        return construct(node)
+    except (ValueError, IndexError, KeyError):
+        raise ValuesLoadError(
+            f"{node.value!r} is tagged {node.tag.rpartition(':')[2]} but is not {kind}",
+            node.start_mark.line + 1,
+            node.start_mark.column + 1,
+            code="YAML001",
+        ) from None
+
+
 class _Loader(yaml.SafeLoader):
     """SafeLoader that reads scalars as helm does, skips tabs between tokens as helm does, and
     refuses documents that use too many aliases or nest too deeply."""
@@ -160,8 +173,8 @@ class _Loader(yaml.SafeLoader):
 
     def _trailing_document(self) -> None:
         """Refuse a document after the values unless helm would ignore it (empty or null)."""
-        self.get_event()  # type: ignore[no-untyped-call]
-        node = self.compose_node(None, None)  # type: ignore[no-untyped-call]
+        start = self.get_event()  # type: ignore[no-untyped-call]
+        node = self.compose_node(None, None)
         end = self.get_event()  # type: ignore[no-untyped-call]
         line = node.start_mark.line + 1
         if node.tag != "tag:yaml.org,2002:null" or node.style:
@@ -171,41 +184,50 @@ class _Loader(yaml.SafeLoader):
                 line,
                 code="YAML001",
             )
-        if not node.value and end.explicit:
-            raise ValuesLoadError(
-                "an empty YAML document closed by `...`; Helm 4 refuses it (did not find "
-                "expected node content): remove the trailing `---` and `...`",
-                line,
-                code="YAML001",
+        if node.value and start.explicit and node.start_mark.line == start.start_mark.line:
+            problem = (
+                "a value on the `---` line; Helm 4 refuses it (invalid Yaml document separator)"
             )
+        elif not node.value and end.explicit:
+            problem = (
+                "an empty YAML document closed by `...`; Helm 4 refuses it (did not find "
+                "expected node content)"
+            )
+        else:
+            return
+        raise ValuesLoadError(f"{problem}: remove the trailing document", line, code="YAML001")
 
     def scan_to_next_token(self) -> None:
         """PyYAML's, skipping tabs where helm's YAML library does: in flow collections and
         where no simple key may start (after a key's `:`, after a value); not after `-`, `?`
         or at the start of a line (_TAB_INDENT refuses those before scanning)."""
-        if self.index == 0 and self.peek() == "\ufeff":  # type: ignore[no-untyped-call]
-            self.forward()  # type: ignore[no-untyped-call]
+        if self.index == 0 and self.peek() == "\ufeff":
+            self.forward()
         while True:
             tabs = self.flow_level or not self.allow_simple_key
-            while self.peek() == " " or (tabs and self.peek() == "\t"):  # type: ignore[no-untyped-call]
-                self.forward()  # type: ignore[no-untyped-call]
-            if self.peek() == "#":  # type: ignore[no-untyped-call]
-                while self.peek() not in "\0\r\n\x85\u2028\u2029":  # type: ignore[no-untyped-call]
-                    self.forward()  # type: ignore[no-untyped-call]
+            while self.peek() == " " or (tabs and self.peek() == "\t"):
+                self.forward()
+            if self.peek() == "#":
+                while self.peek() not in "\0\r\n\x85\u2028\u2029":
+                    self.forward()
             if not self.scan_line_break():  # type: ignore[no-untyped-call]
                 return
             if not self.flow_level:
                 self.allow_simple_key = True
 
-    def construct_yaml_int(self, node: yaml.ScalarNode) -> int | float | str:
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int | float | str:  # type: ignore[override]
         digits = node.value.replace("_", "").lstrip("+-")
         if digits[:1] in "123456789" and len(digits) > 20:  # decimal, beyond uint64
             return _beyond_64_bits(node.value)
-        value: int = super().construct_yaml_int(node)  # type: ignore[no-untyped-call]
+        value: int = _explicit(node, "an integer", super().construct_yaml_int)
         return value if -(2**63) <= value < 2**64 else _beyond_64_bits(node.value)
 
-    def construct_yaml_float(self, node: yaml.ScalarNode) -> float | str:
-        value: float = super().construct_yaml_float(node)  # type: ignore[no-untyped-call]
+    def construct_yaml_bool(self, node: yaml.ScalarNode) -> bool:
+        value: bool = _explicit(node, "a boolean", super().construct_yaml_bool)
+        return value
+
+    def construct_yaml_float(self, node: yaml.ScalarNode) -> float | str:  # type: ignore[override]
+        value: float = _explicit(node, "a number", super().construct_yaml_float)
         if math.isfinite(value):
             return value
         if node.value.lstrip("+-").lower() in (".inf", ".nan"):
@@ -216,11 +238,12 @@ class _Loader(yaml.SafeLoader):
                 node.start_mark.column + 1,
                 code="YAML001",
             )
-        return node.value  # beyond a float's range: helm's YAML library keeps the text
+        return str(node.value)  # beyond a float's range: helm's YAML library keeps the text
 
 
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 _Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_yaml_float)
+_Loader.add_constructor("tag:yaml.org,2002:bool", _Loader.construct_yaml_bool)
 
 for _tag, _pattern, _first in _HELM_SCALARS:
     # The empty scalar (a key with no value) is null, as the "~" resolver says.
