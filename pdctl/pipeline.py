@@ -26,7 +26,7 @@ from pdctl.validation.kube import check_objects
 from pdctl.validation.report import FileReport
 from pdctl.validation.schema_and_rules import check_values
 from pdctl.values.coalesce import merge_files
-from pdctl.values.loader import Document, ValuesLoadError, load, loads
+from pdctl.values.loader import Document, ValuesLoadError, load, load_stream
 from pdctl.values.paths import KeyPath
 from pdctl.values.setvalues import apply_sets
 
@@ -74,7 +74,11 @@ def load_values(files: FileNames, set_values: Sequence[str] = ()) -> Values:
     sources = []
     for name in files:
         try:
-            document = loads(sys.stdin.read()) if name == STDIN else load(Path(name))
+            document = (
+                load_stream(sys.stdin.buffer, display_name(name))
+                if name == STDIN
+                else load(Path(name))
+            )
         except ValuesLoadError as error:
             error.file = display_name(name)
             error.message = f"{error.file}: {error.message}"

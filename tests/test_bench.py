@@ -172,7 +172,7 @@ def test_oversized_dataset_is_refused_before_it_is_read(
     path = tmp_path / "big.jsonl"
     path.write_text('{"prompt": "a"}\n' * 10)
     monkeypatch.setattr(dataset, "MAX_BYTES", 100)
-    with pytest.raises(InputError, match="over the 100 a dataset may have"):
+    with pytest.raises(InputError, match="larger than 100 bytes"):
         dataset.load(path)
 
 

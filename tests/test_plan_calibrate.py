@@ -98,7 +98,7 @@ def test_plan_cli_calibrates_and_says_so(tmp_path: Path) -> None:
     assert data["estimates"]["bottleneck"] == "kv-transfer"
     assert data["estimates"]["ttft_ms"] > 10 * plain["estimates"]["ttft_ms"]
     missing = runner.invoke(app, [*base, "--calibrate", str(tmp_path / "none.json")])
-    assert missing.exit_code == 1 and "none.json: no such file" in missing.stderr
+    assert missing.exit_code == 1 and "none.json: cannot be read: no such file" in missing.stderr
     (tmp_path / "bad.json").write_text("{}")
     bad = runner.invoke(app, [*base, "--calibrate", str(tmp_path / "bad.json")])
     assert bad.exit_code == 1 and "not a pdctl bench result" in bad.stderr

@@ -112,7 +112,7 @@ def test_an_unknown_quantization_is_refused_by_name() -> None:
 
 
 def test_unreadable_and_non_json_files(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="cannot be read"):
         load_config_file(tmp_path / "missing.json", "x")
     (tmp_path / "config.json").write_text("{not json")
     with pytest.raises(InputError, match="not JSON"):

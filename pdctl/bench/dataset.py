@@ -12,13 +12,13 @@ a step that runs past the last line starts again from the first (and says so).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from pdctl import files
 from pdctl.errors import InputError
 
-# A dataset is read whole into memory: refuse what cannot be a sensible one before reading it.
+# A dataset is read whole into memory: refuse one larger than this without reading the rest.
 MAX_BYTES = 256 * 1024 * 1024
 KEYS = {"prompt", "output_len"}
 
@@ -31,10 +31,7 @@ class Entry:
 
 def _entry(path: Path, number: int, line: str) -> Entry:
     where = f"{path}:{number}"
-    try:
-        data = json.loads(line)
-    except ValueError as error:
-        raise InputError(f"{where}: not JSON ({error.args[0]})") from None
+    data = files.parse_json(line, where)
     if not isinstance(data, dict):
         raise InputError(f'{where}: expected an object such as {{"prompt": "..."}}')
     unknown = sorted(set(data) - KEYS)
@@ -52,13 +49,7 @@ def _entry(path: Path, number: int, line: str) -> Entry:
 
 def load(path: Path) -> tuple[Entry, ...]:
     """The file's requests, in order; InputError names the file and line of anything wrong."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise InputError(f"{path}: {size} bytes is over the {MAX_BYTES} a dataset may have")
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"{path}: cannot be read as UTF-8 text ({error})") from None
+    text = files.read_text(path, MAX_BYTES)
     entries = tuple(
         _entry(path, number, line)
         for number, line in enumerate(text.splitlines(), start=1)

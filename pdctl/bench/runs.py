@@ -4,13 +4,16 @@ label per run, the load axis they share, and the metrics as named in the CSV."""
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pdctl import files
 from pdctl.errors import InputError, UsageError
+
+# A bench result holds one entry per load step: kilobytes. Refuse more than this unread.
+MAX_BYTES = 16 * 1024 * 1024
 
 STATS = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")  # each a dict of percentiles, or null
 NUMBERS = ("output_token_throughput", "request_throughput")
@@ -109,18 +112,8 @@ def shape_problem(data: Any) -> str | None:
 
 def read(path: Path, label: str | None = None) -> Run:
     """A saved bench result; InputError naming the file when it is missing, not JSON or not one."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"{path}: cannot be read: {error}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InputError(
-            f"{path}: not JSON ({error})", hint="give files written by pdctl bench -o json"
-        ) from None
+    hint = "give files written by pdctl bench -o json"
+    data = files.parse_json(files.read_text(path, MAX_BYTES), str(path), hint)
     problem = shape_problem(data)
     if problem is not None:
         raise InputError(
@@ -145,11 +138,18 @@ def read_all(paths: list[Path], labels: list[str] | None = None) -> list[Run]:
     return runs
 
 
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:  # a dangling link: read() reports it, and the run is left out
+        return 0.0
+
+
 def in_folder(directory: Path, pattern: str = "bench-*.json") -> list[Run]:
     """Every run saved in `directory` (bench --report's JSON), oldest first; a file there that is
     not a bench result is left out (the folder is the user's)."""
     runs = []
-    for path in sorted(directory.glob(pattern), key=lambda p: (p.stat().st_mtime, p.name)):
+    for path in sorted(directory.glob(pattern), key=lambda p: (_mtime(p), p.name)):
         try:
             runs.append(read(path))
         except InputError:

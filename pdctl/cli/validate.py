@@ -107,6 +107,7 @@ def validate(
     """Check values files: YAML, the chart's schema and the PD rules (exit 1 if any is invalid)."""
     from pdctl.pipeline import ValidateOptions, validate  # lazy: start-up
     from pdctl.validation.inputs import expand, warning_ids  # lazy: start-up
+    from pdctl.validation.report import FileReport  # lazy: start-up
 
     if not re.match(r"^1\.\d+(\.\d+)?$", kube_version):
         raise UsageError(f"--kube-version {kube_version!r}: expected a version such as 1.35")
@@ -122,8 +123,12 @@ def validate(
         helm_path=helm,
         chart=chart,
     )
-    groups = [[name] for name in expand(files or [])] + ([values] if values else [])
-    reports = [validate(group, options) for group in groups]
+    reports = [
+        FileReport.unread(item.name, item.problem, item.severity)
+        if item.problem
+        else validate([item.name], options)
+        for item in expand(files or [])
+    ] + ([validate(values, options)] if values else [])
     if output is ValidateFormat.json:
         failed = [r for r in reports if not r.passed(strict)]
         _output.as_json(

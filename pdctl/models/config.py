@@ -9,13 +9,16 @@ code that talks to the Hugging Face hub (huggingface_hub, imported only there).
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pdctl import files
 from pdctl.errors import EnvironmentProblem, InputError
+
+# A config.json is a few KiB (the largest, with label maps or long layer lists, tens of KiB).
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
 WEIGHT_DTYPES = ("bf16", "fp16", "fp32", "fp8", "int8", "int4", "mxfp4")
 _TORCH_DTYPES = {
@@ -275,14 +278,7 @@ def from_hf_config(
 def load_config_file(path: Path, name: str) -> ModelArch:
     """--model-config PATH: a config.json file (or a directory holding one)."""
     file = path / "config.json" if path.is_dir() else path
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as error:
-        raise InputError(f"{file}: cannot read: {error.strerror or error}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InputError(f"{file}: not JSON: {error.msg} (line {error.lineno})") from None
+    data = files.parse_json(files.read_text(file, MAX_CONFIG_BYTES), str(file))
     return from_hf_config(data, name, origin=str(file))
 
 

@@ -21,6 +21,11 @@ class FileReport:
     def warnings(self) -> list[Finding]:
         return [f for f in self.findings if f.severity is Severity.warning]
 
+    @classmethod
+    def unread(cls, name: str, problem: str, severity: Severity = Severity.error) -> FileReport:
+        """A file a directory scan found but did not read, with why."""
+        return cls(name, [Finding("FILE", severity, problem, file=name)])
+
     def passed(self, strict: bool = False) -> bool:
         return not self.errors and not (strict and self.warnings)
 
