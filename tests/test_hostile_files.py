@@ -245,3 +245,17 @@ def test_an_explicit_tag_on_the_wrong_text_is_a_finding(text: str) -> None:
     with pytest.raises(ValuesLoadError) as caught:
         loads(text)
     assert (caught.value.line, caught.value.column) == (1, 4) and "is tagged" in caught.value.reason
+
+
+def test_a_deep_endpoint_picker_config_string_is_a_finding_not_a_traceback() -> None:
+    """routerSpec.llmd.scheduler.config is YAML inside a string: PD022 parses it with the values
+    loader's limits, so 2,000 levels of nesting are "not an EndpointPickerConfig"."""
+    deep = "[" * 2000
+    done = pdctl(
+        "validate",
+        str(ROOT / "tutorials" / "assets" / "values-25-llm-d-router.yaml"),
+        "--set",
+        f"routerSpec.llmd.scheduler.config={deep}",
+    )
+    assert done.returncode == 1
+    assert "PD022" in done.stdout and "is not an EndpointPickerConfig" in done.stdout

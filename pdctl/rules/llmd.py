@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import yaml
-
 from pdctl.rules.deployment import Deployment, Pool, as_dict, as_int
 from pdctl.rules.registry import Issue, rule
+from pdctl.values.loader import ValuesLoadError, loads
 
 ROUTER = "llm-d"
 LLMD: tuple[str, ...] = ("routerSpec", "llmd")
@@ -125,9 +124,9 @@ def _scheduler(deployment: Deployment, scheduler: dict[str, Any]) -> Iterator[Is
     text = scheduler.get("config")
     if not isinstance(text, str) or not text or not row:
         return
-    try:
-        config = yaml.safe_load(text)
-    except yaml.YAMLError:
+    try:  # the values loader's limits: depth, aliases, tags (a hostile string is still YAML)
+        config: Any = loads(text).data
+    except ValuesLoadError:
         config = None
     path = (*LLMD, "scheduler", "config")
     if not isinstance(config, dict) or config.get("kind") != "EndpointPickerConfig":
