@@ -264,17 +264,19 @@ class Cluster:
                 deployment, namespace, _request_timeout=REQUEST_TIMEOUT
             ),
         )
-        containers = found.spec.template.spec.containers if found is not None else []
-        entry = next((e for c in containers or [] for e in c.env or [] if e.name == variable), None)
+        pod = found.spec.template.spec if found is not None else None
+        containers = pod.containers if pod is not None else []
+        entry = next((e for c in containers for e in c.env or [] if e.name == variable), None)
         if entry is None or entry.value is not None:
             return None if entry is None else str(entry.value)
         ref = entry.value_from.secret_key_ref if entry.value_from else None
-        if ref is None:
+        if ref is None or not ref.name:
             return None
+        name = str(ref.name)
         secret = self._readable(
-            f"reading Secret {ref.name}",
+            f"reading Secret {name}",
             lambda: self.core.read_namespaced_secret(
-                ref.name, namespace, _request_timeout=REQUEST_TIMEOUT
+                name, namespace, _request_timeout=REQUEST_TIMEOUT
             ),
         )
         value = (secret.data or {}).get(ref.key) if secret is not None else None

@@ -186,7 +186,12 @@ def bench(
         typer.Option("--connector", help="KV connector whose metrics to read (default: detect)."),
     ] = None,
     timeout: Annotated[
-        float, typer.Option("--timeout", min=1.0, help="Seconds to wait for each request.")
+        float,
+        typer.Option(
+            "--timeout",
+            min=1.0,
+            help="Seconds each request may take, from sending to its last byte.",
+        ),
     ] = 600.0,
     report: Annotated[
         Path | None,

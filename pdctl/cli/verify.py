@@ -104,7 +104,13 @@ def verify(
         typer.Option("--prompt-words", min=32, help="Words in the PD proof's unique prompt."),
     ] = 600,
     timeout: Annotated[
-        float, typer.Option("--timeout", min=1.0, help="Seconds to wait for each answer.")
+        float,
+        typer.Option(
+            "--timeout",
+            min=1.0,
+            help="Seconds each request may take, from sending to its last byte (engines are "
+            "probed at once).",
+        ),
     ] = 60.0,
     settle: Annotated[
         float,

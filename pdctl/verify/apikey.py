@@ -9,6 +9,7 @@ import os
 import stat
 from pathlib import Path
 
+from pdctl.cluster import connect
 from pdctl.errors import InputError
 from pdctl.naming import Release
 from pdctl.verify.client import API_KEY_ENV
@@ -52,10 +53,8 @@ def from_file(path: Path) -> str:
 def from_release(release: str, namespace: str) -> str | None:
     """The key the release's router sends (env VLLM_API_KEY of its Deployment), read from its
     Secret; None when the router has none or the Secret cannot be read."""
-    from pdctl import cluster  # lazy: the kubernetes client
-
     deployment = Release(release, namespace).router_deployment
-    key = cluster.connect().env_value(namespace, deployment, API_KEY_ENV)
+    key = connect().env_value(namespace, deployment, API_KEY_ENV)
     return None if key is None else _checked(key, f"the {API_KEY_ENV} of Deployment {deployment}")
 
 
