@@ -9,6 +9,7 @@ or credentials it refuses are an EnvironmentProblem (exit 3).
 
 from __future__ import annotations
 
+import base64
 import os
 import select
 import socket
@@ -253,6 +254,48 @@ class Cluster:
         )
         return found is not None
 
+    def env_value(self, namespace: str, deployment: str, variable: str) -> str | None:
+        """The value of env `variable` in the Deployment's containers, read from its Secret for a
+        secretKeyRef; None when unset, or when the Deployment or the Secret is not there or not
+        readable (RBAC)."""
+        found = self._readable(
+            f"reading Deployment {deployment}",
+            lambda: self.apps.read_namespaced_deployment(
+                deployment, namespace, _request_timeout=REQUEST_TIMEOUT
+            ),
+        )
+        pod = found.spec.template.spec if found is not None else None
+        containers = pod.containers if pod is not None else []
+        entry = next((e for c in containers for e in c.env or [] if e.name == variable), None)
+        if entry is None or entry.value is not None:
+            return None if entry is None else str(entry.value)
+        ref = entry.value_from.secret_key_ref if entry.value_from else None
+        if ref is None or not ref.name:
+            return None
+        name = str(ref.name)
+        secret = self._readable(
+            f"reading Secret {name}",
+            lambda: self.core.read_namespaced_secret(
+                name, namespace, _request_timeout=REQUEST_TIMEOUT
+            ),
+        )
+        value = (secret.data or {}).get(ref.key) if secret is not None else None
+        return None if value is None else base64.b64decode(value).decode("latin-1")
+
+    def _readable(self, what: str, call: Callable[[], T]) -> T | None:
+        """As _call, None when the object is not there or RBAC does not let pdctl read it."""
+        from kubernetes.client.exceptions import ApiException
+
+        def call_or_none() -> T | None:
+            try:
+                return call()
+            except ApiException as error:
+                if error.status in (403, 404):
+                    return None
+                raise
+
+        return self._call(what, call_or_none)
+
     # ---- objects pdctl creates itself (preflight's ConfigMap and Jobs)
     def create(self, obj: dict[str, Any]) -> None:
         """Create a ConfigMap or a Job (a manifest as a dict) in its namespace."""
@@ -468,15 +511,24 @@ def _relay(
     from kubernetes import client
     from kubernetes.stream import portforward
 
-    try:
+    def setup() -> Any:
         # A client of its own: the stream helper swaps the ApiClient's request method while
         # it connects, which is not safe to share between threads.
         api = client.CoreV1Api(client.ApiClient(cluster.api_client.configuration))
-        forward = portforward(
+        return portforward(
             api.connect_get_namespaced_pod_portforward, pod, namespace, ports=str(port)
         )
+
+    # The websocket client connects without a timeout: bounded here (a setup that is still
+    # hanging is left to its daemon thread, and the local connection is closed).
+    forward = _within(REQUEST_TIMEOUT, setup)
+    if forward is None:
+        connection.close()
+        return
+    try:
         remote = forward.socket(port)
     except Exception:
+        forward.close()
         connection.close()
         return
     try:
@@ -493,3 +545,19 @@ def _relay(
     finally:
         connection.close()
         forward.close()
+
+
+def _within(seconds: float, call: Callable[[], T]) -> T | None:
+    """`call()` on a daemon thread; None when it failed or has not ended within `seconds`."""
+    done: list[T] = []
+
+    def run() -> None:
+        try:
+            done.append(call())
+        except Exception:  # the relay closes the connection: the client sees it fail
+            return
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return done[0] if done else None

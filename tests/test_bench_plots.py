@@ -168,7 +168,9 @@ def test_the_sweep_still_runs_without_a_subcommand(
     def targets(*args: Any) -> Iterator[None]:
         yield None
 
-    def sweep(found: Any, workload: Workload, progress: Any = None) -> Result:
+    def sweep(
+        found: Any, workload: Workload, progress: Any = None, api_key: str | None = None
+    ) -> Result:
         calls.append(workload)
         steps = [step(c, 10.0 * c) for c in workload.concurrency]
         return Result("http://r", "m", None, workload, steps)

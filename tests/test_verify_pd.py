@@ -435,6 +435,9 @@ def cluster(monkeypatch: pytest.MonkeyPatch, stack: Stack) -> ClusterDouble:
     for name, attribute, function in (
         ("pdctl.release", "release_pods", release_pods),
         ("pdctl.cluster", "port_forward", port_forward),
+        # The router's API key from the release's Secret: none here (tests/test_hostile_servers.py
+        # reads one through the Kubernetes API double).
+        ("pdctl.verify.apikey", "from_release", lambda release, namespace: None),
     ):
         try:
             module = importlib.import_module(name)

@@ -21,11 +21,16 @@ class Sampler:
     """`with Sampler(engines, model):` samples until the block ends; then `by_role()`."""
 
     def __init__(
-        self, engines: Sequence[Endpoint], model: str, interval: float = INTERVAL_S
+        self,
+        engines: Sequence[Endpoint],
+        model: str,
+        interval: float = INTERVAL_S,
+        api_key: str | None = None,
     ) -> None:
         self._engines = [e for e in engines if e.url is not None]
         self._model = model
         self._interval = interval
+        self._api_key = api_key
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         # per role, per gauge: one value per sample (summed over the role's engines, except KV
@@ -43,7 +48,7 @@ class Sampler:
             self._thread.join()
 
     def _run(self) -> None:
-        with Http(timeout=max(self._interval, 2.0)) as http:
+        with Http(max(self._interval, 2.0), self._api_key) as http:
             while True:
                 pages, _ = scrape_all(http, self._engines)
                 self.add(pages)

@@ -4,8 +4,8 @@ the step's request budget is spent or its duration is over. Open loop (`run_open
 arrive at `rate` per second with exponential gaps (a Poisson process, as real traffic and
 vLLM's benchmark_serving send), each on its own thread, whatever the ones before are doing; only
 `max_in_flight` bounds them, and an arrival that finds that many waits (counted as `held`).
-Each worker or request has its own pdctl.verify.client.Http, and each reply is timed by
-pdctl.verify.timing."""
+Each worker or request has its own pdctl.verify.client.Http (its deadline and size limits, and the
+API key), and each reply is timed by pdctl.verify.timing."""
 
 from __future__ import annotations
 
@@ -46,6 +46,7 @@ def run_step(
     requests: int | None,
     duration: float | None,
     timeout: float,
+    api_key: str | None = None,
 ) -> tuple[list[timing.Timed], float]:
     """Send the step's requests to `url`; returns each request's timing (in the order they
     ended) and the step's wall time in seconds (first sent to last ended)."""
@@ -55,7 +56,7 @@ def run_step(
     budget = _Budget(requests, duration)
 
     def worker() -> None:
-        with Http(timeout) as http:
+        with Http(timeout, api_key) as http:
             while budget.take():
                 timed = timing.measure(http.stream(url, body()))
                 with lock:
@@ -78,6 +79,7 @@ def run_open_step(
     timeout: float,
     max_in_flight: int,
     seed: int | None = None,
+    api_key: str | None = None,
 ) -> tuple[list[timing.Timed], float, int]:
     """Send the step's requests to `url` as Poisson arrivals at `rate` per second; returns each
     request's timing (in the order they ended), the step's wall time (first sent to last ended)
@@ -91,7 +93,7 @@ def run_open_step(
 
     def send(payload: dict[str, Any]) -> None:
         try:
-            with Http(timeout) as http:
+            with Http(timeout, api_key) as http:
                 timed = timing.measure(http.stream(url, payload))
             with lock:
                 results.append(timed)

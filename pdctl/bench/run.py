@@ -30,6 +30,16 @@ class Result:
     steps: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # engines whose /metrics could not be read
 
+    def none_succeeded(self) -> str | None:
+        """Why no request of any step succeeded (counts and the first errors); None when one
+        did."""
+        if any(s["succeeded"] for s in self.steps):
+            return None
+        sent = sum(s["succeeded"] + s["errors"] for s in self.steps)
+        first = next((s["error_samples"][0] for s in self.steps if s["error_samples"]), None)
+        why = f"no request succeeded: {sent} sent over {len(self.steps)} step(s), all failed"
+        return why + (f"; most common error: {first}" if first else "")
+
     @property
     def slo_missed_everywhere(self) -> bool:
         """An SLO was given and no step attained it."""
@@ -82,6 +92,7 @@ def _step(
     concurrency: int | None,
     rate: float | None,
     dataset: DatasetRequests | None,
+    api_key: str | None,
 ) -> dict[str, Any]:
     """Send one load step; its numbers, less the engines' counters."""
     seed = _seed(workload, rate if rate is not None else concurrency or 0)
@@ -99,11 +110,12 @@ def _step(
             workload.timeout,
             workload.max_in_flight,
             seed,
+            api_key,
         )
     else:
         assert concurrency is not None
         timed, wall = run_step(
-            url, body, concurrency, workload.requests, workload.duration, workload.timeout
+            url, body, concurrency, workload.requests, workload.duration, workload.timeout, api_key
         )
     step = summary.summarize(concurrency, timed, wall, workload)
     step["rate"] = rate
@@ -115,14 +127,20 @@ def _step(
 Progress = Callable[[int, int, "dict[str, Any] | None", "int | None", "float | None"], None]
 
 
-def run(targets: Targets, workload: Workload, progress: Progress | None = None) -> Result:
-    """Every step of the workload through the router. `progress(i, n, step, concurrency, rate)`
-    is called as step i of n starts (step None) and when it ended (its numbers)."""
+def run(
+    targets: Targets,
+    workload: Workload,
+    progress: Progress | None = None,
+    api_key: str | None = None,
+) -> Result:
+    """Every step of the workload through the router, with the API key if one is given.
+    `progress(i, n, step, concurrency, rate)` is called as step i of n starts (step None) and
+    when it ended (its numbers)."""
     router = targets.router.url
     if router is None:
         raise EnvironmentProblem(f"the router cannot be reached: {targets.router.error}")
     url = join(router, "/v1/completions")
-    with Http(workload.timeout) as http:
+    with Http(workload.timeout, api_key) as http:
         model = workload.model or _model(http, targets)
         pages, problems = scrape_all(http, targets.engines)
         connector = resolve_connector(workload.connector, list(pages.values()))
@@ -132,8 +150,8 @@ def run(targets: Targets, workload: Workload, progress: Progress | None = None) 
             if progress:
                 progress(index, len(workload.steps), None, concurrency, rate)
             before, _ = scrape_all(http, targets.engines)
-            with Sampler(targets.engines, model) as sampler:
-                step = _step(url, workload, model, concurrency, rate, dataset)
+            with Sampler(targets.engines, model, api_key=api_key) as sampler:
+                step = _step(url, workload, model, concurrency, rate, dataset, api_key)
             after, _ = scrape_all(http, targets.engines)
             step["engines"] = engines.by_role(targets.engines, before, after, model, connector)
             for role, gauges in sampler.by_role().items():

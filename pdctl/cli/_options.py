@@ -65,3 +65,12 @@ EnginePortOpt = Annotated[
         help="Cluster mode: the engines' container port (a port named vllm wins).",
     ),
 ]
+# The router's API key (vLLM --api-key): from a file, never the command line itself.
+ApiKeyFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--api-key-file",
+        help="File holding the router's API key, sent as Authorization: Bearer (default: "
+        "$VLLM_API_KEY, else in cluster mode the release's Secret where RBAC allows).",
+    ),
+]

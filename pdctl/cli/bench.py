@@ -11,6 +11,7 @@ import typer
 from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import (
+    ApiKeyFileOpt,
     DecodeUrlOpt,
     EnginePortOpt,
     ModelOpt,
@@ -185,7 +186,12 @@ def bench(
         typer.Option("--connector", help="KV connector whose metrics to read (default: detect)."),
     ] = None,
     timeout: Annotated[
-        float, typer.Option("--timeout", min=1.0, help="Seconds to wait for each request.")
+        float,
+        typer.Option(
+            "--timeout",
+            min=1.0,
+            help="Seconds each request may take, from sending to its last byte.",
+        ),
     ] = 600.0,
     report: Annotated[
         Path | None,
@@ -196,15 +202,17 @@ def bench(
     ] = None,
     router_port: RouterPortOpt = 8000,
     engine_port: EnginePortOpt = 8000,
+    api_key_file: ApiKeyFileOpt = None,
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Load-test the deployment through its router: latency, throughput, goodput per step.
 
-    Exit 1 when an SLO given here is missed at every load step."""
+    Exit 1 when no request succeeded, or when an SLO given here is missed at every load step."""
     from pdctl.bench import dataset as datasets  # lazy: start-up
     from pdctl.bench import report as files  # lazy: start-up
     from pdctl.bench.run import run  # lazy: start-up
     from pdctl.bench.workload import Workload, parse_concurrency, parse_rate  # lazy: start-up
+    from pdctl.verify import apikey  # lazy: start-up
 
     workload = Workload(
         input_len=input_len,
@@ -228,7 +236,8 @@ def bench(
     with resolve_targets(
         url, prefill_url or [], decode_url or [], release, namespace, router_port, engine_port
     ) as found:
-        result = run(found, workload, None if output is OutputFormat.json else _progress)
+        key = apikey.resolve(api_key_file, None if url else release, namespace)
+        result = run(found, workload, None if output is OutputFormat.json else _progress, key)
     payload: dict[str, Any] = result.as_dict()
     if report is not None:
         written = files.write(result, report)
@@ -243,6 +252,10 @@ def bench(
             _output.info(f"wrote {path}")
         if "plots" in payload:
             _output.info(payload["plots"])
+    failed = result.none_succeeded()
+    if failed:
+        _output.info(failed)
+        raise typer.Exit(1)
     if result.slo_missed_everywhere:
         _output.info("the SLO was missed at every load step")
         raise typer.Exit(1)

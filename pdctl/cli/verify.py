@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -9,6 +10,7 @@ import typer
 from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import (
+    ApiKeyFileOpt,
     DecodeUrlOpt,
     EnginePortOpt,
     ModelOpt,
@@ -102,7 +104,13 @@ def verify(
         typer.Option("--prompt-words", min=32, help="Words in the PD proof's unique prompt."),
     ] = 600,
     timeout: Annotated[
-        float, typer.Option("--timeout", min=1.0, help="Seconds to wait for each answer.")
+        float,
+        typer.Option(
+            "--timeout",
+            min=1.0,
+            help="Seconds each request may take, from sending to its last byte (engines are "
+            "probed at once).",
+        ),
     ] = 60.0,
     settle: Annotated[
         float,
@@ -123,12 +131,14 @@ def verify(
     ] = None,
     router_port: RouterPortOpt = 8000,
     engine_port: EnginePortOpt = 8000,
+    api_key_file: ApiKeyFileOpt = None,
     show_curl: Annotated[
         bool, typer.Option("--show-curl", help="Print the curl command of each check.")
     ] = False,
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Smoke-test a deployment and prove PD from the engines' counters (exit 1 if a check fails)."""
+    from pdctl.verify import apikey  # lazy: start-up
     from pdctl.verify.checks import Settings, run  # lazy: start-up
 
     settings = Settings(
@@ -150,7 +160,8 @@ def verify(
         router_port,
         engine_port,
     ) as found:
-        report = run(found, settings)
+        key = apikey.resolve(api_key_file, None if url else release, namespace)
+        report = run(found, dataclasses.replace(settings, api_key=key))
     if output is OutputFormat.json:
         _output.as_json(report.as_dict())
     else:

@@ -25,12 +25,13 @@ between the two nearest values (as numpy's default).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
 from pdctl.naming import ROLES
 from pdctl.verify import timing, ttft
-from pdctl.verify.client import Http, curl
+from pdctl.verify.client import Http, authorize, curl, parallel
 from pdctl.verify.proof import Connector, pd_proof, resolve_connector
 from pdctl.verify.report import (
     ORDER,
@@ -108,10 +109,9 @@ def _models(http: Http, router: str, wanted: str | None) -> tuple[Check, str | N
 def listed_model(http: Http, endpoints: Sequence[Endpoint]) -> str | None:
     """The first model one of the endpoints lists on /v1/models (verify asks the engines when
     the router cannot say; the later checks then still show where requests fail)."""
-    for engine in endpoints:
-        if engine.url is None:
-            continue
-        body = http.get(join(engine.url, "/v1/models")).json()
+    urls = [join(e.url, "/v1/models") for e in endpoints if e.url is not None]
+    for reply in http.get_all(urls):
+        body = reply.json() if reply.ok else None
         data = body.get("data") if isinstance(body, dict) else None
         for card in data if isinstance(data, list) else []:
             if isinstance(card, dict) and card.get("id"):
@@ -124,6 +124,8 @@ def _engines_health(http: Http, engines: tuple[Endpoint, ...]) -> Check:
         why = "no engine URLs (give --prefill-url and --decode-url, or use cluster mode)"
         return skip("engines-health", why)
     results, down, commands = [], [], []
+    urls = [join(e.url, "/health") for e in engines if e.url is not None]
+    replies = iter(http.get_all(urls))  # at once: hung engines cost one timeout in all
     for engine in engines:
         if engine.url is None:
             results.append({"engine": engine.name, "role": engine.role, "error": engine.error})
@@ -131,7 +133,7 @@ def _engines_health(http: Http, engines: tuple[Endpoint, ...]) -> Check:
             continue
         url = join(engine.url, "/health")
         commands.append(curl(url))
-        reply = http.get(url)
+        reply = next(replies)
         entry: dict[str, Any] = {"engine": engine.name, "role": engine.role, "url": url}
         entry["status"] = reply.status
         if not reply.ok:
@@ -273,12 +275,16 @@ def run(targets: Targets, settings: Settings, http: Http | None = None) -> Repor
     probe runs before the completion and streaming checks so its counters are not mixed with
     theirs (vLLM may update counters just after a response ends)."""
     own = http is None
-    client = http or Http(settings.timeout)
+    client = http or Http(settings.timeout, settings.api_key)
     try:
-        return _run(client, targets, settings)
+        report = _run(client, targets, settings)
     finally:
         if own:
             client.close()
+    if client.authorized:
+        for check in report.checks:
+            check.curl = [authorize(command) for command in check.curl]
+    return report
 
 
 def _run(http: Http, targets: Targets, settings: Settings) -> Report:
@@ -287,8 +293,12 @@ def _run(http: Http, targets: Targets, settings: Settings) -> Report:
     checks: dict[str, Check] = {}
     latency: dict[str, Any] | None = None
     connector: Connector | None = None
-    checks["router-health"] = _router_health(http, targets.router)
-    checks["engines-health"] = _engines_health(http, targets.engines)
+    checks["router-health"], checks["engines-health"] = parallel(
+        [
+            functools.partial(_router_health, http, targets.router),
+            functools.partial(_engines_health, http, targets.engines),
+        ]
+    )
     router = targets.router.url
     model = settings.model
     later = ("models", "completion", "chat-stream", *PROOF, "pd-kv-bandwidth", "pd-ttft")

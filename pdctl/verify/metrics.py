@@ -1,11 +1,12 @@
 """Prometheus text exposition (what vLLM's /metrics serves), parsed into samples, and the
 arithmetic verify needs: sums over label selections and differences between two scrapes.
 
-The format (prometheus.io/docs/instrumenting/exposition_formats): one sample per line,
-`name{label="value",...} value [timestamp]`; `# HELP` and `# TYPE` comments; label values
-escape backslash, double quote and newline. prometheus_client (which vLLM uses) writes a
-counter `x` as the sample `x_total` (plus `x_created`), a histogram `h` as `h_bucket`, `h_count`,
-`h_sum` (plus `h_created`). The OpenMetrics variant adds `# EOF`, also a comment here.
+The format (prometheus.io/docs/instrumenting/exposition_formats) is parsed by prometheus_client's
+own parser (prometheus_client.parser): one sample per line, `name{label="value",...} value
+[timestamp]`, `# HELP` and `# TYPE` comments, escaped label values; timestamps are dropped.
+prometheus_client (which vLLM uses) writes a counter `x` as the sample `x_total` (plus
+`x_created`), a histogram `h` as `h_bucket`, `h_count`, `h_sum` (plus `h_created`). A count
+that is +Inf, NaN or negative is refused: differences of it prove nothing.
 
 The names of vLLM's own engine metrics live here (they are vLLM's, whatever the connector); the
 metrics that show a connector's transfers come from the connector table (pdctl.connectors).
@@ -13,8 +14,8 @@ metrics that show a connector's transfers come from the connector table (pdctl.c
 
 from __future__ import annotations
 
+import io
 import math
-import re
 from dataclasses import dataclass, field
 
 # vLLM engine metrics (vllm/v1/metrics/loggers.py), label model_name (and engine per DP rank).
@@ -41,10 +42,10 @@ LOCAL_COMPUTE = "local_compute"
 LOCAL_CACHE_HIT = "local_cache_hit"
 MODEL_LABEL = "model_name"
 
-_NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
-_SAMPLE = re.compile(rf"^({_NAME})(?:\{{(.*)\}})?\s+(\S+)(?:\s+\S+)?\s*$")
-_LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(?:,|$)')
-_ESCAPES = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
+# The samples that count (a counter's, a histogram's or a summary's): finite, and not negative but
+# for a sum.
+_COUNTS = ("_total", "_count", "_bucket")
+_SUMS = ("_sum",)
 
 
 class ExpositionError(ValueError):
@@ -114,50 +115,63 @@ class Family:
         return values
 
 
-def _unescape(value: str) -> str:
-    return re.sub(r"\\[\\\"n]", lambda m: _ESCAPES[m.group(0)], value)
+class _Lines:
+    """The lines of a text, counted as the parser reads them (the line of an error)."""
+
+    def __init__(self, text: str) -> None:
+        self._lines = iter(io.StringIO(text))
+        self.number = 0
+
+    def __iter__(self) -> _Lines:
+        return self
+
+    def __next__(self) -> str:
+        line = next(self._lines)
+        self.number += 1
+        return line
 
 
-def _labels(text: str, line_no: int) -> dict[str, str]:
-    labels: dict[str, str] = {}
-    position = 0
-    text = text.rstrip()
-    while position < len(text):
-        match = _LABEL.match(text, position)
-        if not match:
-            raise ExpositionError(f"line {line_no}: bad labels {{{text}}}")
-        labels[match.group(1)] = _unescape(match.group(2))
-        position = match.end()
-    return labels
-
-
-def _value(text: str, line_no: int) -> float:
-    try:
-        return float(text)  # also NaN, +Inf, -Inf
-    except ValueError:
-        raise ExpositionError(f"line {line_no}: bad value {text!r}") from None
+def _checked(name: str, labels: dict[str, str], value: float, kind: str) -> Sample:
+    """A sample, refused when it is a count that is not one (+Inf, NaN, negative): its
+    differences would be no evidence of anything."""
+    counts = name.endswith(_COUNTS) or (kind == "counter" and not name.endswith("_created"))
+    if (counts or name.endswith(_SUMS)) and not math.isfinite(value):
+        shown = "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}" if labels else ""
+        written = "NaN" if math.isnan(value) else f"{value:+}".replace("inf", "Inf")
+        raise ExpositionError(f"{name}{shown} is {written}: not a count, so no evidence")
+    if counts and value < 0:
+        raise ExpositionError(f"{name} is {value:g}: a count is never negative")
+    return Sample(name, labels, value)
 
 
 def parse(text: str) -> Scrape:
-    """Parse a /metrics page. Raises ExpositionError on a line that is not a sample."""
+    """Parse a /metrics page with prometheus_client's parser. Raises ExpositionError on text that
+    is not Prometheus exposition, and on a count that is +Inf, NaN or negative."""
+    from prometheus_client.parser import text_fd_to_metric_families  # lazy: verify only
+
     scrape = Scrape()
-    for line_no, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line:
-            continue
-        if line.startswith("#"):
-            parts = line.split(None, 3)
-            if len(parts) >= 4 and parts[1] == "TYPE":
-                scrape.types[parts[2]] = parts[3].strip()
-            continue
-        match = _SAMPLE.match(line)
-        if not match:
-            raise ExpositionError(f"line {line_no}: not a sample: {line[:120]}")
-        name, labels, value = match.groups()
-        scrape.samples.append(
-            Sample(name, _labels(labels, line_no) if labels else {}, _value(value, line_no))
-        )
+    lines = _Lines(text)
+    try:
+        for family in text_fd_to_metric_families(lines):  # type: ignore[arg-type]
+            if family.type not in ("unknown", "untyped"):
+                scrape.types.setdefault(family.name, family.type)
+            for sample in family.samples:
+                scrape.samples.append(
+                    _checked(sample.name, dict(sample.labels), float(sample.value), family.type)
+                )
+    except ExpositionError:
+        raise
+    except (ValueError, TypeError, IndexError, KeyError) as error:
+        why = str(error).splitlines()[0][:120] if str(error) else type(error).__name__
+        raise ExpositionError(
+            f"not Prometheus text: line {lines.number}: {why}: {_shown(lines.number, text)}"
+        ) from None
     return scrape
+
+
+def _shown(number: int, text: str) -> str:
+    lines = text.split("\n", number)
+    return repr(lines[number - 1][:120]) if 0 < number <= len(lines) else "(end of text)"
 
 
 def delta(before: Scrape, after: Scrape, name: str, labels: dict[str, str] | None = None) -> float:

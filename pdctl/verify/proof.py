@@ -22,6 +22,7 @@ the engines during the probe adds to the counters: verify a quiet deployment.
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import time
 import uuid
@@ -189,6 +190,8 @@ def probe_prompt(words: int) -> str:
 
 
 def _fmt(value: float) -> str:
+    if not math.isfinite(value):
+        return f"{value:+}"
     return f"{value:+.0f}" if value == int(value) else f"{value:+.2f}"
 
 
@@ -212,23 +215,25 @@ def _transfer_evidence() -> _Evidence:
 def scrape_all(
     http: Http, engines: Sequence[Endpoint]
 ) -> tuple[dict[str, metrics.Scrape], list[str]]:
-    """Each engine's /metrics page by engine name, and what could not be read."""
+    """Each engine's /metrics page by engine name, and what could not be read (all engines
+    read at once: hung ones cost one timeout in all)."""
     pages: dict[str, metrics.Scrape] = {}
     problems: list[str] = []
+    reachable = [e for e in engines if e.url is not None]
+    replies = http.get_all([join(e.url or "", "/metrics") for e in reachable])
+    answers = dict(zip((e.name for e in reachable), replies, strict=True))
     for engine in engines:
-        if engine.url is None:
+        reply = answers.get(engine.name)
+        if reply is None:
             problems.append(f"{engine.role} {engine.name}: {engine.error}")
             continue
-        reply = http.get(join(engine.url, "/metrics"))
         if not reply.ok:
             problems.append(f"{engine.role} {engine.name}: GET /metrics: {reply.problem()}")
             continue
         try:
             pages[engine.name] = metrics.parse(reply.text)
         except metrics.ExpositionError as error:
-            problems.append(
-                f"{engine.role} {engine.name}: /metrics is not Prometheus text: {error}"
-            )
+            problems.append(f"{engine.role} {engine.name}: /metrics: {error}")
     return pages, problems
 
 

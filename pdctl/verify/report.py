@@ -72,6 +72,7 @@ class Settings:
     timeout: float = 60.0
     settle: float = 3.0  # seconds to wait for the engines' counters after the probe
     min_kv_gbps: float | None = None  # below it pd-kv-bandwidth warns; None: the link table's
+    api_key: str | None = field(default=None, repr=False)  # sent as Authorization: Bearer
 
 
 @dataclass

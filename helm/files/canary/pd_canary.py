@@ -17,6 +17,7 @@ and $PD_CANARY_SA_DIR point elsewhere, for tests).
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import ssl
@@ -42,6 +43,9 @@ FILLER = (
 )
 SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)")
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+ESCAPE = re.compile(r"\\(.)")
+COUNTS = ("_total", "_count", "_bucket", "_sum")  # the samples that count: finite, not negative
+MAX_BODY = 16 * 1024 * 1024  # the largest answer read (a /metrics page, a pod list)
 
 Samples = list[tuple[str, dict[str, str], float]]
 
@@ -61,14 +65,29 @@ def http(
     request = urllib.request.Request(url, data=data, headers=dict(headers or {}))
     if data is not None:
         request.add_header("Content-Type", "application/json")
+    deadline = time.monotonic() + timeout
     try:
         with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
-            return str(response.read().decode())
+            return _read(response, url, deadline, timeout).decode("utf-8", "replace")
     except urllib.error.HTTPError as error:
-        detail = error.read().decode(errors="replace")[:300]
+        detail = error.read(300).decode(errors="replace")
         raise Problem(f"{url}: HTTP {error.code} {detail}") from None
     except (OSError, ValueError) as error:
         raise Problem(f"{url}: {error}") from None
+
+
+def _read(response: Any, url: str, deadline: float, timeout: float) -> bytes:
+    """The body, by the deadline (`timeout` from sending to the last byte, however slowly the
+    bytes drip) and up to MAX_BODY bytes."""
+    chunks, size = [], 0
+    while chunk := response.read1(65536):
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise Problem(f"{url}: the body is larger than {MAX_BODY} bytes")
+        if time.monotonic() > deadline:
+            raise Problem(f"{url}: no complete answer within {timeout:g} s")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def engines(config: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -112,14 +131,30 @@ def _ready(pod: dict[str, Any]) -> bool:
     return bool(status.get("podIP")) and conditions.get("Ready") == "True" and not deleting
 
 
-def parse(text: str) -> Samples:
+def parse(text: str, where: str = "/metrics") -> Samples:
+    """The samples of a Prometheus text page (comments, timestamps and escaped label values
+    understood); a count (_total, _count, _bucket, _sum) that is +Inf, NaN or negative is a
+    Problem: its differences would prove nothing."""
     samples = []
-    for line in text.splitlines():
+    for number, line in enumerate(text.split("\n"), 1):
         match = SAMPLE.match(line.strip())
-        if match and not line.startswith("#"):
-            name, labels, value = match.groups()
-            samples.append((name, dict(LABEL.findall(labels or "")), float(value)))
+        if not match or line.lstrip().startswith("#"):
+            continue
+        name, labels, text_value = match.groups()
+        try:
+            value = float(text_value)
+        except ValueError:
+            raise Problem(f"{where}: line {number}: {text_value[:40]!r} is not a number") from None
+        if name.endswith(COUNTS) and not (math.isfinite(value) and value >= 0):
+            if not name.endswith("_sum") or not math.isfinite(value):
+                raise Problem(f"{where}: line {number}: {name} is {text_value}: not a count")
+        pairs = LABEL.findall(labels or "")
+        samples.append((name, {k: ESCAPE.sub(_unescape, v) for k, v in pairs}, value))
     return samples
+
+
+def _unescape(match: re.Match[str]) -> str:
+    return "\n" if match.group(1) == "n" else match.group(1)
 
 
 def total(samples: Samples, name: str, **labels: str) -> float | None:
@@ -143,7 +178,10 @@ def moved(before: Samples, after: Samples, metric: str) -> dict[str, float]:
 
 
 def scrape(targets: list[tuple[str, str, str]]) -> dict[str, Samples]:
-    return {name: parse(http(f"{url}/metrics", timeout=10)) for name, _, url in targets}
+    return {
+        name: parse(http(f"{url}/metrics", timeout=10), f"{name} /metrics")
+        for name, _, url in targets
+    }
 
 
 def judge(
