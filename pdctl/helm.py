@@ -3,7 +3,9 @@
 Lookup order: --helm, $PDCTL_HELM, the project's tools folder ($PDCTL_TOOLS_DIR, or .tools in a
 checkout, newest version first), then PATH. Supported: Helm 3.14+ and 4.x.
 
-Positional arguments (release, chart, revision) follow `--`, so a name can never be read as a flag.
+Each command runs through pdctl.process, with a deadline (see VERSION_DEADLINE), in its own
+process group. Positional arguments (release, chart, revision) follow `--`, so a name can never
+be read as a flag.
 Release commands (upgrade --install, rollback, uninstall, history, get) are spelled for the
 binary's major version: Helm 4 waits with `--wait=watcher` (kstatus: every pod of a Deployment
 updated and available) and rolls back with `--rollback-on-failure`; Helm 3 with
@@ -18,8 +20,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,11 +52,9 @@ class Helm:
     def run(self, args: list[str]) -> subprocess.CompletedProcess[str]:
         return process.run([str(self.path), *args], deadline(args))
 
-    @contextmanager
-    def start(self, args: list[str]) -> Iterator[process.Child]:
-        """Run helm in the background for the block (pdctl.process.start)."""
-        with process.start([str(self.path), *args], deadline(args)) as child:
-            yield child
+    def start(self, args: list[str]) -> AbstractContextManager[process.Child]:
+        """Run helm in the background for a `with` block (pdctl.process.start)."""
+        return process.start([str(self.path), *args], deadline(args))
 
 
 def deadline(args: list[str]) -> float:

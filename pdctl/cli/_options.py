@@ -48,10 +48,16 @@ def _namespace(name: str) -> str:
 
 # Checked as helm and Kubernetes check them before the command runs (exit 2).
 ReleaseOpt = Annotated[
-    str, typer.Option("--release", help="Release name (helm's rule).", callback=_release)
+    str,
+    typer.Option(
+        "--release",
+        help="Release name: up to 53 lowercase letters, digits and '-', a letter first.",
+        callback=_release,
+    ),
 ]
 NamespaceOpt = Annotated[
-    str, typer.Option("--namespace", "-n", help="Namespace.", callback=_namespace)
+    str,
+    typer.Option("--namespace", "-n", help="Namespace (a DNS-1123 label).", callback=_namespace),
 ]
 ChartOpt = Annotated[
     Path | None,
