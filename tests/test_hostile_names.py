@@ -15,7 +15,10 @@ from pdctl import naming, pipeline
 from pdctl.cli.app import app
 from pdctl.errors import InputError, UsageError
 from pdctl.helm import Helm, TemplateRequest, UpgradeRequest
-from tests.helpers import CHART, TUTORIAL_VALUES
+from tests.helpers import CHART, CI
+
+# Values that name no object of a release "pd", so any release name renders them.
+VALUES = CI / "aggregated-values.yaml"
 
 runner = CliRunner()
 
@@ -75,14 +78,14 @@ def test_namespaces_refused(name: str) -> None:
 
 # Every command that takes --release / --namespace, with what else it needs to get that far.
 COMMANDS = {
-    "template": ["template", str(TUTORIAL_VALUES)],
-    "validate": ["validate", "--render", str(TUTORIAL_VALUES)],
-    "deploy": ["deploy", "--dry-run", "-f", str(TUTORIAL_VALUES)],
+    "template": ["template", str(VALUES)],
+    "validate": ["validate", "--render", str(VALUES)],
+    "deploy": ["deploy", "--dry-run", "-f", str(VALUES)],
     "status": ["status"],
     "verify": ["verify"],
     "bench": ["bench"],
     "uninstall": ["uninstall"],
-    "preflight": ["preflight", "-f", str(TUTORIAL_VALUES)],
+    "preflight": ["preflight", "-f", str(VALUES)],
     "init": ["init", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpus", "2", "--out", "-"],
 }
 RUN_HELM = {"template", "validate", "deploy", "status", "uninstall", "preflight"}
@@ -111,7 +114,7 @@ def test_every_command_refuses_a_namespace_with_a_newline(command: str) -> None:
 
 def test_release_cannot_make_helm_4_write_files(helm4: Helm, tmp_path: Path) -> None:
     written = tmp_path / "written"
-    args = ["template", str(TUTORIAL_VALUES), f"--release=--output-dir={written}"]
+    args = ["template", str(VALUES), "--skip-validation", f"--release=--output-dir={written}"]
     result = runner.invoke(app, [*args, "--helm", str(helm4.path)])
     assert result.exit_code == 2, result.output
     assert not written.exists()
@@ -122,7 +125,7 @@ def test_release_cannot_make_helm_4_write_files(helm4: Helm, tmp_path: Path) -> 
 
 def test_a_flag_as_release_reaches_helm_as_a_name(helm: Helm, post_renderer: Path) -> None:
     """Below the CLI's check: helm itself refuses the name, and runs nothing."""
-    values = pipeline.load_values([str(TUTORIAL_VALUES)])
+    values = pipeline.load_values([str(VALUES)])
     with pytest.raises(InputError, match="invalid release name"):
         pipeline.render(values, release="--post-renderer=./x.sh", helm_path=str(helm.path))
     assert not post_renderer.exists()
