@@ -3,6 +3,9 @@
 Lookup order: --helm, $PDCTL_HELM, the project's tools folder ($PDCTL_TOOLS_DIR, or .tools in a
 checkout, newest version first), then PATH. Supported: Helm 3.14+ and 4.x.
 
+Each command runs through pdctl.process, with a deadline (see VERSION_DEADLINE), in its own
+process group. Positional arguments (release, chart, revision) follow `--`, so a name can never
+be read as a flag.
 Release commands (upgrade --install, rollback, uninstall, history, get) are spelled for the
 binary's major version: Helm 4 waits with `--wait=watcher` (kstatus: every pod of a Deployment
 updated and available) and rolls back with `--rollback-on-failure`; Helm 3 with
@@ -17,15 +20,24 @@ import os
 import re
 import shutil
 import subprocess
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from pdctl import process
 from pdctl.chart import REPO_ROOT
 from pdctl.errors import EnvironmentProblem, InputError
 
 MIN_VERSION = (3, 14, 0)
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
+
+# How long one helm command may run (seconds): `version` and the commands that only render or
+# read (template, history, get) by these; a command given its own --timeout (upgrade, rollback,
+# uninstall) gets that plus TIMEOUT_MARGIN for helm's own clean-up after it.
+VERSION_DEADLINE = 30.0
+COMMAND_DEADLINE = 120.0
+TIMEOUT_MARGIN = 60.0
 
 
 @dataclass(frozen=True)
@@ -38,12 +50,19 @@ class Helm:
         return parse_version(self.version)[0]
 
     def run(self, args: list[str]) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(self.path), *args], capture_output=True, text=True, check=False)
+        return process.run([str(self.path), *args], deadline(args))
 
-    def start(self, args: list[str], stdout: IO[str], stderr: IO[str]) -> subprocess.Popen[str]:
-        """Run helm in the background, its output going to files (a pipe nobody reads while
-        helm waits could fill up and stop it)."""
-        return subprocess.Popen([str(self.path), *args], stdout=stdout, stderr=stderr, text=True)
+    def start(self, args: list[str]) -> AbstractContextManager[process.Child]:
+        """Run helm in the background for a `with` block (pdctl.process.start)."""
+        return process.start([str(self.path), *args], deadline(args))
+
+
+def deadline(args: list[str]) -> float:
+    """How long pdctl lets helm run `args` (see VERSION_DEADLINE)."""
+    flags = args[: args.index("--")] if "--" in args else args
+    if "--timeout" in flags:
+        return parse_duration(flags[flags.index("--timeout") + 1]) + TIMEOUT_MARGIN
+    return VERSION_DEADLINE if args[:1] == ["version"] else COMMAND_DEADLINE
 
 
 @dataclass(frozen=True)
@@ -57,7 +76,7 @@ class TemplateRequest:
     output_dir: Path | None = None
 
     def args(self) -> list[str]:
-        args = ["template", self.release, str(self.chart), "--namespace", self.namespace]
+        args = ["template", "--namespace", self.namespace]
         for path in self.values_files:
             args += ["--values", str(path)]
         for assignment in self.set_values:
@@ -66,7 +85,7 @@ class TemplateRequest:
             args += ["--kube-version", self.kube_version]
         if self.output_dir:
             args += ["--output-dir", str(self.output_dir)]
-        return args
+        return [*args, "--", self.release, str(self.chart)]
 
 
 def parse_version(text: str) -> tuple[int, int, int]:
@@ -106,12 +125,7 @@ def find_helm(explicit: str | None = None) -> Helm:
     source, path = options[0]
     if not path.is_file() or not os.access(path, os.X_OK):
         raise EnvironmentProblem(f"helm from {source} is not an executable file: {path}")
-    result = subprocess.run(
-        [str(path), "version", "--template", "{{.Version}}"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = process.run([str(path), "version", "--template", "{{.Version}}"], VERSION_DEADLINE)
     if result.returncode != 0:
         raise EnvironmentProblem(f"{path} version failed: {result.stderr.strip()}")
     version = result.stdout.strip()
@@ -151,6 +165,11 @@ def duration(seconds: int) -> str:
     return f"{seconds}s"
 
 
+def parse_duration(text: str) -> int:
+    """Seconds from a duration() text."""
+    return int(text.removesuffix("s"))
+
+
 @dataclass(frozen=True)
 class UpgradeRequest:
     """`helm upgrade --install` that waits for the release's resources and rolls back (or, on a
@@ -164,22 +183,16 @@ class UpgradeRequest:
     create_namespace: bool = False
 
     def args(self, major: int) -> list[str]:
-        args = [
-            "upgrade",
-            "--install",
-            self.release,
-            str(self.chart),
-            "--namespace",
-            self.namespace,
-        ]
+        args = ["upgrade", "--install", "--namespace", self.namespace]
         for path in self.values_files:
             args += ["--values", str(path)]
         if self.create_namespace:
             args.append("--create-namespace")
         args += ["--timeout", duration(self.timeout)]
-        if major >= 4:
-            return [*args, "--wait=watcher", "--rollback-on-failure"]
-        return [*args, "--atomic", "--wait"]
+        args += (
+            ["--wait=watcher", "--rollback-on-failure"] if major >= 4 else ["--atomic", "--wait"]
+        )
+        return [*args, "--", self.release, str(self.chart)]
 
 
 def wait_flags(major: int) -> list[str]:
@@ -191,15 +204,15 @@ def rollback_args(
     helm: Helm, release: str, namespace: str, revision: int, timeout: int
 ) -> list[str]:
     return [
-        "rollback", release, str(revision), "--namespace", namespace,
-        "--timeout", duration(timeout), *wait_flags(helm.major),
+        "rollback", "--namespace", namespace, "--timeout", duration(timeout),
+        *wait_flags(helm.major), "--", release, str(revision),
     ]  # fmt: skip
 
 
 def uninstall_args(helm: Helm, release: str, namespace: str, timeout: int) -> list[str]:
     return [
-        "uninstall", release, "--namespace", namespace,
-        "--timeout", duration(timeout), *wait_flags(helm.major),
+        "uninstall", "--namespace", namespace, "--timeout", duration(timeout),
+        *wait_flags(helm.major), "--", release,
     ]  # fmt: skip
 
 
@@ -230,7 +243,9 @@ def history(helm: Helm, release: str, namespace: str) -> list[dict[str, Any]]:
     Empty when the release does not exist."""
     try:
         text = check(
-            helm, ["history", release, "--namespace", namespace, "--output", "json"], "helm history"
+            helm,
+            ["history", "--namespace", namespace, "--output", "json", "--", release],
+            "helm history",
         )
     except ReleaseNotFound:
         return []
@@ -240,7 +255,7 @@ def history(helm: Helm, release: str, namespace: str) -> list[dict[str, Any]]:
 
 def manifest(helm: Helm, release: str, namespace: str, revision: int | None = None) -> str:
     """The release's manifest (hooks excluded), as helm stored it."""
-    args = ["get", "manifest", release, "--namespace", namespace]
+    args = ["get", "manifest", "--namespace", namespace]
     if revision is not None:
         args += ["--revision", str(revision)]
-    return check(helm, args, "helm get manifest")
+    return check(helm, [*args, "--", release], "helm get manifest")

@@ -12,8 +12,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from pdctl import topology
+from pdctl.errors import UsageError
 
 NAME_LIMIT = 63  # Kubernetes names of Services (DNS-1035 labels) and label values
+
+# A release name: helm's rule (ValidateReleaseName, pkg/chartutil/validate_name.go; both Helm 3
+# and 4 print it when they refuse a name: at most 53 characters, DNS-1123 subdomain parts), narrowed
+# to what Kubernetes takes at the head of this chart's Service names (<release>-router-service,
+# <release>-<pool>-engine-service are DNS-1035 labels: a letter first, no '.'). A namespace: a
+# DNS-1123 label (IsDNS1123Label, k8s.io/apimachinery). Matched whole (fullmatch), so no trailing
+# newline slips through as it would past a `$`.
+RELEASE_LIMIT = 53
+NAMESPACE_LIMIT = 63
+_RELEASE = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 # Label keys.
 INSTANCE = "app.kubernetes.io/instance"
@@ -240,3 +252,25 @@ def service_pool(release: Release, host: str) -> str | None:
     )
     match = re.fullmatch(pattern, host)
     return match.group(1) if match else None
+
+
+def check_release(name: str) -> str:
+    """The name, if helm takes it as a release name and Kubernetes the chart's Service names made
+    from it; else UsageError saying the rule."""
+    if len(name) > RELEASE_LIMIT or not _RELEASE.fullmatch(name):
+        raise UsageError(
+            f"{name!r} is not a release name: at most {RELEASE_LIMIT} lowercase letters, digits "
+            "and '-', starting with a letter and ending with a letter or digit (helm's rule, "
+            "narrowed to what the chart's Service names <release>-... need)"
+        )
+    return name
+
+
+def check_namespace(name: str) -> str:
+    """The name, if Kubernetes takes it as a namespace; else UsageError saying the rule."""
+    if len(name) > NAMESPACE_LIMIT or not _LABEL.fullmatch(name):
+        raise UsageError(
+            f"{name!r} is not a namespace: Kubernetes takes at most {NAMESPACE_LIMIT} lowercase "
+            "letters, digits and '-', starting and ending with a letter or digit (DNS-1123 label)"
+        )
+    return name

@@ -11,12 +11,12 @@ import json
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pdctl import manifests, secrets
+from pdctl import manifests, render_dir, secrets
 from pdctl.chart import bundled_chart_dir
 from pdctl.errors import InputError
 from pdctl.findings import Finding, Severity
@@ -156,26 +156,31 @@ def render(
     output_dir: Path | None = None,
     helm_path: str | None = None,
     kube_version: str | None = None,
+    force: bool = False,
 ) -> Rendered:
-    """helm template of the chart (default: the bundled one) with exactly these values."""
+    """helm template of the chart (default: the bundled one) with exactly these values; with
+    output_dir, into that folder (pdctl.render_dir: `force` replaces one pdctl did not write)."""
 
     chart_dir = chart or bundled_chart_dir()
     if not (chart_dir / "Chart.yaml").is_file():
         raise InputError(f"{chart_dir}: not a chart directory (no Chart.yaml)")
-    with merged_file(values) as path:
+    folder: AbstractContextManager[Path | None] = (
+        render_dir.replacing(output_dir, force) if output_dir else nullcontext()
+    )
+    with merged_file(values) as path, folder as into:
         request = TemplateRequest(
             chart=chart_dir,
             release=release,
             namespace=namespace,
             values_files=(path,),
             kube_version=kube_version,
-            output_dir=output_dir,
+            output_dir=into,
         )
         text = template(find_helm(helm_path), request)
-    if output_dir:
-        text = "".join(
-            path.read_text(encoding="utf-8") for path in sorted(output_dir.rglob("*.yaml"))
-        )
+        if into:
+            text = "".join(
+                path.read_text(encoding="utf-8") for path in sorted(into.rglob("*.yaml"))
+            )
     return Rendered(text=text, objects=manifests.parse(text))
 
 

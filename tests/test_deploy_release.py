@@ -82,7 +82,7 @@ def test_healthy_install_then_upgrade(kube: KubeAPIDouble, helm: Helm) -> None:
     wait = (
         ["--wait=watcher", "--rollback-on-failure"] if helm.major == 4 else ["--atomic", "--wait"]
     )
-    assert report["helm"]["command"][-len(wait) :] == wait
+    assert report["helm"]["command"][-len(wait) - 3 : -1] == [*wait, "--", "pd"]  # then the chart
     assert "--timeout" in report["helm"]["command"]
     # The same values again: an upgrade with nothing to change.
     again = deploy(helm)
@@ -247,9 +247,9 @@ def test_dry_run_needs_no_cluster(
     assert result.exit_code == 0, result.output
     assert "name: pd-llama-prefill-deployment-vllm" in result.stdout
     assert "no cluster contacted" in result.stderr
-    assert "upgrade --install pd" in result.stderr
+    assert "upgrade --install --namespace default" in result.stderr
     flags = "--wait=watcher --rollback-on-failure" if helm.major == 4 else "--atomic --wait"
-    assert flags in result.stderr
+    assert f"{flags} -- pd " in result.stderr
 
 
 def test_dry_run_json(helm4: Helm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -30,19 +30,20 @@ REQUEST = UpgradeRequest(
 
 def test_upgrade_command_per_helm_major() -> None:
     common = [
-        "upgrade", "--install", "pd", "/chart", "--namespace", "serving",
+        "upgrade", "--install", "--namespace", "serving",
         "--values", "/tmp/values.json", "--create-namespace", "--timeout", "600s",
     ]  # fmt: skip
-    assert REQUEST.args(4) == [*common, "--wait=watcher", "--rollback-on-failure"]
-    assert REQUEST.args(3) == [*common, "--atomic", "--wait"]
+    positional = ["--", "pd", "/chart"]
+    assert REQUEST.args(4) == [*common, "--wait=watcher", "--rollback-on-failure", *positional]
+    assert REQUEST.args(3) == [*common, "--atomic", "--wait", *positional]
 
 
 def test_rollback_and_uninstall_commands(helm3: Helm, helm4: Helm) -> None:
-    assert helm_mod.rollback_args(helm4, "pd", "ns", 2, 60)[-1] == "--wait=watcher"
+    assert helm_mod.rollback_args(helm4, "pd", "ns", 2, 60)[-4] == "--wait=watcher"
     assert helm_mod.rollback_args(helm3, "pd", "ns", 2, 60) == [
-        "rollback", "pd", "2", "--namespace", "ns", "--timeout", "60s", "--wait",
+        "rollback", "--namespace", "ns", "--timeout", "60s", "--wait", "--", "pd", "2",
     ]  # fmt: skip
-    assert helm_mod.uninstall_args(helm3, "pd", "ns", 60)[:2] == ["uninstall", "pd"]
+    assert helm_mod.uninstall_args(helm3, "pd", "ns", 60)[-2:] == ["--", "pd"]
 
 
 @pytest.mark.parametrize(

@@ -25,8 +25,40 @@ SetOpt = Annotated[
     list[str] | None,
     typer.Option("--set", help="Set a value, helm syntax: key=value (repeatable)."),
 ]
-ReleaseOpt = Annotated[str, typer.Option("--release", help="Release name.")]
-NamespaceOpt = Annotated[str, typer.Option("--namespace", "-n", help="Namespace.")]
+
+
+def _checked(name: str, check: str) -> str:
+    """`name` through pdctl.naming's `check`; a refusal is click's usage error (exit 2)."""
+    from pdctl import naming  # lazy: start-up
+    from pdctl.errors import UsageError  # lazy: start-up
+
+    try:
+        return str(getattr(naming, check)(name))
+    except UsageError as error:
+        raise typer.BadParameter(error.message) from None
+
+
+def _release(name: str) -> str:
+    return _checked(name, "check_release")
+
+
+def _namespace(name: str) -> str:
+    return _checked(name, "check_namespace")
+
+
+# Checked as helm and Kubernetes check them before the command runs (exit 2).
+ReleaseOpt = Annotated[
+    str,
+    typer.Option(
+        "--release",
+        help="Release name: up to 53 lowercase letters, digits and '-', a letter first.",
+        callback=_release,
+    ),
+]
+NamespaceOpt = Annotated[
+    str,
+    typer.Option("--namespace", "-n", help="Namespace (a DNS-1123 label).", callback=_namespace),
+]
 ChartOpt = Annotated[
     Path | None,
     typer.Option("--chart", help="Chart directory (default: the chart bundled with pdctl)."),

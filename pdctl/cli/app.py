@@ -7,7 +7,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from pdctl.cli import _errors
+from pdctl.cli import _errors, _output
 from pdctl.cli.bench import bench
 from pdctl.cli.bench_compare import bench_app
 from pdctl.cli.deploy import deploy
@@ -93,4 +93,15 @@ for command in COMMANDS:
 
 
 def main() -> None:
-    app()
+    """The entry point: SIGINT and SIGTERM unwind every command (helm stopped, temporary files
+    removed, pdctl.process) and end pdctl with 128 + the signal's number."""
+    from pdctl import process  # lazy: start-up
+
+    try:
+        with process.signals_raise():
+            app()
+    except process.Interrupted as interrupted:
+        if _errors.DEBUG["enabled"]:
+            raise
+        _output.error(f"stopped by {interrupted}")
+        raise SystemExit(interrupted.exit_code) from None

@@ -39,8 +39,19 @@ def template(
     chart: ChartOpt = None,
     output_dir: Annotated[
         Path | None,
-        typer.Option("--output-dir", help="Write one file per template here, not to stdout."),
+        typer.Option(
+            "--output-dir",
+            help="Write one file per template into this folder, not to stdout: a new or empty "
+            "folder, or one pdctl wrote before (it holds .pdctl-render), replaced whole once the "
+            "render succeeds.",
+        ),
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="Replace an --output-dir folder pdctl did not write, and all it holds."
+        ),
+    ] = False,
     summary: Annotated[
         bool, typer.Option("--summary", help="Print what would be deployed, not the manifests.")
     ] = False,
@@ -73,6 +84,7 @@ def template(
         chart=chart,
         output_dir=output_dir,
         helm_path=helm,
+        force=force,
     )
     if summary:
         if output is OutputFormat.json:

@@ -16,8 +16,6 @@ from __future__ import annotations
 import difflib
 import hashlib
 import re
-import subprocess
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -339,29 +337,15 @@ def deploy(options: DeployOptions, reporter: Reporter | None = None) -> DeployRe
 
     with (
         pipeline.merged_file(prepared.values) as values_file,
-        tempfile.TemporaryFile("w+") as out,
-        tempfile.TemporaryFile("w+") as err,
+        helm.start(request(values_file).args(helm.major)) as child,
     ):
-        args = request(values_file).args(helm.major)
-        process = helm.start(args, out, err)
-        try:
-            while process.poll() is None:
-                result.groups = look()
-                try:
-                    process.wait(timeout=options.poll_interval)
-                except subprocess.TimeoutExpired:
-                    continue
-        finally:
-            if process.poll() is None:
-                process.terminate()
-                process.wait()
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read(), err.read()
+        while child.poll() is None:
+            result.groups = look()
+            child.wait(options.poll_interval)
+        completed = child.result()
     after = helm_mod.history(helm, options.release, options.namespace)
 
-    if process.returncode != 0:
-        completed = subprocess.CompletedProcess(args, process.returncode, stdout, stderr)
+    if completed.returncode != 0:
         error = helm_mod.failure(completed, "helm upgrade --install")
         if isinstance(error, EnvironmentProblem) and not watch.seen:
             raise error

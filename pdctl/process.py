@@ -1,0 +1,175 @@
+"""The one way pdctl runs another program: with a deadline, in its own process group, stopped
+whatever way pdctl stops.
+
+A child runs in a new session (its own process group), so a terminal's Ctrl-C does not reach it
+directly: pdctl forwards SIGINT or SIGTERM to the whole group, waits GRACE seconds, then sends
+SIGKILL. The same happens when the child runs past its deadline, which is then an
+EnvironmentProblem naming the command and the time it had. Output goes to temporary files, not
+pipes (a pipe nobody reads while the child waits could fill up and stop it).
+
+`signals_raise()` (pdctl's entry point installs it) turns SIGINT and SIGTERM into `Interrupted`,
+so every `with` block unwinds (temporary files removed, children stopped) before pdctl exits with
+128 + the signal's number.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from types import FrameType
+from typing import IO
+
+from pdctl.errors import EnvironmentProblem
+
+GRACE = 5.0  # seconds between the forwarded signal and SIGKILL
+FORWARDED = (signal.SIGINT, signal.SIGTERM)
+
+
+class Interrupted(BaseException):
+    """pdctl received SIGINT or SIGTERM (a BaseException, like KeyboardInterrupt: no `except
+    Exception` swallows it)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+def _raise(signum: int, _frame: FrameType | None) -> None:
+    raise Interrupted(signum)
+
+
+@contextmanager
+def signals_raise() -> Iterator[None]:
+    """Within the block (main thread only), SIGINT and SIGTERM raise Interrupted."""
+    previous = {signum: signal.signal(signum, _raise) for signum in FORWARDED}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+class Child:
+    """A program started by start(); see the module docstring."""
+
+    def __init__(self, argv: Sequence[str], deadline: float, what: str, out: IO[str], err: IO[str]):
+        self.what = what
+        self.deadline = deadline
+        self._out, self._err = out, err
+        try:
+            self._process = subprocess.Popen(
+                list(argv), stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True
+            )
+        except OSError as error:
+            raise EnvironmentProblem(f"cannot run {argv[0]}: {error.strerror or error}") from None
+        self._ends = _now() + deadline
+
+    def poll(self) -> int | None:
+        return self._process.poll()
+
+    def wait(self, seconds: float) -> int | None:
+        """Wait up to `seconds` for the child to end; its exit status, or None while it runs.
+        Past the deadline the child is stopped and EnvironmentProblem raised."""
+        left = self._ends - _now()
+        try:
+            return self._process.wait(timeout=max(0.0, min(seconds, left)))
+        except subprocess.TimeoutExpired:
+            if _now() < self._ends:
+                return None
+        self.stop(signal.SIGTERM)
+        raise EnvironmentProblem(
+            f"{self.what} did not finish within {self.deadline:g}s and was stopped"
+        )
+
+    def stop(self, signum: int) -> None:
+        """Send `signum` to the child's process group; once the group has ended, or GRACE
+        seconds later, SIGKILL whatever is left of it (a member may ignore `signum`, as a shell's
+        background job ignores SIGINT)."""
+        if self._process.poll() is not None:
+            return
+        _signal_group(self._process.pid, signum)
+        try:
+            self._group_ends(GRACE)
+        finally:  # also when a second signal interrupts the grace period
+            _signal_group(self._process.pid, signal.SIGKILL)
+            self._process.wait()
+
+    def _group_ends(self, seconds: float) -> None:
+        ends = _now() + seconds
+        try:
+            self._process.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return
+        while _now() < ends and _signal_group(self._process.pid, 0):
+            time.sleep(0.05)
+
+    def result(self) -> subprocess.CompletedProcess[str]:
+        """What the ended child printed, and its exit status."""
+        self._out.seek(0)
+        self._err.seek(0)
+        return subprocess.CompletedProcess(
+            self._process.args, self._process.wait(), self._out.read(), self._err.read()
+        )
+
+
+@contextmanager
+def start(argv: Sequence[str], deadline: float, what: str | None = None) -> Iterator[Child]:
+    """Run `argv` in the background for the block; a child still running when the block ends
+    (an error, Interrupted) is stopped: the signal received forwarded, else SIGTERM."""
+    with ExitStack() as stack:
+        out = stack.enter_context(_output_file())
+        err = stack.enter_context(_output_file())
+        child = Child(argv, deadline, what or describe(argv), out, err)
+        try:
+            yield child
+        except Interrupted as interrupted:
+            child.stop(interrupted.signum)
+            raise
+        finally:
+            child.stop(signal.SIGTERM)
+
+
+def run(
+    argv: Sequence[str], deadline: float, what: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run `argv` to its end (at most `deadline` seconds, see Child.wait)."""
+    with start(argv, deadline, what) as child:
+        while child.wait(deadline) is None:
+            pass
+        return child.result()
+
+
+def describe(argv: Sequence[str]) -> str:
+    """The program's name and its leading sub-command words: `helm get manifest`."""
+    words = [os.path.basename(argv[0])]
+    for arg in argv[1:]:
+        if arg.startswith("-"):
+            break
+        words.append(arg)
+    return " ".join(words[:3])
+
+
+def _output_file() -> IO[str]:
+    return tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+
+
+def _signal_group(pgid: int, signum: int) -> bool:
+    """Whether the group still had a member to signal."""
+    try:
+        os.killpg(pgid, signum)
+    except ProcessLookupError:  # the group has ended
+        return False
+    return True
+
+
+def _now() -> float:
+    return time.monotonic()
