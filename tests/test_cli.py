@@ -92,7 +92,7 @@ def test_template_set_and_output_dir(tmp_path: Path, helm_opt: list[str]) -> Non
 def test_missing_values_file_is_exit_1(tmp_path: Path, helm_opt: list[str]) -> None:
     result = runner.invoke(app, ["template", "-f", str(tmp_path / "nope.yaml"), *helm_opt])
     assert result.exit_code == 1
-    assert "nope.yaml: cannot read the file: No such file or directory" in result.stderr
+    assert "nope.yaml: cannot be read: no such file" in result.stderr
 
 
 def test_values_refused_by_schema_is_exit_1(tmp_path: Path, helm_opt: list[str]) -> None:

@@ -181,7 +181,7 @@ class _Loader(yaml.SafeLoader):
             raise ValuesLoadError(
                 "a second YAML document; a values file holds one (Helm 3 reads only the first "
                 "and Helm 4 merges them, so the chart's values would depend on the helm version)",
-                line,
+                start.start_mark.line + 1,  # the `---` that starts it
                 code="YAML001",
             )
         if node.value and start.explicit and node.start_mark.line == start.start_mark.line:
