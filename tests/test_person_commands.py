@@ -263,3 +263,12 @@ def test_readme_says_what_each_command_needs() -> None:
     wanted = {name for name in _commands() if name != "version"}
     assert wanted <= listed, f"README's table leaves out {sorted(wanted - listed)}"
     assert "pip install ." in readme and "make helm" in readme and "PDCTL_HELM" in readme
+
+
+def test_a_short_count_reads_as_a_count_not_a_change() -> None:
+    from pdctl.verify import proof
+
+    engine = Endpoint("decode-0", "decode", "http://decode")
+    moves = [proof._Moves(engine, 598.0, 0.0, None, {}, {})]
+    check = proof._counted(moves, "pd-decode", "decode", "m", lambda m: m.prompt, 600, "tokens")
+    assert check.summary == "decode counted 598 of the 600 tokens (m)"
