@@ -23,7 +23,7 @@ from pdctl.findings import Finding, Severity
 from pdctl.helm import TemplateRequest, find_helm, template
 from pdctl.validation.inputs import STDIN
 from pdctl.validation.kube import check_objects
-from pdctl.validation.report import FileReport
+from pdctl.validation.report import FileReport, RenderCheck
 from pdctl.validation.schema_and_rules import check_values
 from pdctl.values.coalesce import merge_files
 from pdctl.values.loader import Document, ValuesLoadError, load, load_stream
@@ -56,6 +56,7 @@ class Values:
 class Rendered:
     text: str
     objects: list[manifests.Manifest]
+    helm_version: str  # as helm reports it, e.g. "v4.1.4"
 
     @property
     def summary(self) -> manifests.Summary:
@@ -176,12 +177,13 @@ def render(
             kube_version=kube_version,
             output_dir=into,
         )
-        text = template(find_helm(helm_path), request)
+        helm = find_helm(helm_path)
+        text = template(helm, request)
         if into:
             text = "".join(
                 path.read_text(encoding="utf-8") for path in sorted(into.rglob("*.yaml"))
             )
-    return Rendered(text=text, objects=manifests.parse(text))
+    return Rendered(text=text, objects=manifests.parse(text), helm_version=helm.version)
 
 
 @dataclass(frozen=True)
@@ -200,7 +202,10 @@ def validate(names: FileNames, options: ValidateOptions) -> FileReport:
     """Everything `pdctl validate` checks for one file, or for several merged as helm merges
     them: loading, schema and rules, and with options.render the render of exactly those values
     against strict Kubernetes schemas. Only an environment problem (no helm) raises."""
-    report = FileReport(name=" + ".join(display_name(name) for name in names))
+    report = FileReport(
+        name=" + ".join(display_name(name) for name in names),
+        render=RenderCheck(options.kube_version) if options.render else None,
+    )
     try:
         values = load_values(names, options.set_values)
     except ValuesLoadError as error:
@@ -234,4 +239,7 @@ def validate(names: FileNames, options: ValidateOptions) -> FileReport:
             report.findings.append(Finding("HELM", Severity.error, error.message))
         else:
             report.findings += check_objects(rendered.objects, options.kube_version)
+            report.render = RenderCheck(
+                options.kube_version, rendered.helm_version, len(rendered.objects)
+            )
     return report

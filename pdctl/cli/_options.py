@@ -21,10 +21,29 @@ ValuesOpt = Annotated[
     list[Path] | None,
     typer.Option("--values", "-f", help="Values file (repeatable; later files win)."),
 ]
+# Values files as arguments, merged before the -f files (values_files joins them).
+FilesArg = Annotated[
+    list[Path] | None,
+    typer.Argument(
+        help="Values files, merged in order with the -f files after them (later wins).",
+        show_default=False,
+        metavar="[FILE]...",
+    ),
+]
 SetOpt = Annotated[
     list[str] | None,
     typer.Option("--set", help="Set a value, helm syntax: key=value (repeatable)."),
 ]
+
+
+def values_files(files: list[Path] | None, values: list[Path] | None) -> tuple[str, ...]:
+    """FILE... then -f FILE..., in the order helm merges them; naming none is a usage error."""
+    from pdctl.errors import UsageError  # lazy: start-up
+
+    paths = [*(files or []), *(values or [])]
+    if not paths:
+        raise UsageError("name the values files: FILE... or -f FILE... (merged in order)")
+    return tuple(str(path) for path in paths)
 
 
 def _checked(name: str, check: str) -> str:

@@ -11,6 +11,7 @@ from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import (
     ChartOpt,
+    FilesArg,
     HelmOpt,
     NamespaceOpt,
     OutputOpt,
@@ -18,12 +19,14 @@ from pdctl.cli._options import (
     SetOpt,
     SkipValidationOpt,
     ValuesOpt,
+    values_files,
 )
 from pdctl.cli._output import OutputFormat
 
 
 @handle_errors
 def deploy(
+    files: FilesArg = None,
     values: ValuesOpt = None,
     set_values: SetOpt = None,
     release: ReleaseOpt = "pd",
@@ -72,12 +75,9 @@ def deploy(
     """Install or upgrade the release with helm and wait until every pod is Ready."""
     from pdctl import release as releases  # lazy: start-up
     from pdctl.cli._release_view import LiveView, evidence, pool_line  # lazy: start-up
-    from pdctl.errors import UsageError  # lazy: start-up
 
-    if not values:
-        raise UsageError("name the values: -f FILE (repeatable, merged in order)")
     options = releases.DeployOptions(
-        values_files=tuple(str(path) for path in values),
+        values_files=values_files(files, values),
         set_values=tuple(set_values or ()),
         release=release,
         namespace=namespace,

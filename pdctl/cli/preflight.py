@@ -10,6 +10,7 @@ from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import (
     ChartOpt,
+    FilesArg,
     HelmOpt,
     NamespaceOpt,
     OutputOpt,
@@ -17,16 +18,19 @@ from pdctl.cli._options import (
     SetOpt,
     SkipValidationOpt,
     ValuesOpt,
+    values_files,
 )
 from pdctl.cli._output import OutputFormat
 
 if TYPE_CHECKING:
-    from pdctl.preflight import Result
+    from pdctl.preflight import DryRun, Result
+    from pdctl.preflight.jobs import ProbePool
     from pdctl.preflight.orchestrate import Side
 
 
 @handle_errors
 def preflight(
+    files: FilesArg = None,
     values: ValuesOpt = None,
     set_values: SetOpt = None,
     release: ReleaseOpt = "pd",
@@ -73,6 +77,14 @@ def preflight(
         bool,
         typer.Option("--keep", help="Leave the Jobs, their pods and the ConfigMap (to read logs)."),
     ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Print the Jobs and ConfigMap it would create and the checks it would make, "
+            "from the render alone (no cluster contacted; -o json has the objects).",
+        ),
+    ] = False,
     chart: ChartOpt = None,
     skip_validation: SkipValidationOpt = False,
     output: OutputOpt = OutputFormat.text,
@@ -87,13 +99,10 @@ def preflight(
     transfer fails; 0 otherwise, warnings included (TCP, no rdma/* resource, no IPC_LOCK,
     UCX_NET_DEVICES naming a missing device)."""
     from pdctl import preflight as preflights  # lazy: start-up
-    from pdctl.errors import UsageError  # lazy: start-up
     from pdctl.release import parse_timeout  # lazy: start-up
 
-    if not values:
-        raise UsageError("name the values: -f FILE (repeatable, merged in order)")
     options = preflights.Options(
-        values_files=tuple(str(path) for path in values),
+        values_files=values_files(files, values),
         set_values=tuple(set_values or ()),
         release=release,
         namespace=namespace,
@@ -108,6 +117,15 @@ def preflight(
         network_gbps=network_gbps,
         keep=keep,
     )
+    if dry_run:
+        planned = preflights.dry_run(options)
+        for warning in planned.warnings:
+            _output.info(warning)
+        if output is OutputFormat.json:
+            _output.as_json(planned.as_dict())
+        else:
+            _print_dry_run(planned)
+        return
     result = preflights.preflight(
         options, say=_output.info if output is OutputFormat.text else lambda _: None
     )
@@ -151,6 +169,43 @@ def _print(result: Result) -> None:
         )
     lines.append(f"preflight {verdict.outcome}")
     _output.data("\n".join(lines))
+
+
+def _print_dry_run(planned: DryRun) -> None:
+    from pdctl.preflight.jobs import INITIATOR, TARGET  # lazy: start-up
+    from pdctl.preflight.verdict import CHECKS  # lazy: start-up
+
+    plan = planned.plan
+    lines = [
+        f"preflight dry run (no cluster contacted): in namespace {plan.namespace} it would create",
+        f"  ConfigMap {plan.config_map_name}: the probe script",
+    ]
+    for side, when, pool, does in (
+        (TARGET, "", plan.target, f"holds a {plan.size_bytes >> 20} MiB buffer"),
+        (INITIATOR, ", once that pod has an IP", plan.initiator, "reads the buffer with NIXL"),
+    ):
+        lines.append(
+            f"  Job {plan.job_name(side)}{when}: {pool.role} pool {pool.name}'s image "
+            f"{pool.image}, {pool.gpus} GPU(s), {_placement(pool)}; {does}"
+        )
+    lines += [
+        f"then wait up to {plan.timeout}s for the probes (image pulls get 10 minutes more), read "
+        "each pod's report and delete the three objects (--keep leaves them)",
+        "it would refuse or warn when:",
+        *(f"  {level} [{key}] {when}" for key, level, when in CHECKS),
+        f"planner assumed: {planned.assumed.source}",
+    ]
+    for finding in planned.findings:
+        lines.append(f"{finding.level} (from the render alone): [{finding.id}] {finding.message}")
+        if finding.hint:
+            lines.append(f"  fix: {finding.hint}")
+    _output.data("\n".join(lines))
+
+
+def _placement(pool: ProbePool) -> str:
+    selector = pool.pod_spec.get("nodeSelector") or {}
+    where = ", ".join(f"{k}={v}" for k, v in selector.items())
+    return f"on nodes with {where}" if where else "on any node its affinity allows"
 
 
 def _found(side: Side) -> str:

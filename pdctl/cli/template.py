@@ -11,6 +11,7 @@ from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import (
     ChartOpt,
+    FilesArg,
     HelmOpt,
     NamespaceOpt,
     OutputOpt,
@@ -18,20 +19,14 @@ from pdctl.cli._options import (
     SetOpt,
     SkipValidationOpt,
     ValuesOpt,
+    values_files,
 )
 from pdctl.cli._output import OutputFormat
 
 
 @handle_errors
 def template(
-    files: Annotated[
-        list[Path] | None,
-        typer.Argument(
-            help="Values files, merged in order with the -f files after them (later wins).",
-            show_default=False,
-            metavar="[FILE]...",
-        ),
-    ] = None,
+    files: FilesArg = None,
     values: ValuesOpt = None,
     set_values: SetOpt = None,
     release: ReleaseOpt = "pd",
@@ -61,13 +56,9 @@ def template(
 ) -> None:
     """Render the chart through the real helm (helm template), after validating the values."""
     from pdctl import pipeline  # lazy: start-up
-    from pdctl.errors import UsageError  # lazy: start-up
 
-    paths = [*(files or []), *(values or [])]
-    if not paths:
-        raise UsageError("name the values files: FILE... or -f FILE... (merged in order)")
     prepared = pipeline.prepare(
-        [str(path) for path in paths],
+        values_files(files, values),
         set_values or [],
         release=release,
         namespace=namespace,

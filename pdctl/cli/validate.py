@@ -37,6 +37,8 @@ def _print_text(reports: list[FileReport], strict: bool) -> None:
         status = "ok" if report.passed(strict) else "invalid"
         counts = f"{len(report.errors)} error(s), {len(report.warnings)} warning(s)"
         _output.info(f"{report.name}: {status} ({counts})")
+        if report.render:
+            _output.info(f"{report.name}: {report.render.describe()}")
 
 
 def _print_github(reports: list[FileReport], strict: bool) -> None:
@@ -63,9 +65,9 @@ def validate(
         list[str] | None,
         typer.Argument(
             help="Values files, globs, directories (their *values*.yaml), or - for stdin; "
-            "each is checked on its own.",
+            "each is checked alone, not merged with the others.",
             show_default=False,
-            metavar="FILE",
+            metavar="[FILE]...",
         ),
     ] = None,
     values: Annotated[
@@ -73,8 +75,8 @@ def validate(
         typer.Option(
             "--values",
             "-f",
-            help="Values file to check merged with the other -f files, as helm and "
-            "`pdctl template -f` merge them (repeatable; later files win).",
+            help="Values file to check merged with the other -f files, as helm, template, "
+            "deploy and preflight merge them (repeatable; later files win).",
         ),
     ] = None,
     set_values: SetOpt = None,
@@ -104,7 +106,12 @@ def validate(
     namespace: NamespaceOpt = "default",
     helm: HelmOpt = None,
 ) -> None:
-    """Check values files: YAML, the chart's schema and the PD rules (exit 1 if any is invalid)."""
+    """Check values files: YAML, the chart's schema and the PD rules (exit 1 if any is invalid).
+
+    Each FILE is checked alone, as if it were the only values file: an override file that
+    needs keys from a base file fails on its own. The -f files are checked once, merged in
+    order as template, deploy and preflight merge them: `pdctl validate -f base.yaml -f
+    override.yaml` checks what `pdctl deploy base.yaml override.yaml` would install."""
     from pdctl.pipeline import ValidateOptions, validate  # lazy: start-up
     from pdctl.validation.inputs import expand, warning_ids  # lazy: start-up
     from pdctl.validation.report import FileReport  # lazy: start-up

@@ -18,14 +18,24 @@ from pdctl.cluster import connect
 from pdctl.errors import InputError
 from pdctl.preflight import jobs
 from pdctl.preflight.orchestrate import Run, Runner
-from pdctl.preflight.verdict import Assumption, Finding, Verdict, assumption, judge
+from pdctl.preflight.verdict import (
+    CHECKS,
+    Assumption,
+    Finding,
+    Verdict,
+    assumption,
+    from_render,
+    judge,
+)
 
 __all__ = [
     "Assumption",
+    "DryRun",
     "Finding",
     "Options",
     "Result",
     "Verdict",
+    "dry_run",
     "preflight",
 ]
 
@@ -75,6 +85,33 @@ class Result:
         }
 
 
+@dataclass
+class DryRun:
+    """What a preflight would create and judge, from the render alone (no cluster)."""
+
+    plan: jobs.Plan
+    assumed: Assumption
+    findings: list[Finding]  # what the render already shows
+    warnings: list[str] = field(default_factory=list)  # the values' own warnings
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "dry_run": True,
+            "namespace": self.plan.namespace,
+            "run": self.plan.run,
+            "size_bytes": self.plan.size_bytes,
+            "timeout": self.plan.timeout,
+            "pools": {
+                jobs.TARGET: self.plan.target.as_dict(),
+                jobs.INITIATOR: self.plan.initiator.as_dict(),
+            },
+            "objects": self.plan.objects(),
+            "checks": [{"id": key, "level": level, "when": when} for key, level, when in CHECKS],
+            "findings": [f.as_dict() for f in self.findings],
+            "assumed": self.assumed.as_dict(),
+        }
+
+
 def prepare(options: Options) -> tuple[jobs.Plan, list[str]]:
     """The values through the pipeline and the chart's render, then the plan of the probes
     (InputError when the values render no prefill/decode pair)."""
@@ -117,3 +154,10 @@ def preflight(options: Options, say: Callable[[str], None] = lambda _: None) -> 
     cluster = connect()
     run = Runner(cluster, plan, say=say, poll=options.poll).run(keep=options.keep)
     return Result(plan, run, judge(plan, run, assumed), warnings)
+
+
+def dry_run(options: Options) -> DryRun:
+    """The preflight's plan, its objects and the checks, without contacting a cluster."""
+    plan, warnings = prepare(options)
+    assumed = assumption(plan, options.gpu_type, options.network_gbps)
+    return DryRun(plan, assumed, from_render(plan), warnings)

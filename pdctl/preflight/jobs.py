@@ -28,6 +28,8 @@ RUN = "pd-stack.io/preflight-run"
 SIDE = "pd-stack.io/preflight-side"
 POOL = "pd-stack.io/preflight-pool"
 TARGET, INITIATOR = "target", "initiator"
+# In a dry run's initiator Job: the address is known only once the target pod runs.
+TARGET_PLACEHOLDER = f"<target pod IP>:{PORT}"
 _ENV_PREFIXES = ("UCX_", "NIXL_")
 _STANDARD_RESOURCES = ("cpu", "memory", "ephemeral-storage")
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
@@ -167,6 +169,10 @@ class Plan:
             },
             "data": {"probe.py": PROBE_FILE.read_text(encoding="utf-8")},
         }
+
+    def objects(self) -> list[manifests.Manifest]:
+        """Everything a run creates, in order (the initiator's target address a placeholder)."""
+        return [self.config_map(), self.job(TARGET), self.job(INITIATOR, TARGET_PLACEHOLDER)]
 
     def job(self, side: str, target_address: str | None = None) -> manifests.Manifest:
         pool = self.target if side == TARGET else self.initiator

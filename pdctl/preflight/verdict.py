@@ -9,10 +9,24 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pdctl.models import catalog, links
-from pdctl.preflight.jobs import Plan, ProbePool
+from pdctl.preflight.jobs import INITIATOR, TARGET, Plan, ProbePool
 from pdctl.preflight.orchestrate import Run, Side
 
 REFUSE, WARN = "refuse", "warn"
+# Every finding a verdict can give, in words (what `pdctl preflight --dry-run` lists).
+CHECKS = (
+    ("probe-not-run", REFUSE, "a probe pod cannot be scheduled, pull its image or start"),
+    ("no-nixl", REFUSE, "an image cannot import NIXL with its UCX backend"),
+    ("transfer-failed", REFUSE, "the KV-sized NIXL transfer between the pods fails"),
+    ("ucx-unknown", WARN, "NIXL starts but no UCX library is found"),
+    ("no-rdma-resource", WARN, "a pool requests no rdma/* resource"),
+    ("no-ipc-lock", WARN, "a pool does not add capability IPC_LOCK"),
+    ("no-rdma-device", WARN, "a pod requests rdma/* but sees no device in /sys/class/infiniband"),
+    ("ucx-net-devices", WARN, "UCX_NET_DEVICES names a device the pod does not have"),
+    ("tcp", WARN, "the transfer runs over TCP, not RDMA"),
+    ("below-assumption", WARN, "the transfer is far below the bandwidth the planner assumed"),
+    ("same-node", WARN, "both probe pods run on one node"),
+)
 
 
 @dataclass
@@ -125,6 +139,15 @@ def judge(plan: Plan, run: Run, assumed: Assumption) -> Verdict:
         measured_link=matched.name if matched else None,
         transports=rma,
     )
+
+
+def from_render(plan: Plan) -> list[Finding]:
+    """What the pools' render alone shows, before any probe runs (a dry run's findings)."""
+    return [
+        finding
+        for side, pool in ((TARGET, plan.target), (INITIATOR, plan.initiator))
+        for finding in _pool_settings(Side(side, pool.name), pool)
+    ]
 
 
 def _side(side: Side, pool: ProbePool) -> list[Finding]:

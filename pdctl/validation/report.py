@@ -8,10 +8,39 @@ from typing import Any
 from pdctl.findings import Finding, Severity
 
 
+@dataclass(frozen=True)
+class RenderCheck:
+    """What `validate --render` rendered and checked; helm_version None: it did not render."""
+
+    kube_version: str
+    helm_version: str | None = None
+    objects: int = 0
+
+    def describe(self) -> str:
+        if self.helm_version is None:
+            return (
+                f"not rendered, nor checked against Kubernetes {self.kube_version} schemas: "
+                "fix the errors first"
+            )
+        return (
+            f"rendered with helm {self.helm_version}: {self.objects} objects, checked against "
+            f"Kubernetes {self.kube_version} schemas"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "rendered": self.helm_version is not None,
+            "helm_version": self.helm_version,
+            "objects": self.objects,
+            "kube_version": self.kube_version,
+        }
+
+
 @dataclass
 class FileReport:
     name: str
     findings: list[Finding] = field(default_factory=list)
+    render: RenderCheck | None = None  # with --render
 
     @property
     def errors(self) -> list[Finding]:
@@ -36,4 +65,5 @@ class FileReport:
             "errors": len(self.errors),
             "warnings": len(self.warnings),
             "findings": [f.as_dict() for f in self.findings],
+            **({"render": self.render.as_dict()} if self.render else {}),
         }

@@ -195,6 +195,11 @@ def _fmt(value: float) -> str:
     return f"{value:+.0f}" if value == int(value) else f"{value:+.2f}"
 
 
+def _count(value: float) -> str:
+    """A counter's change as a count ("counted 598 of the 600", not "+598")."""
+    return _fmt(value).lstrip("+")
+
+
 @dataclass(frozen=True)
 class _Evidence:
     """The connector table's transferEvidence: a counter, the label selecting the tokens that
@@ -342,7 +347,7 @@ def _counted(
     if expected > 0 and counted >= expected:
         summary = f"{role} counted the {expected} {what} ({metric} {_fmt(counted)})"
         return Check(check_id, Status.passed, summary, facts, [line])
-    summary = f"{role} counted {_fmt(counted)} of the {expected} {what} ({metric})"
+    summary = f"{role} counted {_count(counted)} of the {expected} {what} ({metric})"
     return Check(check_id, Status.failed, summary, facts, [line])
 
 
@@ -522,8 +527,8 @@ def _kv_verdict(
         if not loaded:
             problems.insert(
                 0,
-                f"{evidence_role} computed {_fmt(local).lstrip('+')} of the {prompt_len} prompt "
-                f"tokens itself and loaded {_fmt(external).lstrip('+')} from another engine "
+                f"{evidence_role} computed {_count(local)} of the {prompt_len} prompt "
+                f"tokens itself and loaded {_count(external)} from another engine "
                 f"({external_source}): the KV did not reach {evidence_role} through the "
                 "connector, it was recomputed",
             )

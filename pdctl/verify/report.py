@@ -35,6 +35,12 @@ TITLES = {
 }
 
 
+def adds_or_saves(ms: float) -> str:
+    """A signed time in words: "adds 12 ms", "saves 2 ms" (never "adds -2 ms")."""
+    rounded = round(ms)
+    return f"saves {-rounded} ms" if rounded < 0 else f"adds {rounded} ms"
+
+
 class Status(str, Enum):
     passed = "pass"
     failed = "fail"

@@ -11,7 +11,7 @@ from typing import Any
 from pdctl.verify import timing
 from pdctl.verify.client import Http, curl
 from pdctl.verify.proof import probe_prompt
-from pdctl.verify.report import Check, Endpoint, Settings, Status, join
+from pdctl.verify.report import Check, Endpoint, Settings, Status, adds_or_saves, join
 
 # PD may add this much on top of doubling the prefill engine's own TTFT before the check warns
 # (a router hop, one decode step and a fast transfer fit well inside it).
@@ -56,7 +56,7 @@ def compare(
     }
     summary = (
         f"TTFT {pd.ttft_ms:.0f} ms through PD, {alone.ttft_ms:.0f} ms on {engine.name} alone "
-        f"({settings.prompt_words}-word prompts): PD adds {added:.0f} ms"
+        f"({settings.prompt_words}-word prompts): PD {adds_or_saves(added)}"
     )
     if added <= alone.ttft_ms + ALLOWANCE_MS:
         return Check("pd-ttft", Status.passed, summary, evidence, curl=commands)
