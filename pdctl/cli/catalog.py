@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import Enum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -19,14 +20,14 @@ class Section(str, Enum):
     gpus = "gpus"
 
 
-def _table(title: str, columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+def _table(title: str, columns: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
     from rich.console import Console  # lazy: start-up
     from rich.table import Table  # lazy: start-up
 
     table = Table(title=title, title_justify="left")
     for index, column in enumerate(columns):
         # Folded, never cut with an ellipsis: at 80 columns a long alias list wraps.
-        justify = "left" if index in (0, len(columns) - 1) else "right"
+        justify: Literal["left", "right"] = "left" if index in (0, len(columns) - 1) else "right"
         table.add_column(column, justify=justify, overflow="fold")
     for row in rows:
         table.add_row(*row)
