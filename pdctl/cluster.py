@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
-from pdctl import naming
+from pdctl import hints, naming
 from pdctl.errors import EnvironmentProblem
 
 T = TypeVar("T")
@@ -350,7 +350,7 @@ def connect() -> Cluster:
     except ImportError:
         raise EnvironmentProblem(
             "the kubernetes client is not installed (pdctl depends on it)",
-            hint="reinstall pdctl with its dependencies: pip install --force-reinstall pdctl",
+            hint=hints.reinstall(),
         ) from None
     configuration = client.Configuration()
     try:

@@ -10,6 +10,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "docs" / "rules.md"
 CLI = ROOT / "docs" / "cli.md"
 COMMANDS = [
+    "catalog",
     "plan",
     "init",
     "validate",

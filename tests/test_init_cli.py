@@ -37,7 +37,7 @@ def test_writes_a_commented_values_file_with_a_schema_modeline(tmp_path: Path) -
         "max_position_embeddings 131072",  # why maxModelLen
         "pass through host memory",  # why requestMemory
         "checkpoint (15.0 GiB) x 1.1",  # why pvcStorage
-        "roofline model, not a measurement",
+        "roofline estimate, not measured",
         "Does PD pay here?",
     ):
         assert why in text, why

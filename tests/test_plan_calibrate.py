@@ -47,7 +47,7 @@ def test_fit_on_one_request_in_flight(run: dict[str, Any], request_: Request) ->
     assert 0.9 < fitted.prefill_scale < 1.0 and 0.95 < fitted.decode_scale <= 1.0
     applied = fitted.apply(request_)
     assert applied.link_gbps == 0.486 and applied.prefill_s(1, 2048) == pytest.approx(prefill)
-    assert fitted.notes[0] == "calibrated to pd.json at concurrency 1"
+    assert fitted.source == "pd.json at concurrency 1" == applied.calibrated_to
 
 
 def test_fitted_on_one_step_the_error_on_the_others_at_least_halves(

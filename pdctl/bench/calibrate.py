@@ -12,6 +12,13 @@ Three figures are fitted, each from what the step measured (bench's JSON field n
 - KV link: the decode engines' `kv_gbps` (the connector's transfer histograms) replaces the
   link table's figure, as `--network-gbps` would. Under concurrency transfers share the link, so
   the per-transfer figure falls: fit at one request in flight too.
+
+The scales are what the run's model measured over that model's own roofline on the GPU planned.
+A run of another catalog model is fitted on that model's roofline and its scales applied to the
+planned model's, with a warning (`mismatch`): they carry over only as far as the two models use
+the GPU alike. A run under a name the catalog does not know (vLLM's --served-model-name) is taken
+for the planned model, with a warning too. The bench file does not say which GPU ran it: the
+planned --gpu-type must be that GPU, which nothing here can check.
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pdctl.errors import InputError
+from pdctl.models import catalog
+from pdctl.models.config import ModelArch
 from pdctl.plan.layout import Estimates, Request, Workload
 from pdctl.plan.sizing import engines, evaluate_layout
 
@@ -41,6 +50,7 @@ class Calibration:
             decode_scale=self.decode_scale,
             network_gbps=self.link_gbps or req.network_gbps,
             calibration=self.notes,
+            calibrated_to=self.source,
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -52,6 +62,32 @@ class Calibration:
             "link_gbps": self.link_gbps,
             "notes": list(self.notes),
         }
+
+
+def _benched(run: dict[str, Any], planned: ModelArch, source: str) -> tuple[ModelArch, str | None]:
+    """The model the run measured (the planned one unless the catalog knows the run's as another),
+    and the warning when the run's model is not the planned one."""
+    benched = str(run.get("model") or planned.name)
+    found, other = catalog.find_model(benched), catalog.find_model(planned.name)
+    if benched.casefold() == planned.name.casefold() or (found and found == other):
+        return planned, None
+    where = f"--calibrate {source} measured {benched}, not {planned.name}"
+    if found is None:
+        return planned, (
+            f"{where}? The model catalog does not know {benched}: fitted as if it were "
+            f"{planned.name} (vLLM's --served-model-name renames a model); if another model ran, "
+            "the calibrated figures are wrong"
+        )
+    return found.arch, (
+        f"{where}: the prefill and decode scales fitted on {benched}'s roofline are applied to "
+        f"{planned.name}'s, which holds only as far as the two models use the GPU alike (the KV "
+        f"link is taken as measured); bench {planned.name} to calibrate on its own figures"
+    )
+
+
+def mismatch(run: dict[str, Any], planned: ModelArch, source: str) -> str | None:
+    """The warning when the bench run measured another model than the one planned, else None."""
+    return _benched(run, planned, source)[1]
 
 
 def workload(step: dict[str, Any]) -> Workload:
@@ -96,10 +132,13 @@ def fit(
     run: dict[str, Any], req: Request, tp: int, source: str, concurrency: int | None = None
 ) -> Calibration:
     """The calibration from the step at `concurrency` (default: the lowest) of a bench result
-    measured on engines of `tp` GPUs; `req` gives the model and GPU (its scales are ignored)."""
+    measured on engines of `tp` GPUs; `req` gives the GPU and the model planned (the run's own,
+    when the catalog knows it as another, is fitted on; `req`'s scales are ignored)."""
     step = _step(run, source, concurrency)
     w = workload(step)
-    base = replace(req, prefill_scale=1.0, decode_scale=1.0)
+    base = replace(
+        req, arch=_benched(run, req.arch, source)[0], prefill_scale=1.0, decode_scale=1.0
+    )
     layout = next(e.layout for e in engines(base, tp) if e.tp == tp)
     notes = []
     prefill_scale = decode_scale = 1.0
@@ -126,7 +165,6 @@ def fit(
     if gbps:
         notes.append(f"KV link {gbps:g} GB/s measured, was {req.link_description}")
     where = f"{source} at concurrency {step['concurrency']}"
-    notes.insert(0, f"calibrated to {where}")
     return Calibration(
         where, step["concurrency"], prefill_scale, decode_scale, gbps or None, tuple(notes)
     )

@@ -1,6 +1,6 @@
 """bench's files (--report DIR): per run a CSV (one row per step) and the JSON of `-o json`, then
 PNG plots of every run saved in the folder against load, one line per run, with the CSV behind
-them (pdctl.bench.plots; the plots need the optional extra pdctl[plot])."""
+them (pdctl.bench.plots; the plots need the optional extra `plot`)."""
 
 from __future__ import annotations
 

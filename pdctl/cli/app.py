@@ -10,6 +10,7 @@ from typer.core import TyperGroup
 from pdctl.cli import _errors, _output
 from pdctl.cli.bench import bench
 from pdctl.cli.bench_compare import bench_app
+from pdctl.cli.catalog import catalog
 from pdctl.cli.deploy import deploy
 from pdctl.cli.init import init
 from pdctl.cli.plan import plan
@@ -72,6 +73,7 @@ def root(
 # Each command's first docstring line is its line in `pdctl --help`, whole (click would cut a
 # default short help at a few dozen characters).
 COMMANDS = (
+    catalog,
     plan,
     init,
     validate,

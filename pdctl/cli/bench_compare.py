@@ -124,8 +124,8 @@ bench_app.callback(
         "per run, then plots every run saved in DIR against load, one line per run (p50 solid, "
         "p99 dashed): plot-ttft.png, plot-itl.png, plot-e2e.png, plot-goodput.png (when every "
         "run had an SLO; else plot-requests.png), plot-throughput.png, and plot-data.csv behind "
-        "them. The PNGs need pip install 'pdctl[plot]'. pdctl bench compare A.json B.json ...: "
-        "compare saved runs (its --help)."
+        "them. The PNGs need matplotlib: pip install '.[plot]' in a pd-stack checkout. "
+        "pdctl bench compare A.json B.json ...: compare saved runs (its --help)."
     ),
 )(_sweep_unless_subcommand)
 bench_app.command(

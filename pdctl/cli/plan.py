@@ -22,6 +22,7 @@ from pdctl.errors import UsageError
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from pdctl.models.config import ModelArch
     from pdctl.plan.emit import Wiring
     from pdctl.plan.layout import Plan, Request
 
@@ -160,7 +161,8 @@ PlotOpt = Annotated[
     typer.Option(
         "--plot",
         help="With --pareto: also draw the frontier into this PNG (tokens/s per GPU against TTFT "
-        "and ITL, the plan's layout marked; needs pip install 'pdctl[plot]').",
+        "and ITL, the plan's layout marked; needs matplotlib: pip install '.[plot]' in a pd-stack "
+        "checkout).",
         show_default=False,
     ),
 ]
@@ -190,20 +192,22 @@ class PlanArgs:
     calibrate_at: int | None = None
     calibrate_tp: int = 1
 
-    def calibration(self) -> Callable[[Request], Request] | None:
-        """With --calibrate: the function that fits the request to the bench file."""
+    def calibration(self, arch: ModelArch) -> tuple[Callable[[Request], Request] | None, list[str]]:
+        """With --calibrate: the function that fits the request to the bench file, and the
+        warning when the bench ran another model than `arch`."""
         if self.calibrate is None:
-            return None
+            return None, []
         from pdctl.bench import calibrate, runs  # lazy: start-up
 
         path = self.calibrate
         data = runs.read(path).data
+        warning = calibrate.mismatch(data, arch, str(path))
 
         def fitted(request: Request) -> Request:
             found = calibrate.fit(data, request, self.calibrate_tp, str(path), self.calibrate_at)
             return found.apply(request)
 
-        return fitted
+        return fitted, [warning] if warning else []
 
     def build(self, router: str | None = None, fallback: bool = False) -> tuple[Plan, Wiring]:
         from pdctl.plan import Workload, make_plan, resolve_model  # lazy: start-up
@@ -211,6 +215,7 @@ class PlanArgs:
 
         wired = wiring(self.connector, router)
         arch = resolve_model(self.model, self.model_config, self.offline)
+        calibrate, warnings = self.calibration(arch)
         workload = Workload(
             input_len=self.input_len,
             output_len=self.output_len,
@@ -233,8 +238,9 @@ class PlanArgs:
             network_gbps=self.network_gbps,
             fallback=fallback,
             target_rate=self.target_rate,
-            calibrate=self.calibration(),
+            calibrate=calibrate,
         )
+        plan.warnings[:0] = warnings
         return plan, wired
 
 
@@ -263,8 +269,6 @@ def print_plan(plan: Plan) -> None:
     data = plan_dict(plan)
     console = Console()
     model, gpu, request = data["model"], data["gpu"], data["request"]
-    for note in (data["assumptions"]["calibration"] or {}).get("notes", []):
-        console.print(f"Estimates {note}" if note.startswith("calibrated") else f"  {note}")
     active = f", {model['active_params_billion']}B active" if model["moe"] else ""
     console.print(
         f"{model['name']}: {model['params_billion']}B parameters{active}, "
@@ -313,9 +317,12 @@ def print_plan(plan: Plan) -> None:
     console.print(table)
     e = data["estimates"]
     console.print(
-        f"Estimates (roofline, not measured; docs/sizing.md), prompts {request['input_len']} and "
-        f"answers {request['output_len']} tokens:"
+        f"Estimates ({e['basis']}; docs/sizing.md), prompts {request['input_len']} and "
+        f"answers {request['output_len']} tokens:",
+        markup=False,
     )
+    for note in (data["assumptions"]["calibration"] or {}).get("notes", []):
+        console.print(f"  calibration: {note}", markup=False)
     console.print(
         f"  prefill: {e['prefill_ms']} ms per prompt, {e['prefill_tokens_per_s']:,.0f} tokens/s "
         f"per engine"

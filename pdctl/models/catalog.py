@@ -7,7 +7,6 @@ aliases each entry lists, so `h100`, `H100-80GB` and `h100-sxm` are one GPU, and
 
 from __future__ import annotations
 
-import difflib
 import functools
 import re
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from typing import Any
 
 from pdctl.chart import read_yaml
 from pdctl.errors import InputError, UsageError
+from pdctl.hints import closest, did_you_mean
 from pdctl.models import links
 from pdctl.models.config import Mla, ModelArch, Moe, SlidingWindow
 
@@ -165,12 +165,12 @@ def gpu(name: str) -> Gpu:
     found = _index(table).get(_key(name))
     if found:
         return table[found]
-    close = difflib.get_close_matches(name.upper(), list(table), n=3, cutoff=0.4)
     raise UsageError(
         f"--gpu-type {name!r} is not in the GPU catalog",
-        hint=("did you mean " + " or ".join(close) + "? " if close else "")
+        hint=did_you_mean(closest(name, table, cutoff=0.4))
         + "known: "
-        + ", ".join(table),
+        + ", ".join(table)
+        + " (`pdctl catalog gpus` describes them)",
     )
 
 
@@ -182,10 +182,11 @@ def find_model(name: str) -> CatalogModel | None:
 
 
 def model_suggestions(name: str) -> list[str]:
+    """Up to three catalog models whose id or an alias is like `name`, the closest first."""
     table = models()
     candidates = {alias: repo for repo, m in table.items() for alias in (repo, *m.aliases)}
-    close = difflib.get_close_matches(name, list(candidates), n=3, cutoff=0.5)
-    return sorted({candidates[c] for c in close})
+    close = closest(name, candidates, n=len(candidates), cutoff=0.5)
+    return list(dict.fromkeys(candidates[c] for c in close))[:3]
 
 
 def require_model(name: str) -> CatalogModel:
@@ -195,6 +196,39 @@ def require_model(name: str) -> CatalogModel:
     close = model_suggestions(name)
     raise InputError(
         f"{name} is not in the planner's model catalog",
-        hint=("did you mean " + " or ".join(close) + "? " if close else "")
-        + "pass --model-config PATH (a config.json), or allow the hub (drop --offline)",
+        hint=did_you_mean(close)
+        + "pass --model-config PATH (a config.json), or allow the hub (drop --offline); "
+        + "`pdctl catalog models` lists the catalog",
     )
+
+
+def model_entry(entry: CatalogModel) -> dict[str, Any]:
+    """A catalog model as `pdctl catalog -o json` lists it."""
+    arch = entry.arch
+    return {
+        "name": arch.name,
+        "aliases": list(entry.aliases),
+        "params_billion": entry.params_billion,
+        "active_params_billion": entry.active_params_billion,
+        "architecture": arch.architecture,
+        "attention": arch.attention,
+        "weight_dtype": arch.weight_dtype,
+        "max_positions": arch.max_positions,
+        "gated": arch.gated,
+    }
+
+
+def gpu_entry(entry: Gpu) -> dict[str, Any]:
+    """A catalog GPU as `pdctl catalog -o json` lists it."""
+    return {
+        "name": entry.name,
+        "aliases": list(entry.aliases),
+        "vendor": entry.vendor,
+        "memory_gib": entry.memory_gib,
+        "hbm_tbps": entry.hbm_tbps,
+        "bf16_tflops": entry.bf16_tflops,
+        "fp8_tflops": entry.fp8_tflops,
+        "network": entry.network,
+        "network_gbps": entry.network_gbps,
+        "resource": entry.resource,
+    }

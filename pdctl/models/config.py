@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pdctl import files
+from pdctl import files, hints
 from pdctl.errors import EnvironmentProblem, InputError
 
 # A config.json is a few KiB (the largest, with label maps or long layer lists, tens of KiB).
@@ -122,7 +122,7 @@ def _first(config: dict[str, Any], keys: tuple[str, ...], what: str, origin: str
     raise InputError(
         f"{origin}: cannot derive {what}: none of {', '.join(keys)} is set to a positive integer",
         hint="pass a config.json of a decoder-only language model, or pick a model from the "
-        "catalog (pdctl plan --help lists them)",
+        "catalog (`pdctl catalog models` lists them)",
     )
 
 
@@ -312,7 +312,7 @@ def fetch_config(repo: str) -> ModelArch:
         raise EnvironmentProblem(
             f"{repo} is not in the planner's catalog, and reading its config.json from the "
             "Hugging Face hub needs huggingface_hub, which is not installed",
-            hint="pip install 'pdctl[hub]', or pass --model-config PATH (a config.json)",
+            hint=hints.install_extra("hub") + "; or pass --model-config PATH (a config.json)",
         ) from None
     try:
         # One request without retries first: an unreachable hub or a missing, gated or private

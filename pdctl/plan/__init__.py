@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from pdctl.errors import InputError, PdctlError
+from pdctl.hints import did_you_mean
 from pdctl.models import catalog
 from pdctl.models.config import ModelArch, fetch_config, load_config_file
 from pdctl.plan.frontier import fewest_gpus
@@ -30,8 +31,7 @@ def resolve_model(name: str, config: Path | None = None, offline: bool = False) 
         return replace(arch, gated=known.arch.gated) if known else arch
     if known:
         return known.arch
-    close = catalog.model_suggestions(name)
-    did_you_mean = "did you mean " + " or ".join(close) + "? " if close else ""
+    suggested = did_you_mean(catalog.model_suggestions(name))
     if offline or "/" not in name:
         why = (
             "--offline forbids reading its config.json from the Hugging Face hub"
@@ -40,14 +40,15 @@ def resolve_model(name: str, config: Path | None = None, offline: bool = False) 
         )
         raise InputError(
             f"{name} is not in the planner's model catalog, and {why}",
-            hint=did_you_mean
+            hint=suggested
             + "pass --model-config PATH (a config.json)"
-            + (", or drop --offline" if offline else ""),
+            + (", or drop --offline" if offline else "")
+            + "; `pdctl catalog models` lists the catalog",
         )
     try:
         return fetch_config(name)
     except PdctlError as error:
-        error.hint = did_you_mean + (error.hint or "")
+        error.hint = suggested + (error.hint or "")
         raise
 
 

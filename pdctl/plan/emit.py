@@ -20,7 +20,7 @@ from pdctl.chart import bundled_chart_dir
 from pdctl.errors import InputError, UsageError
 from pdctl.findings import Finding
 from pdctl.models import memory, pods
-from pdctl.plan import layout, sizing
+from pdctl.plan import layout, report, sizing
 from pdctl.values.loader import loads
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "values.yaml.j2"
@@ -233,6 +233,7 @@ def context(plan: layout.Plan, options: InitOptions, out: Path | None) -> dict[s
         "transfer_ms": f"{e.kv_transfer_ms:.1f}",
         "transfer_link": req.link_description,
         "calibration": req.calibration,
+        "basis": report.basis(req),
         "ttft_ms": f"{e.ttft_ms:.0f}",
         "rps": f"{e.requests_per_s:.2f}",
         "bottleneck": e.bottleneck,

@@ -51,6 +51,7 @@ class Request:
     prefill_scale: float = 1.0
     decode_scale: float = 1.0
     calibration: tuple[str, ...] = ()  # what the calibration changed, in words (for the report)
+    calibrated_to: str | None = None  # the bench run and step fitted to ("B.json at concurrency 1")
 
     def prefill_s(self, tp: int, tokens: int, batch: int = 1) -> float:
         """Seconds to prefill `batch` prompts of `tokens` on one engine of `tp` GPUs."""

@@ -15,7 +15,7 @@ from pdctl.models.memory import (
 )
 from pdctl.models.pods import pod
 from pdctl.plan import efficiency
-from pdctl.plan.layout import Plan, RolePlan
+from pdctl.plan.layout import Plan, Request, RolePlan
 from pdctl.plan.roofline import (
     DECODE_MATCH,
     PREFILL_MATCH,
@@ -35,6 +35,13 @@ def _finite(value: float, digits: int = 1) -> float | None:
 
 def _met(asked: object, met: bool) -> bool | None:
     return None if asked is None else met
+
+
+def basis(req: Request) -> str:
+    """What the estimates are: the roofline model's, or those calibrated to a bench run."""
+    if req.calibrated_to:
+        return f"roofline calibrated to {req.calibrated_to}"
+    return "roofline estimate, not measured"
 
 
 def objective(plan_: Plan) -> dict[str, Any]:
@@ -168,6 +175,7 @@ def plan_dict(plan_: Plan) -> dict[str, Any]:
             "decode": _role_dict(plan_, plan_.decode),
         },
         "estimates": {
+            "basis": basis(req),
             "prefill_ms": _round(e.prefill_ms, 1),
             "prefill_tokens_per_s": _round(e.prefill_tokens_per_s, 0),
             "prefill_requests_per_s_per_engine": _round(e.prefill_requests_per_s),
@@ -203,6 +211,7 @@ def plan_dict(plan_: Plan) -> dict[str, Any]:
             "hybrid_kv_cache": req.hybrid_kv,
             "max_num_seqs": default_max_num_seqs(req.gpu),
             "calibration": {
+                "source": req.calibrated_to,
                 "prefill_scale": round(req.prefill_scale, 4),
                 "decode_scale": round(req.decode_scale, 4),
                 "notes": list(req.calibration),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 from functools import lru_cache
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import Any
 
 from pdctl import secrets
 from pdctl.findings import Finding, Severity
+from pdctl.hints import closest, did_you_mean
 from pdctl.values.paths import KeyPath, format_path
 
 
@@ -52,8 +52,7 @@ def _best(error: Any) -> Any:
 
 
 def _did_you_mean(given: Any, choices: list[str]) -> str | None:
-    close = difflib.get_close_matches(str(given), choices, n=3, cutoff=0.6)
-    return f"did you mean {' or '.join(close)}?" if close else None
+    return did_you_mean(closest(str(given), choices)).strip() or None
 
 
 def _has_default(defaults: dict[str, Any], path: KeyPath) -> bool:

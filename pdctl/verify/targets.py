@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from urllib.parse import urlsplit
 
+from pdctl import hints
 from pdctl.cluster import Pod
 from pdctl.errors import EnvironmentProblem, PdctlError, UsageError
 from pdctl.naming import ROLES, VLLM_PORT, Release, selector_text
@@ -68,8 +69,7 @@ def from_cluster(
     except ImportError as error:
         raise EnvironmentProblem(
             f"cluster mode needs the Kubernetes client: {error}",
-            hint="reinstall pdctl with its dependencies (pip install --force-reinstall pdctl), "
-            "or give --url (and --prefill-url/--decode-url)",
+            hint=f"{hints.reinstall()}; or give --url (and --prefill-url/--decode-url)",
         ) from None
     names = Release(release, namespace)
     pods: Mapping[str, Sequence[Pod]] = releases.release_pods(release, namespace)
