@@ -1,4 +1,5 @@
-"""Reading a user's input file (values, model config, dataset, bench result) without trusting it.
+"""Reading a user's input file (values, model config, dataset, bench result) without trusting it,
+and writing one (init's values) whole.
 
 Only regular files are read: a FIFO would block the open or the read forever, `/dev/zero` or
 `/dev/urandom` never end, a directory is no file. Symbolic links are followed, then the target is
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import tempfile
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -38,11 +40,17 @@ class UnreadableFile(InputError):
         self.too_large = too_large
 
 
-def _not_regular(mode: int) -> str | None:
+def _kind(mode: int) -> str | None:
     """What the file is when it is not a regular file."""
     if stat.S_ISREG(mode):
         return None
-    kind = next((what for test, what in _KINDS if test(mode)), "not a regular file")
+    return next((what for test, what in _KINDS if test(mode)), "not a regular file")
+
+
+def _not_regular(mode: int) -> str | None:
+    kind = _kind(mode)
+    if kind is None:
+        return None
     return f"{kind}, not a regular file; pdctl reads only regular files (- reads standard input)"
 
 
@@ -132,3 +140,24 @@ def parse_json(source: str, where: str, hint: str | None = None) -> Any:
         raise InputError(f"{where}: not readable JSON: nested too deeply", hint) from None
     except ValueError as error:  # e.g. an integer of more than 4,300 digits
         raise InputError(f"{where}: not readable JSON: {error}", hint) from None
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write a regular file whole: into a new file beside it, then renamed over it. A reader
+    never sees half of it, and a FIFO or device at `path` is refused, never written into
+    (opening a FIFO to write waits for a reader forever)."""
+    try:
+        kind = _kind(os.stat(path).st_mode) if path.exists() else None
+        if kind:
+            raise InputError(f"{path}: {kind}, not a regular file; pdctl writes only regular files")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, staging = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(text)
+            os.replace(staging, path)
+        finally:
+            if os.path.exists(staging):
+                os.unlink(staging)
+    except OSError as error:
+        raise InputError(f"{path}: cannot write: {error.strerror or error}") from None

@@ -104,10 +104,11 @@ def tools_dirs() -> list[Path]:
 
 def candidates(explicit: str | None) -> list[tuple[str, Path]]:
     """Every place helm may be, in lookup order, with where the choice came from."""
+    # Absolute: Path("./helm") prints as "helm", which exec would look up on PATH instead.
     if explicit:
-        return [("--helm", Path(explicit))]
+        return [("--helm", Path(explicit).absolute())]
     if os.environ.get("PDCTL_HELM"):
-        return [("PDCTL_HELM", Path(os.environ["PDCTL_HELM"]))]
+        return [("PDCTL_HELM", Path(os.environ["PDCTL_HELM"]).absolute())]
     found = [("tools folder", directory / "helm") for directory in tools_dirs()]
     on_path = shutil.which("helm")
     if on_path:

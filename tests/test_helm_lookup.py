@@ -32,6 +32,20 @@ def test_environment_variable(monkeypatch: pytest.MonkeyPatch, helm3: Helm) -> N
     assert find_helm().version == "v3.17.2"
 
 
+@pytest.mark.parametrize("source", ["--helm", "PDCTL_HELM"])
+def test_a_relative_path_is_run_from_here_not_looked_up_on_path(
+    source: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`--helm ./helm` is the file in the working directory: as a bare name, exec would look
+    `helm` up on PATH (or find nothing)."""
+    fake_helm(tmp_path, "v3.99.0")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setenv("PDCTL_HELM", "./helm")
+    found = find_helm("./helm" if source == "--helm" else None)
+    assert found.version == "v3.99.0" and found.path == tmp_path / "helm"
+
+
 def test_tools_folder_newest_first(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("PDCTL_HELM", raising=False)
     for version in ("3.17.2", "4.1.4"):

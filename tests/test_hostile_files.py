@@ -224,6 +224,19 @@ def test_a_bad_model_config_is_a_clear_error(tmp_path: Path, content: bytes) -> 
         load_config_file(path, "x")
 
 
+@pytest.mark.parametrize("value", ["9" * 400, "NaN", "1e400"], ids=["400-digits", "nan", "inf"])
+def test_a_model_config_number_no_model_has_is_refused_by_name(tmp_path: Path, value: str) -> None:
+    """JSON reads these fine; the planner's float arithmetic would overflow (or go NaN) later."""
+    config = json.loads((ROOT / "tests" / "fixtures" / "configs" / "llama-3.1-8b.json").read_text())
+    text = json.dumps(config).replace(
+        f'"num_hidden_layers": {config["num_hidden_layers"]}', f'"num_hidden_layers": {value}'
+    )
+    path = tmp_path / "config.json"
+    path.write_text(text)
+    with pytest.raises(InputError, match="num_hidden_layers is not a size of any model"):
+        load_config_file(path, "x")
+
+
 def test_a_file_over_its_limit_is_refused_without_reading_the_rest(tmp_path: Path) -> None:
     path = tmp_path / "big.json"
     path.write_bytes(b" " * 101)
@@ -259,3 +272,26 @@ def test_a_deep_endpoint_picker_config_string_is_a_finding_not_a_traceback() -> 
     )
     assert done.returncode == 1
     assert "PD022" in done.stdout and "is not an EndpointPickerConfig" in done.stdout
+
+
+def test_init_refuses_to_write_into_a_fifo(fifo: Path) -> None:
+    """Opening a FIFO to write waits for a reader forever; --force replaces a file, not a pipe."""
+    done = pdctl(
+        "init", "-m", "llama-3.1-8b", "--gpus", "2", "--offline", "--out", str(fifo), "--force"
+    )
+    assert done.returncode == 1
+    assert "a FIFO (named pipe), not a regular file; pdctl writes only regular files" in done.stderr
+    assert fifo.is_fifo()
+
+
+def test_init_writes_its_file_whole(tmp_path: Path) -> None:
+    """The values are written beside the target and renamed over it: no staging file is left."""
+    out = tmp_path / "values.yaml"
+    out.write_text("old")
+    done = pdctl(
+        "init", "-m", "llama-3.1-8b", "--gpus", "2", "--offline", "--out", str(out), "--force"
+    )
+    assert done.returncode == 0, done.stderr
+    assert out.read_text().startswith("#") and [p.name for p in tmp_path.iterdir()] == [
+        "values.yaml"
+    ]

@@ -112,6 +112,23 @@ def _text_config(config: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
+# Sizes beyond this are no model's (and past 2**53 a float, which the planner's arithmetic uses,
+# cannot even hold them): refused by name rather than overflowing later.
+MAX_FIELD = 2**40
+
+
+def _no_huge_numbers(config: dict[str, Any], origin: str) -> None:
+    for key, value in config.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if value != value or abs(value) > MAX_FIELD:  # NaN, infinities, typos
+            raise InputError(
+                f"{origin}: {key} is not a size of any model (NaN, infinite, or over "
+                f"{MAX_FIELD:,})",
+                hint="check the config.json: a size, count or length this large is a typo",
+            )
+
+
 def _first(config: dict[str, Any], keys: tuple[str, ...], what: str, origin: str) -> int:
     for key in keys:
         value = config.get(key)
@@ -223,6 +240,7 @@ def from_hf_config(
     if not isinstance(config, dict):
         raise InputError(f"{origin}: not a JSON object")
     text = _text_config(config)
+    _no_huge_numbers(text, origin)
     layers = _first(text, ("num_hidden_layers", "n_layer", "num_layers"), "the layer count", origin)
     hidden = _first(text, ("hidden_size", "n_embd", "d_model"), "the hidden size", origin)
     heads = _first(

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pdctl import __version__, chart, connectors, naming, pipeline
+from pdctl import __version__, chart, connectors, files, naming, pipeline
 from pdctl.chart import bundled_chart_dir
 from pdctl.errors import InputError, UsageError
 from pdctl.findings import Finding
@@ -370,9 +370,5 @@ def write(
     text = render(plan, options, out)
     warnings = check(text, options, str(out) if out else "<stdout>")
     if out is not None:
-        try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(text, encoding="utf-8")
-        except OSError as error:
-            raise InputError(f"{out}: cannot write: {error.strerror or error}") from None
+        files.write_text(out, text)
     return Written(text, warnings, out)
