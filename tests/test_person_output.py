@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import Result as Invoked
 from typer.testing import CliRunner
+from typer.testing import Result as Invoked
 
 from pdctl.bench.run import Result
 from pdctl.bench.workload import Workload
