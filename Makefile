@@ -81,8 +81,9 @@ docs: setup ## regenerate the generated pages and the chart version lines
 corpus: setup ## regenerate the defective-values corpus (review the diff)
 	$(BIN)/python tests/corpus/make_bad_corpus.py
 
-golden: setup ## regenerate the golden render of the PD tutorial (review the diff)
+golden: setup ## regenerate the golden render of the PD tutorial and the golden outputs (review the diff)
 	$(HELM4) template pd helm -f $(DEMO_VALUES) > tests/golden/values-16-disagg-prefill.yaml
+	PDCTL_REGEN_GOLDEN=1 $(BIN)/python -m pytest tests/test_person_output.py -q
 
 $(REGISTRY) $(PROMTOOL): scripts/install_debian_tools.py
 	$(PYTHON) scripts/install_debian_tools.py $(notdir $@)

@@ -70,8 +70,7 @@ def root(
 
 # In the order of the work: size, write, check, render, probe the nodes, install, watch, prove,
 # remove.
-# Each command's first docstring line is its line in `pdctl --help`, whole (click would cut a
-# default short help at a few dozen characters).
+# Each command's first docstring paragraph is its line in `pdctl --help`, whole.
 COMMANDS = (
     catalog,
     plan,
@@ -87,7 +86,7 @@ COMMANDS = (
     version,
 )
 for command in COMMANDS:
-    short_help = (command.__doc__ or "").strip().splitlines()[0]
+    short_help = _output.short_help(command.__doc__)
     if command is bench:  # a group: the sweep without a sub-command, `bench compare` with one
         app.add_typer(bench_app, name="bench", short_help=short_help)
     else:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -26,6 +25,8 @@ from pdctl.cli._output import OutputFormat
 from pdctl.cli._targets import resolve_targets
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from pdctl.bench.run import Result
 
 
@@ -56,38 +57,73 @@ def _load(step: dict[str, Any]) -> str:
     return f"{step['concurrency']} in flight"
 
 
-def _print_text(result: Result) -> None:
-    from rich.console import Console  # lazy: start-up
+_LATENCIES = (("TTFT", "ttft_ms"), ("ITL", "itl_ms"), ("TPOT", "tpot_ms"), ("e2e", "e2e_ms"))
+_PERCENTILES = ("p50", "p90", "p99")
+
+
+def _table(columns: list[str], rows: list[list[str]]) -> Table:
     from rich.table import Table  # lazy: start-up
 
+    table = Table()
+    for column in columns:
+        # a figure folds onto a second line rather than lose its digits to an ellipsis
+        table.add_column(column, justify="right", overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def _throughput(result: Result) -> tuple[list[str], list[list[str]]]:
+    """A step per row: load, counts, throughput, goodput and the SLO, KV bandwidth."""
+    slo = result.workload.slo
+    columns = ["load", "ok/err", "req/s", "out tok/s"]
+    columns += ["goodput", "SLO", "KV GB/s"] if slo else ["KV GB/s"]
+    rows = []
+    for s in result.steps:
+        cells = [_load(s), f"{s['succeeded']}/{s['errors']}"]
+        cells += [f"{s['request_throughput']:.2f}", f"{s['output_token_throughput']:.1f}"]
+        if slo:
+            cells += [f"{s['goodput']:.2f}/s", "met" if s["slo_met"] else "MISSED"]
+        gbps = [r["kv_gbps"] for r in s["engines"].values() if "kv_gbps" in r]
+        rows.append([*cells, ", ".join(f"{g:.2f}" for g in gbps) or "-"])
+    return columns, rows
+
+
+def _print_table(result: Result) -> None:
+    """A row per step when it fits the width; else the throughput table, then the latencies a
+    figure per cell, a row per step and metric (at 80 columns the wide table's cells would be
+    cut)."""
     w = result.workload
     per = f"{w.requests} requests" if w.requests is not None else f"{w.duration:g} s"
     sent = f"dataset {w.dataset_name}" if w.dataset else f"{w.input_len} words in"
     if w.prefix_share:
         sent += f" ({w.prefix_share:.0%} shared prefix)"
-    table = Table(
-        title=f"{result.router} · {result.model} · connector {result.connector or 'unknown'} · "
+    heading = (
+        f"{result.router} · {result.model} · connector {result.connector or 'unknown'} · "
         f"{sent}, {w.output_len} tokens out, {per} per step"
     )
-    columns = ["load", "ok/err", "req/s", "out tok/s"]
-    columns += [f"{m} p50/p90/p99 ms" for m in ("TTFT", "ITL", "TPOT", "e2e")]
-    if w.slo:
-        columns += ["goodput", "SLO"]
-    columns += ["KV GB/s"]
-    for column in columns:
-        table.add_column(column, justify="right")
-    for s in result.steps:
-        cells = [_load(s), f"{s['succeeded']}/{s['errors']}"]
-        cells += [f"{s['request_throughput']:.2f}", f"{s['output_token_throughput']:.1f}"]
-        for name in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms"):
-            cells.append("/".join(_ms(s[name], p) for p in ("p50", "p90", "p99")))
-        if w.slo:
-            cells += [f"{s['goodput']:.2f}/s", "met" if s["slo_met"] else "MISSED"]
-        gbps = [r["kv_gbps"] for r in s["engines"].values() if "kv_gbps" in r]
-        cells.append(", ".join(f"{g:.2f}" for g in gbps) or "-")
-        table.add_row(*cells)
-    # Piped or captured, rich would fold the table to 80 columns: give it room instead.
-    Console(width=None if sys.stdout.isatty() else 240).print(table)
+    columns, rows = _throughput(result)
+    latency_columns = [f"{name} p50/p90/p99 ms" for name, _ in _LATENCIES]
+    latencies = [
+        ["/".join(_ms(s[key], p) for p in _PERCENTILES) for _, key in _LATENCIES]
+        for s in result.steps
+    ]
+    screen = _output.Screen()
+    wide = _table(columns + latency_columns, [a + b for a, b in zip(rows, latencies, strict=True)])
+    if screen.fits(wide):
+        screen.table(wide, heading)
+        return
+    screen.table(_table(columns, rows), heading)
+    long = [
+        [_load(s), name, *(_ms(s[key], p) for p in _PERCENTILES)]
+        for s in result.steps
+        for name, key in _LATENCIES
+    ]
+    screen.table(_table(["load", "latency, ms", *_PERCENTILES], long))
+
+
+def _print_text(result: Result) -> None:
+    _print_table(result)
     for s in result.steps:
         for sample in s["error_samples"]:
             _output.info(f"{_load(s)}: {sample}")

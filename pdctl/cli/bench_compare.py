@@ -5,7 +5,6 @@ saved runs (pdctl.bench.compare). This module only parses and prints."""
 from __future__ import annotations
 
 import inspect
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -76,24 +75,23 @@ def _cell(value: float | None) -> str:
 
 
 def _print_text(found: Comparison) -> None:
-    from rich.console import Console  # lazy: start-up
     from rich.table import Table  # lazy: start-up
 
     labels = found.labels
-    console = Console(width=None if sys.stdout.isatty() else 240)
+    columns = [found.axis, labels[0]]
+    for other in labels[1:]:
+        columns += [other, f"{other}/{labels[0]}"]
+    screen = _output.Screen()
     for metric in found.metrics:
-        table = Table(title=f"{metric.title}, {metric.unit} ({metric.better} is better)")
-        table.add_column(found.axis, justify="right")
-        table.add_column(labels[0], justify="right")
-        for other in labels[1:]:
-            table.add_column(other, justify="right")
-            table.add_column(f"{other}/{labels[0]}", justify="right")
+        table = Table()
+        for column in columns:
+            table.add_column(column, justify="right", overflow="fold")
         for row in found.of(metric):
             cells = [f"{row.load:g}", _cell(row.values[0])]
             for value, ratio in zip(row.values[1:], row.ratios, strict=True):
                 cells += [_cell(value), "-" if ratio is None else f"{ratio:.3f}"]
             table.add_row(*cells)
-        console.print(table)
+        screen.table(table, f"{metric.title}, {metric.unit} ({metric.better} is better)")
 
 
 def _sweep_unless_subcommand(ctx: typer.Context, **options: Any) -> None:
@@ -130,7 +128,7 @@ bench_app.callback(
 )(_sweep_unless_subcommand)
 bench_app.command(
     "compare",
-    short_help=(compare.__doc__ or "").splitlines()[0],
+    short_help=_output.short_help(compare.__doc__),
     epilog="-o json: baseline (the first label), load (concurrency, or rate when every step has "
     "one), runs (label, file, router, model, connector, workload, slo), metrics (name, title, "
     "unit, better), rows (metric, the load, values and ratios by label; null where a run has no "

@@ -20,8 +20,6 @@ from pdctl.cli._output import OutputFormat
 from pdctl.errors import UsageError
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from pdctl.models.config import ModelArch
     from pdctl.plan.emit import Wiring
     from pdctl.plan.layout import Plan, Request
@@ -261,22 +259,20 @@ def build_plan(
 
 def print_plan(plan: Plan) -> None:
     """The plan for people: a table per role, the estimates, the verdict (rich, on stdout)."""
-    from rich.console import Console
     from rich.table import Table
 
     from pdctl.plan.report import plan_dict  # lazy: start-up
 
     data = plan_dict(plan)
-    console = Console()
+    console = _output.Screen()
     model, gpu, request = data["model"], data["gpu"], data["request"]
     active = f", {model['active_params_billion']}B active" if model["moe"] else ""
-    console.print(
+    console.line(
         f"{model['name']}: {model['params_billion']}B parameters{active}, "
         f"{model['weight_dtype'].upper()}, {model['weights_gib']} GiB of weights "
-        f"(from {model['source']})",
-        markup=False,
+        f"(from {model['source']})"
     )
-    console.print(
+    console.line(
         f"KV cache: {data['kv_bytes_per_token']:,} bytes per token in all layers (BF16), "
         f"{data['kv_bytes_per_token_fp8']:,} in FP8; {model['attention'].upper()} attention"
         + (f", sliding window {model['sliding_window']}" if model["sliding_window"] else "")
@@ -293,10 +289,10 @@ def print_plan(plan: Plan) -> None:
             f"Smallest PD layout: {data['gpus_used']} x {gpu['name']} (more than the "
             f"{request['gpus']} given)"
         )
-    table = Table(title=f"{title}, max-model-len {data['max_model_len']}")
-    table.add_column("")
-    table.add_column("prefill", justify="right")
-    table.add_column("decode", justify="right")
+    table = Table()
+    table.add_column("", overflow="fold")
+    table.add_column("prefill", justify="right", overflow="fold")
+    table.add_column("decode", justify="right", overflow="fold")
     roles = [data["roles"]["prefill"], data["roles"]["decode"]]
     workload_len = request["input_len"] + request["output_len"]
     rows: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
@@ -314,27 +310,26 @@ def print_plan(plan: Plan) -> None:
     ]
     for label, cell in rows:
         table.add_row(label, *(cell(r) for r in roles))
-    console.print(table)
+    console.table(table, heading=f"{title}, max-model-len {data['max_model_len']}")
     e = data["estimates"]
-    console.print(
+    console.line(
         f"Estimates ({e['basis']}; docs/sizing.md), prompts {request['input_len']} and "
-        f"answers {request['output_len']} tokens:",
-        markup=False,
+        f"answers {request['output_len']} tokens:"
     )
     for note in (data["assumptions"]["calibration"] or {}).get("notes", []):
-        console.print(f"  calibration: {note}", markup=False)
-    console.print(
+        console.line(f"  calibration: {note}")
+    console.line(
         f"  prefill: {e['prefill_ms']} ms per prompt, {e['prefill_tokens_per_s']:,.0f} tokens/s "
         f"per engine"
     )
     held = e["decode_step_sequences"]
     most = f" (the most it holds; --concurrency is {request['concurrency']})"
-    console.print(
+    console.line(
         f"  decode: {e['decode_step_ms']} ms per step at {held} sequences on one engine"
         f"{most if held < request['concurrency'] else ''}; in this layout "
         f"{e['decode_batch_per_engine']} per engine, ITL {e['itl_ms']} ms"
     )
-    console.print(
+    console.line(
         f"  KV transfer: {e['kv_transfer_ms']} ms per request "
         f"({e['kv_transfer_mb_per_gpu']} MB per decode GPU at {e['kv_transfer_link_gbps']} GB/s)"
     )
@@ -343,12 +338,12 @@ def print_plan(plan: Plan) -> None:
         if request["rate"] is not None
         else f"--concurrency {request['concurrency']} (a closed loop)"
     )
-    console.print(
+    console.line(
         f"  TTFT about {_ms(e['ttft_ms'])} at {load}: {e['ttft_unqueued_ms']} ms unqueued "
         f"(prefill, transfer, first step) + {_ms(e['ttft_queue_ms'])} queueing, prefill engines "
         f"{e['prefill_utilization']:.0%} busy"
     )
-    console.print(
+    console.line(
         f"  throughput: about {e['requests_per_s']} requests/s, "
         f"{e['output_tokens_per_s']:,.0f} output tokens/s, {e['output_tokens_per_s_per_gpu']:,.1f} "
         f"per GPU ({e['bottleneck']}-bound)"
@@ -357,17 +352,17 @@ def print_plan(plan: Plan) -> None:
     _print_objective(console, data)
     verdict = {"likely": "is likely to help", "may": "may help", "unlikely": "is unlikely to help"}
     # The rules of thumb read the workload's shape only; the estimates below decide.
-    console.print(f"Rules of thumb (the workload's shape alone): PD {verdict[plan.verdict]}:")
+    console.line(f"Rules of thumb (the workload's shape alone): PD {verdict[plan.verdict]}:")
     for reason in plan.reasons:
-        console.print(f"  - {reason}", markup=False)
+        console.line(f"  - {reason}")
     better = {"pd": "PD", "aggregated": "aggregated"}[plan.better]
-    console.print(f"Estimated better for this workload (the estimates above decide): {better}")
+    console.line(f"Estimated better for this workload (the estimates above decide): {better}")
     for reason in plan.why:
-        console.print(f"  - {reason}", markup=False)
+        console.line(f"  - {reason}")
     for warning in plan.warnings:
-        console.print(f"warning: {warning}", markup=False, style="yellow")
+        console.line(f"warning: {warning}", style="yellow")
     for note in plan.notes:
-        console.print(f"note: {note}", markup=False)
+        console.line(f"note: {note}")
 
 
 def _ms(value: float | None) -> str:
@@ -378,18 +373,18 @@ def _gpus(count: int) -> str:
     return f"{count} GPU" if count == 1 else f"{count} GPUs"
 
 
-def _print_aggregated(console: Console, data: dict[str, Any]) -> None:
+def _print_aggregated(console: _output.Screen, data: dict[str, Any]) -> None:
     agg = data["aggregated"]
     if agg is None:
-        console.print("Aggregated: no single engine fits the GPUs given")
+        console.line("Aggregated: no single engine fits the GPUs given")
         return
     given, used = data["request"]["gpus"], agg["gpus"]
-    console.print(
+    console.line(
         f"Aggregated on the {_gpus(given)} given (plain engines, no KV transfer): "
         f"{agg['replicas']} x TP{agg['tp']} = {_gpus(used)}, "
         f"{agg['batch_per_engine']} sequences per engine"
     )
-    console.print(
+    console.line(
         f"  TTFT about {_ms(agg['ttft_ms'])} ({agg['ttft_unqueued_ms']} ms unqueued); ITL "
         f"{agg['itl_ms']} ms (steps of {agg['decode_step_ms']} ms, prefills take "
         f"{agg['prefill_share']:.0%} of engine time, a step with a prompt chunk "
@@ -399,7 +394,7 @@ def _print_aggregated(console: Console, data: dict[str, Any]) -> None:
     )
 
 
-def _print_objective(console: Console, data: dict[str, Any]) -> None:
+def _print_objective(console: _output.Screen, data: dict[str, Any]) -> None:
     objective = data["objective"]
     targets = []
     for key, flag, unit in (
@@ -410,20 +405,18 @@ def _print_objective(console: Console, data: dict[str, Any]) -> None:
         value, met = objective["slo"][key], objective["met"][flag]
         if value is not None:
             targets.append(f"--{flag} {value:g}{unit} {'met' if met else 'NOT met'}")
-    console.print(
+    console.line(
         "Objective: the most output tokens/s per GPU on the GPUs given; targets: "
-        + ("; ".join(targets) if targets else "none (--ttft, --itl, --rate)"),
-        markup=False,
+        + ("; ".join(targets) if targets else "none (--ttft, --itl, --rate)")
     )
 
 
 def _print_pareto(front: list[dict[str, Any]]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    table = Table(title="PD layouts on the frontier (output tokens/s per GPU, TTFT, ITL)")
+    table = Table()
     for column in ("prefill", "decode", "GPUs", "tokens/s per GPU", "TTFT ms", "ITL ms", "targets"):
-        table.add_column(column, justify="right")
+        table.add_column(column, justify="right", overflow="fold")
     for p in front:
         table.add_row(
             f"{p['prefill_replicas']} x TP{p['prefill_tp']}",
@@ -434,7 +427,9 @@ def _print_pareto(front: list[dict[str, Any]]) -> None:
             str(p["itl_ms"]),
             "met" if p["meets_targets"] else "missed",
         )
-    Console().print(table)
+    _output.Screen().table(
+        table, heading="PD layouts on the frontier (output tokens/s per GPU, TTFT, ITL)"
+    )
 
 
 @handle_errors

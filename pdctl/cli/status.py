@@ -40,35 +40,28 @@ def status(
 
 
 def _print(report: StatusReport) -> None:
-    from rich.console import Console
-
     from pdctl.cli._release_view import pod_table  # lazy: start-up
 
-    console = Console(highlight=False, soft_wrap=True)
-    if not console.is_terminal:  # logs and pipes: wide enough that the table does not fold
-        console = Console(highlight=False, soft_wrap=True, width=160)
-    console.print(
-        _output.clean(
-            f"release {report.release} (namespace {report.namespace}): revision "
-            f"{report.revision}, {report.status}; chart {report.chart}, app "
-            f"{report.app_version}; updated {report.updated}\n  {report.description}"
-        ),
-        markup=False,
+    screen = _output.Screen()
+    screen.line(
+        f"release {report.release} (namespace {report.namespace}): revision "
+        f"{report.revision}, {report.status}; chart {report.chart}, app "
+        f"{report.app_version}; updated {report.updated}\n  {report.description}"
     )
-    console.print(pod_table(report.groups))
+    screen.table(pod_table(report.groups))
     service = report.router_service
     if service is not None:
         external = f", external {', '.join(service.external)}" if service.external else ""
-        console.print(
+        screen.line(
             f"router: Service {service.name} ({service.type}, cluster IP {service.cluster_ip}"
             f"{external}), endpoint {report.endpoint}"
         )
     if report.events:
-        console.print(f"recent warning events ({len(report.events)}):")
+        screen.line(f"recent warning events ({len(report.events)}):")
         for event in report.events:
             line = f"  {event.last_seen or ''} {event.kind} {event.name}: {event.reason}: "
             line += f"{event.message}" + (f" (x{event.count})" if event.count > 1 else "")
-            console.print(_output.clean(line), markup=False)
+            screen.line(line)
     else:
-        console.print("no warning events for the release")
-    console.print("ready: " + ("yes, every pod is Ready" if report.ready else "no"))
+        screen.line("no warning events for the release")
+    screen.line("ready: " + ("yes, every pod is Ready" if report.ready else "no"))
