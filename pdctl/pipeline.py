@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,11 +28,20 @@ from pdctl.validation.schema_and_rules import check_values
 from pdctl.values.coalesce import merge_files
 from pdctl.values.loader import Document, ValuesLoadError, load, load_stream
 from pdctl.values.paths import KeyPath
-from pdctl.values.setvalues import apply_sets
+from pdctl.values.setvalues import apply_sets, assignments
 
 # Values files in helm's order: a list or tuple of names, never one string (a str is a Sequence
 # of one-letter names to a type checker; load_values refuses one at run time too).
 FileNames = list[str] | tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a key's value came from: a file and line, or a --set assignment (`key=value`)."""
+
+    file: str | None = None
+    line: int | None = None
+    assignment: str | None = None
 
 
 @dataclass
@@ -41,15 +50,43 @@ class Values:
 
     data: dict[str, Any]
     sources: list[tuple[str, Document]] = field(default_factory=list)
+    # What each --set assignment wrote, in order: (key path, `key=value`). --set comes after
+    # every file, so an assignment's key holds its value whatever the files say.
+    sets: list[tuple[KeyPath, str]] = field(default_factory=list)
 
-    def locate(self, path: KeyPath) -> tuple[str | None, int | None]:
-        """The file and line that set a key: the last file that has it (or its nearest parent)."""
-        for end in range(len(path), 0, -1):
-            for name, document in reversed(self.sources):
-                line = document.lines.get(tuple(path[:end]))
-                if line is not None:
-                    return name, line
-        return (self.sources[-1][0], None) if self.sources else (None, None)
+    def _set(self, wrote: Callable[[KeyPath], bool]) -> Origin | None:
+        """The last --set assignment whose key path passes the test."""
+        found = [assignment for path, assignment in self.sets if wrote(path)]
+        return Origin(assignment=found[-1]) if found else None
+
+    def _line(self, path: KeyPath) -> Origin | None:
+        """The last file that has the key at path."""
+        for name, document in reversed(self.sources):
+            line = document.lines.get(path)
+            if line is not None:
+                return Origin(name, line)
+        return None
+
+    def _parent_line(self, path: KeyPath) -> Origin | None:
+        for end in range(len(path) - 1, 0, -1):
+            origin = self._line(path[:end])
+            if origin:
+                return origin
+        return None
+
+    def locate(self, path: KeyPath, read: frozenset[KeyPath] = frozenset()) -> Origin:
+        """Where a key was set: the --set that wrote it (or a parent of it), else a --set that
+        wrote a key in `read` (what a check read, for a finding the files alone do not give),
+        else the last file with the key, else a --set that wrote a key under it, else the last
+        file with its nearest parent."""
+        return (
+            self._set(lambda wrote: path[: len(wrote)] == wrote)
+            or self._set(lambda wrote: wrote in read)
+            or self._line(path)
+            or self._set(lambda wrote: wrote[: len(path)] == path)
+            or self._parent_line(path)
+            or Origin(self.sources[-1][0] if self.sources else None)
+        )
 
 
 @dataclass
@@ -88,18 +125,38 @@ def load_values(files: FileNames, set_values: Sequence[str] = ()) -> Values:
         sources.append((display_name(name), document))
     data = apply_sets(merge_files(document.data for _, document in sources), set_values)
     secrets.remember(data)  # and those given with --set
-    return Values(data=data, sources=sources)
+    return Values(data=data, sources=sources, sets=assignments(set_values))
+
+
+def _from_files(
+    values: Values, release: str, chart: Path, namespace: str
+) -> set[tuple[str, KeyPath]]:
+    """(rule, key path) of each finding the files give without the --set assignments: the others
+    the assignments caused (none to tell apart without any)."""
+    if not values.sets:
+        return set()
+    files_alone = merge_files(document.data for _, document in values.sources)
+    return {(f.rule, f.path) for f in check_values(files_alone, release, chart, namespace)}
 
 
 def check(
     values: Values, release: str = "pd", chart: Path | None = None, namespace: str = "default"
 ) -> list[Finding]:
-    """The chart's schema and the PD rules; each finding located in its file and line."""
+    """The chart's schema and the PD rules; each finding located in its file and line, or at
+    the --set assignment that wrote its key."""
 
-    findings = check_values(values.data, release, chart or bundled_chart_dir(), namespace)
+    chart = chart or bundled_chart_dir()
+    findings = check_values(values.data, release, chart, namespace)
+    from_files = _from_files(values, release, chart, namespace)
     for finding in findings:
         if finding.path and finding.line is None:
-            finding.file, finding.line = values.locate(finding.path)
+            caused = (finding.rule, finding.path) not in from_files
+            origin = values.locate(finding.path, finding.inputs if caused else frozenset())
+            finding.file, finding.line, finding.assignment = (
+                origin.file,
+                origin.line,
+                origin.assignment,
+            )
     return findings
 
 

@@ -89,8 +89,9 @@ def test_several_files_and_set_are_merged_as_helm_merges_them(
     assert values.data["routerSpec"]["vllmRouter"]["serviceDiscovery"] == "k8s"
     # Findings point into the file that set the key.
     policy_line = override.read_text().splitlines().index("    policy: random") + 1
-    assert values.locate(("routerSpec", "vllmRouter", "policy")) == (str(override), policy_line)
-    assert values.locate(("routerSpec", "tag"))[0] == str(NIXL)
+    policy = values.locate(("routerSpec", "vllmRouter", "policy"))
+    assert policy == pipeline.Origin(str(override), policy_line)
+    assert values.locate(("routerSpec", "tag")).file == str(NIXL)
 
 
 def test_the_validated_values_are_the_file_helm_gets(tmp_path: Path) -> None:

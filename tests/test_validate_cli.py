@@ -34,6 +34,7 @@ def test_json_shape() -> None:
         "path",
         "file",
         "line",
+        "set",
         "column",
         "message",
         "hint",

@@ -52,7 +52,9 @@ def _print_github(reports: list[FileReport], strict: bool) -> None:
             if finding.column:
                 props.append(f"col={finding.column}")
             props.append(f"title={_github_escape(finding.rule, True)}")
-            key = f"{finding.key}: " if finding.key else ""
+            key = (f"{finding.flag}: " if finding.flag else "") + (
+                f"{finding.key}: " if finding.key else ""
+            )
             hint = f" (hint: {finding.hint})" if finding.hint else ""
             # Masked before escaping: a secret's %, CR or LF would hide it from data()'s mask.
             message = _github_escape(secrets.redact(key + finding.message + hint))

@@ -31,12 +31,76 @@ def _resolve(validator: Any, schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def _known_properties(validator: Any, schema: dict[str, Any]) -> list[str]:
+def _parts(validator: Any, schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """The schema and the allOf schemas it is made of, resolved."""
     schema = _resolve(validator, schema)
-    names = list(schema.get("properties", {}))
-    for sub in schema.get("allOf", []):
-        names += _known_properties(validator, sub)
-    return names
+    return [schema] + [p for sub in schema.get("allOf", []) for p in _parts(validator, sub)]
+
+
+def _known_properties(validator: Any, schema: dict[str, Any]) -> list[str]:
+    return [name for part in _parts(validator, schema) for name in part.get("properties", {})]
+
+
+def _child(validator: Any, schema: dict[str, Any] | None, key: str | int) -> dict[str, Any] | None:
+    """The schema of schema's property `key` (or of its items, for an index)."""
+    for part in _parts(validator, schema) if schema else []:
+        found = part.get("items") if isinstance(key, int) else part.get("properties", {}).get(key)
+        if isinstance(found, dict):
+            return _resolve(validator, found)
+    return None
+
+
+def _schema_at(validator: Any, path: KeyPath) -> dict[str, Any] | None:
+    schema: dict[str, Any] | None = validator.schema
+    for key in path:
+        schema = _child(validator, schema, key)
+    return schema
+
+
+def _up(path: KeyPath) -> KeyPath:
+    """The mapping that holds the mapping at path (list indices skipped)."""
+    end = len(path)
+    while end and isinstance(path[end - 1], int):
+        end -= 1
+    return path[: max(end - 1, 0)]
+
+
+def _children(validator: Any, path: KeyPath, name: str, siblings: list[str]) -> list[KeyPath]:
+    """Where under the keys of the mapping at path (those given first) `name` is a key."""
+    schema = _schema_at(validator, path)
+    found = []
+    for sibling in dict.fromkeys(siblings + _known_properties(validator, schema or {})):
+        child = _child(validator, schema, sibling)
+        place: KeyPath = (*path, sibling)
+        if child is not None and child.get("type") == "array":
+            child, place = _child(validator, child, 0), (*place, 0)
+        if child is not None and name in _known_properties(validator, child):
+            found.append(place)
+    return found
+
+
+def _belongs(validator: Any, path: KeyPath, name: str, given: list[str]) -> list[KeyPath]:
+    """Where else in the schema an unknown key of the mapping at path is a key, nearest first:
+    under its siblings, the parent mapping, under the parent's other keys, the grandparent."""
+    places = _children(validator, path, name, given)
+    if path:
+        parent = _up(path)
+        if name in _known_properties(validator, _schema_at(validator, parent) or {}):
+            places.append(parent)
+        places += [p for p in _children(validator, parent, name, []) if p[: len(path)] != path]
+        if parent and name in _known_properties(
+            validator, _schema_at(validator, _up(parent)) or {}
+        ):
+            places.append(_up(parent))
+    return list(dict.fromkeys(places))[:3]
+
+
+def _placement(path: KeyPath, place: KeyPath) -> str:
+    """How to move a key from the mapping at path to the one at place."""
+    if len(place) < len(path) and path[: len(place)] == place:
+        return f"indent it like `{path[len(place)]}:`, a key of {format_path(place)}"
+    owner = next(key for key in reversed(place) if isinstance(key, str))
+    return f"indent it under `{owner}:`"
 
 
 def _best(error: Any) -> Any:
@@ -53,6 +117,31 @@ def _best(error: Any) -> Any:
 
 def _did_you_mean(given: Any, choices: list[str]) -> str | None:
     return did_you_mean(closest(str(given), choices)).strip() or None
+
+
+def _unknown_key(
+    validator: Any, path: KeyPath, name: str, given: list[str], allowed: list[str]
+) -> tuple[KeyPath, str, str | None]:
+    """Where the key belongs when it is a key one level up or down (or under a sibling), else
+    the close matches, else the keys allowed here."""
+    places = _belongs(validator, path, name, given)
+    typo = _did_you_mean(name, allowed)
+    if places:
+        where = " or ".join(format_path(place) for place in places)
+        hint = _placement(path, places[0]) + (f"; or {typo}" if typo else "")
+        return (*path, name), f"{name} belongs under {where}, not in {format_path(path)}", hint
+    if not typo and allowed:
+        typo = "allowed keys here: " + ", ".join(sorted(allowed))
+    return (*path, name), f"unknown key {name!r} in {format_path(path)}", typo
+
+
+def _unknown_keys(validator: Any, error: Any) -> list[tuple[KeyPath, str, str | None]]:
+    """One (path, message, hint) per key the closed mapping does not allow."""
+    path: KeyPath = tuple(error.absolute_path)
+    allowed = _known_properties(validator, error.schema)
+    given = [str(key) for key in error.instance]
+    unknown = sorted(key for key in given if key not in allowed)
+    return [_unknown_key(validator, path, name, given, allowed) for name in unknown]
 
 
 def _has_default(defaults: dict[str, Any], path: KeyPath) -> bool:
@@ -81,14 +170,6 @@ def _describe(
     value = error.instance
     shown = _shown(value, path, secret_paths)
     where = format_path(path)
-    if kind == "additionalProperties":
-        allowed = _known_properties(validator, error.schema)
-        unknown = sorted(str(k) for k in value if str(k) not in allowed) if value else []
-        name = unknown[0] if unknown else "?"
-        hint = _did_you_mean(name, allowed)
-        if not hint and allowed:
-            hint = "allowed keys here: " + ", ".join(sorted(allowed))
-        return (*path, name), f"unknown key {name!r} in {where}", hint
     if kind == "enum":
         choices = ", ".join(json.dumps(v) for v in expected)
         return (
@@ -147,6 +228,14 @@ def check(
     secret_paths = [path for path, _ in secrets.paths(data)]
     findings = []
     for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.path))):
-        path, message, hint = _describe(validator, _best(error), defaults or {}, secret_paths)
-        findings.append(Finding("SCHEMA", Severity.error, message, path, hint))
+        best = _best(error)
+        described = (
+            _unknown_keys(validator, best)
+            if best.validator == "additionalProperties"
+            else [_describe(validator, best, defaults or {}, secret_paths)]
+        )
+        findings += [
+            Finding("SCHEMA", Severity.error, message, path, hint)
+            for path, message, hint in described
+        ]
     return findings

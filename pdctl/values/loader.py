@@ -1,6 +1,7 @@
 """Load a values file safely, keeping the line of every key.
 
-Refused with a clear message (never a traceback): YAML syntax errors (with line and column),
+Refused with a clear message (never a traceback): YAML syntax errors (with line and column,
+and the likely mistake: pdctl.values.syntax),
 characters YAML does not allow (ESC, NUL, other control characters), duplicate keys, tabs used
 for indentation, files over MAX_BYTES, documents using more than MAX_ALIASES aliases (alias
 bombs), collections nested more than MAX_DEPTH levels, a second document that is not empty, an
@@ -30,6 +31,7 @@ import yaml
 
 from pdctl import files
 from pdctl.errors import InputError
+from pdctl.values import syntax
 from pdctl.values.paths import KeyPath, format_path
 
 MAX_BYTES = 1024 * 1024
@@ -294,11 +296,6 @@ def _walk(node: yaml.Node, path: KeyPath, lines: dict[KeyPath, int], budget: lis
             _walk(item, (*path, index), lines, budget)
 
 
-def _problem_mark(error: yaml.MarkedYAMLError) -> tuple[int | None, int | None]:
-    mark = error.problem_mark or error.context_mark
-    return (mark.line + 1, mark.column + 1) if mark else (None, None)
-
-
 def _reader_error(error: yaml.reader.ReaderError, text: str) -> ValuesLoadError:
     """A character YAML does not allow (ESC, NUL, ...), located by line and column."""
     line = text.count("\n", 0, error.position) + 1
@@ -349,9 +346,9 @@ def loads(text: str) -> Document:
         _walk(node, (), lines, [0])
         data = loader.construct_document(node)
     except yaml.MarkedYAMLError as error:
-        line, column = _problem_mark(error)
+        explained = syntax.explain(error, text)
         raise ValuesLoadError(
-            f"invalid YAML: {error.problem or error}", line, column, code="YAML001"
+            explained.message, explained.line, explained.column, code="YAML001"
         ) from None
     except yaml.YAMLError as error:
         raise ValuesLoadError(f"invalid YAML: {error}", code="YAML001") from None

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pdctl.errors import UsageError
+from pdctl.values.paths import KeyPath
 
 # helm's own bounds, MaxIndex and MaxNestedNameLevel in
 # https://github.com/helm/helm/blob/v3.17.2/pkg/strvals/parser.go (the same in v4.1.4).
@@ -158,13 +159,22 @@ class _Assigner:
         target.extend([None] * missing)
 
 
-def apply_sets(data: dict[str, Any], assignments: Sequence[str]) -> dict[str, Any]:
-    """Apply each --set argument in order, in place; returns data."""
-    assigner = _Assigner()
-    for argument in assignments:
+def assignments(arguments: Sequence[str]) -> list[tuple[KeyPath, str]]:
+    """Each assignment of the --set arguments, in order: (the key path it writes, `key=value`
+    as given)."""
+    found = []
+    for argument in arguments:
         for assignment in _split_top(argument):
             if "=" not in assignment:
                 raise UsageError(f"--set {assignment!r}: expected key=value")
-            key, _, raw = assignment.partition("=")
-            assigner.assign(data, parse_path(key), _parse_value(raw), assignment)
+            found.append((tuple(parse_path(assignment.partition("=")[0])), assignment))
+    return found
+
+
+def apply_sets(data: dict[str, Any], arguments: Sequence[str]) -> dict[str, Any]:
+    """Apply each --set argument in order, in place; returns data."""
+    assigner = _Assigner()
+    for path, assignment in assignments(arguments):
+        value = _parse_value(assignment.partition("=")[2])
+        assigner.assign(data, list(path), value, assignment)
     return data
