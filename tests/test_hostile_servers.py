@@ -440,3 +440,13 @@ def test_bench_exits_1_when_no_request_succeeded() -> None:
         "no request succeeded: 3 sent over 1 step(s), all failed; most common error: "
         "3 x HTTP 500: engine exploded" in result.output
     )
+
+
+def test_bench_says_the_deployment_is_bad_when_no_model_can_be_read() -> None:
+    """A models list past the body limit lists no model: exit 1 (the deployment or the URL is
+    bad), not 3 (something missing on this machine)."""
+    with serving({"/v1/models": huge(MAX_BODY + 1)}) as url:
+        result = runner.invoke(app, ["bench", "--url", url, "--requests", "1", "--timeout", "30"])
+    assert result.exit_code == 1, result.output
+    assert f"no model listed at {url}/v1/models (nor by an engine)" in result.output
+    assert "larger than pdctl reads" in result.output

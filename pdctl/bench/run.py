@@ -14,7 +14,7 @@ from pdctl.bench import engines, summary
 from pdctl.bench.gauges import Sampler
 from pdctl.bench.load import run_open_step, run_step
 from pdctl.bench.workload import DatasetRequests, Prompts, Source, Workload
-from pdctl.errors import EnvironmentProblem
+from pdctl.errors import EnvironmentProblem, InputError
 from pdctl.verify.checks import listed_model
 from pdctl.verify.client import Http
 from pdctl.verify.proof import resolve_connector, scrape_all
@@ -66,8 +66,9 @@ class Result:
 def _model(http: Http, targets: Targets) -> str:
     found = listed_model(http, (targets.router, *targets.engines))
     if found is None:
-        raise EnvironmentProblem(
-            f"no model listed at {targets.router.url}/v1/models (nor by an engine)",
+        raise InputError(  # the deployment (or the URL) is bad: exit 1
+            f"no model listed at {targets.router.url}/v1/models (nor by an engine): no answer, "
+            "not JSON, larger than pdctl reads, or no model in it",
             hint="give --model, and check that the router answers (pdctl verify)",
         )
     return found
