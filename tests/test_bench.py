@@ -260,7 +260,9 @@ def test_cli_json_csv_and_exit_code(stack: Stack, tmp_path: Path) -> None:
     if not files.plots_available():
         assert payload["plots"] == files.PLOTS_NEED
     tight = ["bench", "--url", stack.router, "--requests", "2", "--output-len", "2"]
-    missed = runner.invoke(app, [*tight, "--input-len", "10", "--slo-ttft-ms", "1"])
+    missed = runner.invoke(  # 200 columns: the one-table layout whose header this reads
+        app, [*tight, "--input-len", "10", "--slo-ttft-ms", "1"], env={"COLUMNS": "200"}
+    )
     assert missed.exit_code == 1, missed.output
     assert "TTFT p50/p90/p99 ms" in missed.stdout and "MISSED" in missed.stdout
     assert "missed at every load step" in missed.stderr

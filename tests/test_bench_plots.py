@@ -286,7 +286,7 @@ def test_pareto_plot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert runner.invoke(app, without).exit_code == 2
     monkeypatch.setattr(plotting, "available", lambda: False)
     missing = runner.invoke(app, [*args[:-1], str(tmp_path / "other.png")])
-    assert missing.exit_code == 3 and "pdctl[plot]" in missing.stderr
+    assert missing.exit_code == 3 and "pip install '.[plot]'" in missing.stderr
     assert not (tmp_path / "other.png").exists()
 
 

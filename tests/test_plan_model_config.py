@@ -256,4 +256,4 @@ def test_without_huggingface_hub_the_hint_names_the_extra(
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     with pytest.raises(EnvironmentProblem) as caught:
         resolve_model("acme/other")
-    assert "pdctl[hub]" in (caught.value.hint or "")
+    assert "pip install '.[hub]'" in (caught.value.hint or "")

@@ -530,4 +530,4 @@ def test_cluster_mode_without_the_kubernetes_client_is_exit_3(
     result = runner.invoke(app, ["verify"])
     assert result.exit_code == 3
     assert "cluster mode needs the Kubernetes client" in result.stderr
-    assert "--force-reinstall pdctl" in result.stderr and "Traceback" not in result.output
+    assert "pip install --force-reinstall ." in result.stderr and "Traceback" not in result.output
