@@ -52,7 +52,8 @@ def context_floor(req: Request) -> int:
 
 def target(text: str | None, flag: str, default: float) -> tuple[float | None, bool]:
     """A latency target from its option: (ms or None when removed, whether it is the default).
-    Omitted: the default; `none`: no target; else a positive number of ms."""
+    Omitted: the default; `none`: no target; else a positive number of ms (the default's value
+    given counts as the default, so that a values file's recorded command reproduces it)."""
     if text is None:
         return default, True
     if text.strip().lower() == "none":
@@ -63,7 +64,7 @@ def target(text: str | None, flag: str, default: float) -> tuple[float | None, b
         value = math.nan
     if not (math.isfinite(value) and value > 0):
         raise UsageError(f"{flag} {text!r}: expected a positive number of ms, or none")
-    return value, False
+    return value, value == default
 
 
 def targets(ttft: str | None, itl: str | None) -> tuple[float | None, float | None, frozenset[str]]:

@@ -421,11 +421,12 @@ def plan(req: Request, other_gpus: list[Gpu] | None = None, *, fallback: bool = 
     if nodes_per_engine(req, pd.prefill.engine) > 1 or nodes > 1:
         tp = pd.decode.engine.tp
         notes.append(
-            f"{arch.name} needs TP{tp} per engine, more GPUs than a node has (--gpus-per-node "
-            f"{req.gpus_per_node}): each engine spans {nodes} nodes as one LeaderWorkerSet group "
-            f"(tensor parallel {req.gpus_per_node} within a node, pipeline parallel {nodes} "
-            f"across nodes); the estimates are TP{tp}'s, and the KV pool of the pipelined engine "
-            "is larger (each stage holds only its layers' KV)"
+            f"{arch.name} needs {tp} GPUs per engine, more than a node has (--gpus-per-node "
+            f"{req.gpus_per_node}): each engine spans {nodes} nodes as one LeaderWorkerSet group, "
+            f"TP{req.gpus_per_node} x PP{nodes} (tensor parallel within a node, pipeline "
+            f"parallel across nodes); the estimates are those of tensor parallel over all {tp} "
+            "GPUs, and the KV pool of the pipelined engine is larger (each stage holds only its "
+            "layers' KV)"
         )
     return Plan(
         request=req,
