@@ -481,8 +481,8 @@ def _print_pareto(front: list[dict[str, Any]]) -> None:
     from rich.table import Table
 
     table = Table()
-    table.add_column("", justify="left")
-    table.add_column("mode", justify="left")
+    table.add_column("", justify="left", overflow="fold")
+    table.add_column("mode", justify="left", overflow="fold", min_width=10)
     table.add_column("layout", justify="left", overflow="fold")
     for column in ("GPUs", "tokens/s per GPU", "TTFT ms", "ITL ms", "targets"):
         table.add_column(column, justify="right", overflow="fold")
