@@ -12,7 +12,8 @@ HELM3 := .tools/helm-3.17.2/helm
 REGISTRY := .tools/docker-registry-2.8.2/docker-registry
 PROMTOOL := .tools/promtool-2.42.0/promtool
 DEMO_VALUES := tutorials/assets/values-16-disagg-prefill.yaml
-# `make demo` plans Llama-3.1-8B-Instruct on 2 x H100-80GB offline (from the catalog) into this file.
+# `make demo` plans Llama-3.1-8B-Instruct on 8 x H100-80GB offline (from the catalog) into this file,
+# for prompts of 16000 tokens and answers of 500: a workload where the estimates pick PD.
 DEMO_OUT := build/demo-values.yaml
 PY_DIRS := pdctl tests scripts $(wildcard benchmarks)
 # Where `make package` writes the release artifacts (the tests point it at a temporary folder).
@@ -50,8 +51,8 @@ $(HELM4) $(HELM3): scripts/install_helm.py
 	touch $(HELM4) $(HELM3)
 
 demo: setup ## plan, validate and render a Llama-3.1-8B layout (the first command to try)
-	$(BIN)/pdctl init --model meta-llama/Llama-3.1-8B-Instruct --gpus 2 --gpu-type H100-80GB \
-		--offline --out $(DEMO_OUT) --force
+	$(BIN)/pdctl init --model meta-llama/Llama-3.1-8B-Instruct --gpus 8 --gpu-type H100-80GB \
+		--input-len 16000 --output-len 500 --offline --out $(DEMO_OUT) --force
 	$(BIN)/pdctl validate $(DEMO_OUT) --release pd
 	$(BIN)/pdctl template -f $(DEMO_OUT) --release pd --summary
 	@echo

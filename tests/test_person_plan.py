@@ -97,7 +97,10 @@ def test_init_writes_the_calibrated_heading_into_the_values_file() -> None:
     )
     assert result.exit_code == 0, result.output
     header = result.stdout.replace("\n# ", " ")  # the comments wrap at 100 columns
-    assert f"Estimates (roofline calibrated to {BENCH} at concurrency 1) for" in header
+    assert (
+        f"Estimates of the PD layout (roofline calibrated to {BENCH} at concurrency 1) for"
+        in header
+    )
     assert "not a measurement" not in header
 
 

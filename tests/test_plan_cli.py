@@ -42,7 +42,8 @@ def test_kv_bytes_per_token_in_plan_json(model: str, gpus: str, gpu: str, expect
 
 def test_plan_json_has_the_documented_fields() -> None:
     data = plan_json("-m", "llama-3.1-8b", "--gpus", "2", "--gpu-type", "h100", "--offline")
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 2
+    assert data["choice"]["mode"] in ("pd", "aggregated") and "verdict" not in data
     for role in ("prefill", "decode"):
         assert {
             "tp",
@@ -56,7 +57,7 @@ def test_plan_json_has_the_documented_fields() -> None:
     estimates = data["estimates"]
     assert any("prefill_tokens_per_s" in key for key in estimates)
     assert any("decode_step_ms" in key for key in estimates)
-    assert data["verdict"]["pd"] in ("likely", "may", "unlikely")
+    assert data["rules_of_thumb"]["pd"] in ("likely", "may", "unlikely")
     assert data["gpu"]["name"] == "H100-80GB"
 
 
@@ -84,7 +85,7 @@ def test_decode_step_follows_concurrency_and_prefill_follows_input_len() -> None
 def test_plan_text_for_people() -> None:
     result = runner.invoke(app, ["plan", "-m", "llama-3.1-70b", "--gpus", "8"])
     assert result.exit_code == 0, result.output
-    for text in ("PD layout on 8 x H100-80GB", "KV pool per GPU", "prefill:", "TTFT", "PD "):
+    for text in ("PD layout", "on 8 x H100-80GB", "KV pool per GPU", "prefill:", "TTFT", "PD "):
         assert text in result.stdout
 
 
@@ -165,14 +166,18 @@ def test_one_gpu_gets_the_aggregated_answer_and_the_smallest_pd_layout() -> None
     text = " ".join(result.stdout.split())
     assert "Smallest PD layout: 2 x H100-80GB (more than the 1 given)" in text
     assert "Aggregated on the 1 GPU given" in text
-    assert "Estimated better for this workload (the estimates above decide): aggregated" in text
+    assert "Choice (--mode auto): aggregated, 1 x TP1 engine = 1 of 1 x H100-80GB" in text
+    assert (
+        "Why aggregated: - targets in force: TTFT 2000 ms (default); ITL 200 ms (default)" in text
+    )
+    assert "- PD needs 2 GPUs and 1 are given" in text
     plan = plan_json("-m", "llama-3.1-8b", "--gpus", "1")
     assert plan["pd_within_gpus"] is False and plan["gpus_used"] == 2
     assert plan["request"]["gpus"] == 1
     agg = plan["aggregated"]
     assert (agg["tp"], agg["replicas"], agg["gpus"]) == (1, 1, 1)
     assert agg["output_tokens_per_s_per_gpu"] > 0 and agg["ttft_ms"] > 0
-    assert plan["verdict"]["better"] == "aggregated"
+    assert plan["choice"]["mode"] == "aggregated"
     assert any("PD needs 2 GPUs" in w for w in plan["warnings"])
     assert not any("unused" in w for w in plan["warnings"])
     # a GPU that does not hold one engine is still refused, with the count PD needs
@@ -191,7 +196,7 @@ def test_a_decode_engine_that_holds_fewer_than_the_concurrency_says_one_number()
 
 def test_a_may_verdict_says_which_reason_speaks_for_pd_and_which_against() -> None:
     plan = plan_json("-m", "llama-3.1-8b", "--gpus", "2", "--gpu-type", "L4")
-    verdict = plan["verdict"]
+    verdict = plan["rules_of_thumb"]
     assert verdict["pd"] == "may"
     assert any(r.startswith("against PD: input:output is 8.0:1, below") for r in verdict["reasons"])
     assert any(r.startswith("for PD: each prefill") for r in verdict["reasons"])

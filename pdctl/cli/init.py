@@ -26,8 +26,10 @@ from pdctl.cli.plan import (
     KvCacheDtype,
     KvDtypeOpt,
     MaxModelLenOpt,
+    Mode,
     ModelConfigOpt,
     ModelOpt,
+    ModeOpt,
     NetworkOpt,
     OfflineOpt,
     OutputLenOpt,
@@ -69,6 +71,11 @@ def _command(values: list[tuple[str, Any, Any]]) -> str:
     return shlex.join(words)
 
 
+def _target(value: float | None) -> str:
+    """A target in force as its option's value (none: removed)."""
+    return "none" if value is None else f"{value:g}"
+
+
 @handle_errors
 def init(
     model: ModelOpt,
@@ -107,6 +114,7 @@ def init(
     calibrate: CalibrateOpt = None,
     calibrate_at: CalibrateAtOpt = None,
     calibrate_tp: CalibrateTpOpt = 1,
+    mode: ModeOpt = Mode.auto,
     node_selector: Annotated[
         list[str] | None,
         typer.Option(
@@ -125,7 +133,12 @@ def init(
     namespace: NamespaceOpt = "default",
     output: OutputOpt = OutputFormat.text,
 ) -> None:
-    """Plan a PD deployment and write it as a values file, each number commented."""
+    """Plan a deployment and write it as a values file, each number commented.
+
+    The layout is plan's choice (--mode auto: PD or aggregated, whichever the objective picks
+    within the TTFT and ITL targets, defaults 2000 and 200 ms); the file's header records the
+    mode and the targets, so its command line reproduces it.
+    """
     from pdctl.plan.emit import InitOptions, default_filename, write  # lazy: start-up
 
     args = PlanArgs(
@@ -150,6 +163,7 @@ def init(
         calibrate,
         calibrate_at,
         calibrate_tp,
+        mode,
     )
     selector = _node_selector(node_selector or [])
     plan, wired = build_plan(args, output, router)
@@ -164,8 +178,9 @@ def init(
             ("--output-len", output_len, 512),
             ("--concurrency", concurrency, 64),
             ("--rate", rate, None),
-            ("--ttft", ttft, None),
-            ("--itl", itl, None),
+            ("--mode", mode, None),  # always written, with the targets in force
+            ("--ttft", _target(plan.request.workload.ttft_ms), None),
+            ("--itl", _target(plan.request.workload.itl_ms), None),
             ("--max-model-len", max_model_len, None),
             ("--kv-cache-dtype", kv_cache_dtype, KvCacheDtype.auto),
             ("--gpu-memory-utilization", gpu_memory_utilization, 0.9),
@@ -208,14 +223,16 @@ def init(
         return
     if target is None:
         _output.data(written.text)
-    p, d = plan.prefill, plan.decode
-    verdict = {"likely": "likely to help", "may": "may help", "unlikely": "unlikely to help"}
+    choice = plan.choice
+    assert choice is not None  # sizing.plan sets it
     _output.info(
-        f"wrote {target or 'stdout'}: {p.replicas} prefill x TP{p.engine.tp} + {d.replicas} "
-        f"decode x TP{d.engine.tp} on {plan.gpus_used} of {plan.request.gpus} "
-        f"{plan.request.gpu.name}; max-model-len {plan.max_model_len}; PD "
-        f"{verdict[plan.verdict]}"
+        f"wrote {target or 'stdout'}: {choice.describe()} on {choice.gpus} of {plan.request.gpus} "
+        f"{plan.request.gpu.name} (--mode {choice.asked}); max-model-len {plan.max_model_len}"
     )
+    for reason in choice.why:
+        _output.info(f"  - {reason}")
+    if choice.cost:
+        _output.info(f"cost: {choice.cost}")
     for warning in plan.warnings:
         _output.info(f"warning: {warning}")
     if target is not None:

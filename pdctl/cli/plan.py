@@ -66,13 +66,47 @@ ConcurrencyOpt = Annotated[
 ]
 RateOpt = Annotated[
     float | None,
-    typer.Option("--rate", min=0.0, help="Requests per second to sustain (optional target)."),
+    typer.Option(
+        "--rate",
+        min=0.0,
+        help="Requests per second to sustain: a target, and the load (open arrivals) at which "
+        "TTFT and ITL are estimated (default: a closed loop of --concurrency).",
+    ),
 ]
 TtftOpt = Annotated[
-    float | None, typer.Option("--ttft", min=0.0, help="Time-to-first-token target, ms.")
+    str | None,
+    typer.Option(
+        "--ttft",
+        help="Mean time-to-first-token target, ms, at the load; none removes it. Default 2000 "
+        "(MLPerf Inference's Llama-2-70B server target; docs/sizing.md).",
+        show_default=False,
+    ),
 ]
 ItlOpt = Annotated[
-    float | None, typer.Option("--itl", min=0.0, help="Inter-token latency target, ms.")
+    str | None,
+    typer.Option(
+        "--itl",
+        help="Mean inter-token latency target, ms, at the load; none removes it. Default 200 "
+        "(MLPerf's TPOT target for the same scenario).",
+        show_default=False,
+    ),
+]
+
+
+class Mode(str, Enum):
+    auto = "auto"
+    pd = "pd"
+    aggregated = "aggregated"
+
+
+ModeOpt = Annotated[
+    Mode,
+    typer.Option(
+        "--mode",
+        help="auto: PD or aggregated, whichever the objective picks (within the targets, the most "
+        "output tokens/s per GPU; docs/sizing.md); pd or aggregated: that mode, with what it costs "
+        "against auto's pick.",
+    ),
 ]
 MaxModelLenOpt = Annotated[
     int | None,
@@ -142,16 +176,16 @@ TargetRateOpt = Annotated[
     typer.Option(
         "--target-rate",
         min=0.0,
-        help="Plan the fewest GPUs (up to --gpus) whose PD layout meets --ttft and --itl at this "
-        "many requests/s.",
+        help="Plan the fewest GPUs (up to --gpus) whose choice sustains this many requests/s "
+        "and meets the TTFT and ITL targets in force there (as --rate, which it replaces).",
     ),
 ]
 ParetoOpt = Annotated[
     bool,
     typer.Option(
         "--pareto",
-        help="Also list the PD layouts on the frontier of output tokens/s per GPU against TTFT "
-        "and ITL.",
+        help="Also list the PD and aggregated layouts on the frontier of output tokens/s per GPU "
+        "against TTFT and ITL, the choice marked.",
     ),
 ]
 PlotOpt = Annotated[
@@ -176,8 +210,8 @@ class PlanArgs:
     output_len: int
     concurrency: int
     rate: float | None
-    ttft: float | None
-    itl: float | None
+    ttft: str | None
+    itl: str | None
     max_model_len: int | None
     kv_cache_dtype: KvCacheDtype
     utilization: float
@@ -189,6 +223,7 @@ class PlanArgs:
     calibrate: Path | None = None
     calibrate_at: int | None = None
     calibrate_tp: int = 1
+    mode: Mode = Mode.auto
 
     def calibration(self, arch: ModelArch) -> tuple[Callable[[Request], Request] | None, list[str]]:
         """With --calibrate: the function that fits the request to the bench file, and the
@@ -210,7 +245,9 @@ class PlanArgs:
     def build(self, router: str | None = None, fallback: bool = False) -> tuple[Plan, Wiring]:
         from pdctl.plan import Workload, make_plan, resolve_model  # lazy: start-up
         from pdctl.plan.emit import wiring  # lazy: start-up
+        from pdctl.plan.objective import targets  # lazy: start-up
 
+        ttft_ms, itl_ms, defaults = targets(self.ttft, self.itl)
         wired = wiring(self.connector, router)
         arch = resolve_model(self.model, self.model_config, self.offline)
         calibrate, warnings = self.calibration(arch)
@@ -219,8 +256,9 @@ class PlanArgs:
             output_len=self.output_len,
             concurrency=self.concurrency,
             rate=self.rate,
-            ttft_ms=self.ttft,
-            itl_ms=self.itl,
+            ttft_ms=ttft_ms,
+            itl_ms=itl_ms,
+            defaults=defaults,
         )
         plan = make_plan(
             arch,
@@ -237,6 +275,7 @@ class PlanArgs:
             fallback=fallback,
             target_rate=self.target_rate,
             calibrate=calibrate,
+            mode=self.mode.value,
         )
         plan.warnings[:0] = warnings
         return plan, wired
@@ -277,13 +316,17 @@ def print_plan(plan: Plan) -> None:
         f"{data['kv_bytes_per_token_fp8']:,} in FP8; {model['attention'].upper()} attention"
         + (f", sliding window {model['sliding_window']}" if model["sliding_window"] else "")
     )
+    _print_choice(console, data)
     if data["objective"]["target_rate"] is not None:
         title = (
             f"Fewest GPUs meeting the targets at --target-rate "
             f"{data['objective']['target_rate']:g}/s: {data['gpus_used']} x {gpu['name']}"
         )
     elif data["pd_within_gpus"]:
-        title = f"PD layout on {request['gpus']} x {gpu['name']}: {data['gpus_used']} GPUs used"
+        title = (
+            f"{'PD layout' if data['choice']['mode'] == 'pd' else 'Best PD layout (not chosen)'} "
+            f"on {request['gpus']} x {gpu['name']}: {data['gpus_used']} GPUs used"
+        )
     else:
         title = (
             f"Smallest PD layout: {data['gpus_used']} x {gpu['name']} (more than the "
@@ -351,14 +394,18 @@ def print_plan(plan: Plan) -> None:
     _print_aggregated(console, data)
     _print_objective(console, data)
     verdict = {"likely": "is likely to help", "may": "may help", "unlikely": "is unlikely to help"}
-    # The rules of thumb read the workload's shape only; the estimates below decide.
-    console.line(f"Rules of thumb (the workload's shape alone): PD {verdict[plan.verdict]}:")
+    console.line(
+        f"Rules of thumb (the workload's shape alone; context only, the estimates decide): PD "
+        f"{verdict[plan.verdict]}:"
+    )
     for reason in plan.reasons:
         console.line(f"  - {reason}")
-    better = {"pd": "PD", "aggregated": "aggregated"}[plan.better]
-    console.line(f"Estimated better for this workload (the estimates above decide): {better}")
-    for reason in plan.why:
+    choice = data["choice"]
+    console.line(f"Why {'PD' if choice['mode'] == 'pd' else 'aggregated'}:")
+    for reason in choice["why"]:
         console.line(f"  - {reason}")
+    if choice["cost"]:
+        console.line(f"cost: {choice['cost']}", style="yellow")
     for warning in plan.warnings:
         console.line(f"warning: {warning}", style="yellow")
     for note in plan.notes:
@@ -394,20 +441,39 @@ def _print_aggregated(console: _output.Screen, data: dict[str, Any]) -> None:
     )
 
 
-def _print_objective(console: _output.Screen, data: dict[str, Any]) -> None:
+def targets(data: dict[str, Any]) -> str:
+    """The targets in force with their sources and whether the choice meets them."""
     objective = data["objective"]
-    targets = []
-    for key, flag, unit in (
-        ("ttft_ms", "ttft", " ms"),
-        ("itl_ms", "itl", " ms"),
-        ("rate", "rate", "/s"),
+    found = []
+    for key, flag, title, unit in (
+        ("ttft_ms", "ttft", "TTFT", " ms"),
+        ("itl_ms", "itl", "ITL", " ms"),
+        ("rate", "rate", "rate", "/s"),
     ):
         value, met = objective["slo"][key], objective["met"][flag]
         if value is not None:
-            targets.append(f"--{flag} {value:g}{unit} {'met' if met else 'NOT met'}")
+            where = objective["source"][key]
+            found.append(f"{title} {value:g}{unit} ({where}) {'met' if met else 'NOT met'}")
+    return "; ".join(found) if found else "none (--ttft none --itl none)"
+
+
+def _print_choice(console: _output.Screen, data: dict[str, Any]) -> None:
+    choice, request = data["choice"], data["request"]
+    pools = " + ".join(
+        f"{r['replicas']} x TP{r['tp']}" + (f" x PP{r['pp']}" if r["pp"] > 1 else "") + f" {role}"
+        for role, r in choice["roles"].items()
+    )
+    mode = "PD" if choice["mode"] == "pd" else "aggregated"
     console.line(
-        "Objective: the most output tokens/s per GPU on the GPUs given; targets: "
-        + ("; ".join(targets) if targets else "none (--ttft, --itl, --rate)")
+        f"Choice (--mode {choice['asked']}): {mode}, {pools} = {choice['gpus']} of "
+        f"{request['gpus']} x {data['gpu']['name']}; targets: {targets(data)}"
+    )
+
+
+def _print_objective(console: _output.Screen, data: dict[str, Any]) -> None:
+    console.line(
+        "Objective: within the targets, the most output tokens/s per GPU given (within 1% a tie, "
+        f"broken by TTFT, then ITL); targets: {targets(data)}"
     )
 
 
@@ -415,20 +481,27 @@ def _print_pareto(front: list[dict[str, Any]]) -> None:
     from rich.table import Table
 
     table = Table()
-    for column in ("prefill", "decode", "GPUs", "tokens/s per GPU", "TTFT ms", "ITL ms", "targets"):
+    table.add_column("", justify="left", overflow="fold")
+    table.add_column("mode", justify="left", overflow="fold", min_width=10)
+    table.add_column("layout", justify="left", overflow="fold")
+    for column in ("GPUs", "tokens/s per GPU", "TTFT ms", "ITL ms", "targets"):
         table.add_column(column, justify="right", overflow="fold")
+    met = {True: "met", False: "missed", None: "none in force"}
     for p in front:
         table.add_row(
-            f"{p['prefill_replicas']} x TP{p['prefill_tp']}",
-            f"{p['decode_replicas']} x TP{p['decode_tp']}",
+            "pick" if p["pick"] else "",
+            p["mode"],
+            p["layout"],
             str(p["gpus"]),
             f"{p['output_tokens_per_s_per_gpu']:,}",
             "unbounded" if p["ttft_ms"] is None else f"{p['ttft_ms']:,}",
             str(p["itl_ms"]),
-            "met" if p["meets_targets"] else "missed",
+            met[p["meets_targets"]],
         )
     _output.Screen().table(
-        table, heading="PD layouts on the frontier (output tokens/s per GPU, TTFT, ITL)"
+        table,
+        heading="Layouts on the frontier (output tokens/s per GPU given, TTFT, ITL; the choice "
+        "marked)",
     )
 
 
@@ -455,14 +528,18 @@ def plan(
     calibrate: CalibrateOpt = None,
     calibrate_at: CalibrateAtOpt = None,
     calibrate_tp: CalibrateTpOpt = 1,
+    mode: ModeOpt = Mode.auto,
     pareto: ParetoOpt = False,
     plot: PlotOpt = None,
     output: OutputOpt = OutputFormat.text,
 ) -> None:
-    """Size a PD deployment: TP and replicas per role, memory, KV capacity and estimates.
+    """Size a deployment: PD or aggregated, TP and replicas per pool, memory, KV and estimates.
 
-    Aggregated serving on the same GPUs is sized beside it, and the estimates say which serves
-    the workload better.
+    PD and aggregated serving are both sized on the GPUs given; the choice is the objective's:
+    within the TTFT and ITL targets (defaults 2000 and 200 ms; --ttft/--itl change them, none
+    removes one) and --rate, the most output tokens/s per GPU, within 1% a tie broken by TTFT,
+    then ITL. --rate sets the load the latencies are estimated at (default: a closed loop of
+    --concurrency); --target-rate plans the fewest GPUs meeting the targets at that rate.
     """
     args = PlanArgs(
         model,
@@ -486,8 +563,9 @@ def plan(
         calibrate,
         calibrate_at,
         calibrate_tp,
+        mode,
     )
-    from pdctl.plan.frontier import Point  # lazy: start-up
+    from pdctl.plan.frontier import Point, with_pick  # lazy: start-up
     from pdctl.plan.frontier import pareto as frontier  # lazy: start-up
     from pdctl.plan.report import plan_dict  # lazy: start-up
 
@@ -495,13 +573,13 @@ def plan(
         raise UsageError("--plot draws the Pareto frontier: give --pareto too")
     result, _ = build_plan(args, output, fallback=True)
     points = frontier(result.request) if pareto else None
-    front = None if points is None else [p.as_dict() for p in points]
+    front = None if points is None else with_pick(points, result)
     drawn = None
     if points is not None and plot is not None:
         from pdctl.plan import frontier_plot  # lazy: start-up
 
-        title = f"{model} on up to {gpus} x {result.request.gpu.name}: the PD Pareto frontier"
-        drawn = frontier_plot.write(points, Point.of(result), plot, title)
+        title = f"{model} on up to {gpus} x {result.request.gpu.name}: the Pareto frontier"
+        drawn = frontier_plot.write(points, Point.chosen(result), plot, title)
     if output is OutputFormat.json:
         data = plan_dict(result)
         if front is not None:

@@ -68,11 +68,13 @@ def make_plan(
     fallback: bool = False,
     target_rate: float | None = None,
     calibrate: Callable[[Request], Request] | None = None,
+    mode: str = "auto",
 ) -> Plan:
     """Plan `arch` on `gpus` GPUs of the catalog's `gpu_type` (DoesNotFit when it cannot; with
-    `fallback`, GPUs too few for PD but enough for one engine plan aggregated serving with the
-    smallest PD layout beside it; with `target_rate`, the fewest GPUs up to `gpus` that meet the
-    targets at that rate; `calibrate` adjusts the request's time estimates first)."""
+        `fallback`, GPUs too few for PD but enough for one engine plan aggregated serving with the
+        smallest PD layout beside it; with `target_rate`, the fewest GPUs up to `gpus` that meet the
+        targets at that rate; `calibrate` adjusts the request's time estimates first; `mode` auto
+    picks PD or aggregated by the objective, pd or aggregated forces one)."""
     request = Request(
         arch=arch,
         gpu=catalog.gpu(gpu_type),
@@ -85,6 +87,7 @@ def make_plan(
         hetero_tp=hetero_tp,
         one_pair=one_pair,
         network_gbps=network_gbps,
+        mode=mode,
     )
     if calibrate is not None:
         request = calibrate(request)

@@ -8,7 +8,7 @@ import math
 
 from pdctl.plan import queueing
 from pdctl.plan.layout import AggregatedEstimates, Engine, Request
-from pdctl.plan.objective import context_floor, engine_counts, meets
+from pdctl.plan.objective import Score, best, context_floor, meets, miss
 from pdctl.plan.roofline import (
     default_max_num_batched_tokens,
     default_max_num_seqs,
@@ -85,37 +85,24 @@ def _aggregated_at(req: Request, e: Engine, n: int) -> AggregatedEstimates:
     return _evaluate_aggregated(req, e, n, low)
 
 
-def _agg_better(req: Request, a: AggregatedEstimates, b: AggregatedEstimates) -> bool:
-    """The objective of _better for aggregated layouts: targets met, context floor, throughput
-    (1% a tie), then more GPUs in use, then a smaller TP (more engines)."""
-    floor = context_floor(req)
-    if sum(a.meets) != sum(b.meets):
-        return sum(a.meets) > sum(b.meets)
-    if (a.context >= floor) != (b.context >= floor):
-        return a.context >= floor
-    ra, rb = a.requests_per_s, b.requests_per_s
-    if abs(ra - rb) > 0.01 * max(ra, rb):
-        return ra > rb
-    if a.gpus != b.gpus:
-        return a.gpus > b.gpus
-    return a.engine.tp < b.engine.tp
+def score(req: Request, a: AggregatedEstimates) -> Score:
+    """What the objective reads of an aggregated layout (pdctl.plan.objective.best)."""
+    return Score(
+        miss=miss(req.workload, a.ttft_ms, a.itl_ms, a.requests_per_s),
+        keeps_context=a.context >= context_floor(req),
+        tokens_per_gpu=a.output_tokens_per_s / req.gpus,
+        ttft_ms=a.ttft_ms,
+        itl_ms=a.itl_ms,
+        order=(0, -a.gpus, a.engine.tp, 0),
+    )
 
 
 def aggregated(req: Request, fitting: list[Engine]) -> AggregatedEstimates | None:
-    """Aggregated serving on req.gpus: the best TP and engine count of `fitting` (engines that
-    hold one request), or None when not even one engine fits the GPUs."""
-    best: AggregatedEstimates | None = None
-    for e in fitting:
-        most = req.gpus // e.tp
-        for n in engine_counts(req, most):
-            candidate = _aggregated_at(req, e, n)
-            if best is None or _agg_better(req, candidate, best):
-                best = candidate
-            if candidate.meets[0]:
-                break
-    return best
+    """Aggregated serving on req.gpus: the objective's pick of every TP and engine count of
+    `fitting` (engines that hold one request), or None when not even one engine fits the GPUs."""
+    return best((score(req, a), a) for a in every_aggregated(req, fitting))
 
 
 def every_aggregated(req: Request, fitting: list[Engine]) -> list[AggregatedEstimates]:
-    """Every aggregated layout within req.gpus (for checking `aggregated`, in tests)."""
+    """Every aggregated layout within req.gpus (few: one per TP and engine count)."""
     return [_aggregated_at(req, e, n) for e in fitting for n in range(1, req.gpus // e.tp + 1)]

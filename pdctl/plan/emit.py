@@ -9,7 +9,6 @@ chart's connector table, object names from `pdctl.naming`.
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +19,7 @@ from pdctl.chart import bundled_chart_dir
 from pdctl.errors import InputError, UsageError
 from pdctl.findings import Finding
 from pdctl.models import memory, pods
-from pdctl.plan import layout, report, sizing
+from pdctl.plan import layout, objective, report, sizing
 from pdctl.values.loader import loads
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "values.yaml.j2"
@@ -128,16 +127,6 @@ def default_filename(model: str) -> str:
     return f"{_slug(model)}-values.yaml"
 
 
-def schema_reference(out: Path | None) -> str:
-    """Where the yaml-language-server modeline points: the bundled chart's JSON schema, relative
-    to the written file (absolute for stdout)."""
-    schema = (bundled_chart_dir() / "values.schema.json").resolve()
-    if out is None:
-        return schema.as_posix()
-    relative = os.path.relpath(schema, out.resolve().parent)
-    return Path(relative).as_posix()
-
-
 def _gib(value: float) -> str:
     return f"{value:.1f}"
 
@@ -199,6 +188,8 @@ def context(plan: layout.Plan, options: InitOptions, out: Path | None) -> dict[s
     """Everything the template needs, as strings and numbers."""
     req, arch, e = plan.request, plan.request.arch, plan.estimates
     p = memory.params(arch)
+    choice = plan.choice
+    assert choice is not None  # sizing.plan sets it
     names = pool_names(arch.name, options.release)
     pools = [
         _pool_context(plan, plan.prefill, names["prefill"]),
@@ -206,7 +197,6 @@ def context(plan: layout.Plan, options: InitOptions, out: Path | None) -> dict[s
     ]
     w = options.wiring
     return {
-        "schema": schema_reference(out),
         "version": __version__,
         "command": options.command,
         "model": arch.name,
@@ -237,7 +227,11 @@ def context(plan: layout.Plan, options: InitOptions, out: Path | None) -> dict[s
         "ttft_ms": f"{e.ttft_ms:.0f}",
         "rps": f"{e.requests_per_s:.2f}",
         "bottleneck": e.bottleneck,
-        "verdict": {"likely": "Likely", "may": "It may", "unlikely": "Unlikely"}[plan.verdict],
+        "verdict": {"likely": "is likely to", "may": "may", "unlikely": "is unlikely to"}[
+            plan.verdict
+        ],
+        "choice": choice,
+        "targets": "; ".join(objective.labels(req.workload)) or "none",
         "reasons": plan.reasons,
         "warnings": plan.warnings,
         "notes": plan.notes,
@@ -304,7 +298,7 @@ def render(plan: layout.Plan, options: InitOptions, out: Path | None = None) -> 
 
 
 WIDTH = 100
-_COMMANDS = ("pdctl ", "kubectl ", "yaml-language-server")
+_COMMANDS = ("pdctl ", "kubectl ")
 
 
 def _plural(count: int, word: str) -> str:

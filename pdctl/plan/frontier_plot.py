@@ -1,10 +1,10 @@
 """`pdctl plan --pareto --plot FILE.png`: the Pareto frontier (pdctl.plan.frontier) as a PNG.
 The frontier trades three things, so two panels share the y axis, output tokens/s per GPU: against
 TTFT (left) and against ITL (right). Each layout is a point numbered as in the --pareto table (a
-key beside the panels names its prefill and decode pools), filled when it meets --ttft/--itl/
---rate, hollow when it misses them; the plan's own PD layout is a red star, on the frontier or
-not. A layout whose queue grows without bound (TTFT
-unbounded) has no place on the TTFT panel and is left out of it."""
+key beside the panels names its pools: P prefill, D decode, A aggregated engines), filled when it
+meets the targets in force, hollow when it misses them; the plan's choice is a red star. A layout
+whose queue grows without bound (TTFT unbounded) has no place on the TTFT panel and is left out of
+it."""
 
 from __future__ import annotations
 
@@ -23,9 +23,10 @@ PANELS = (("ttft_ms", "TTFT, ms"), ("itl_ms", "ITL, ms"))
 
 
 def name(point: Point) -> str:
-    return (
-        f"P {point.prefill_replicas}xTP{point.prefill_tp} · "
-        f"D {point.decode_replicas}xTP{point.decode_tp}"
+    short = {"prefill": "P", "decode": "D", "engine": "A"}
+    return " · ".join(
+        f"{short[p.role]} {p.replicas}xTP{p.tp}" + (f"xPP{p.pp}" if p.pp > 1 else "")
+        for p in point.pools
     )
 
 

@@ -22,6 +22,8 @@ class Workload:
     rate: float | None = None  # requests per second to sustain
     ttft_ms: float | None = None
     itl_ms: float | None = None
+    defaults: frozenset[str] = frozenset()  # the targets ("ttft", "itl") in force by default
+    rate_flag: str = "--rate"  # the option that set `rate` (--target-rate sets it too)
 
     @property
     def total_len(self) -> int:
@@ -52,6 +54,7 @@ class Request:
     decode_scale: float = 1.0
     calibration: tuple[str, ...] = ()  # what the calibration changed, in words (for the report)
     calibrated_to: str | None = None  # the bench run and step fitted to ("B.json at concurrency 1")
+    mode: str = "auto"  # --mode: auto (what serves the workload better) | pd | aggregated
 
     def prefill_s(self, tp: int, tokens: int, batch: int = 1) -> float:
         """Seconds to prefill `batch` prompts of `tokens` on one engine of `tp` GPUs."""
@@ -166,6 +169,46 @@ class AggregatedEstimates:
         return self.output_tokens_per_s / self.gpus
 
 
+@dataclass(frozen=True)
+class Pool:
+    """One pool of the chosen layout as the chart runs it: prefill, decode, or (aggregated) engine
+    (each engine prefills and decodes); an engine spanning nodes is TP per node x PP nodes."""
+
+    role: str
+    tp: int
+    pp: int
+    replicas: int
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.replicas
+
+    def describe(self) -> str:
+        """ "2 x TP8 x PP2 prefill", "4 x TP1 engine"."""
+        pp = f" x PP{self.pp}" if self.pp > 1 else ""
+        return f"{self.replicas} x TP{self.tp}{pp} {self.role}"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The one layout plan and init stand behind (docs/sizing.md "The objective")."""
+
+    mode: str  # pd | aggregated
+    asked: str  # --mode: auto | pd | aggregated
+    pools: tuple[Pool, ...]
+    meets: tuple[bool, ...]  # --ttft, --itl, --rate (True where no such target is in force)
+    why: tuple[str, ...]  # the comparison with the other mode, in words
+    cost: str | None = None  # a forced --mode: what it costs against the mode auto would pick
+
+    @property
+    def gpus(self) -> int:
+        return sum(pool.gpus for pool in self.pools)
+
+    def describe(self) -> str:
+        mode = "PD" if self.mode == "pd" else "aggregated"
+        return f"{mode}, " + " + ".join(pool.describe() for pool in self.pools)
+
+
 @dataclass
 class Plan:
     request: Request
@@ -179,8 +222,9 @@ class Plan:
     notes: list[str] = field(default_factory=list)  # what the layout needs (engines over nodes)
     meets: tuple[bool, ...] = (True, True, True)  # --ttft, --itl, --rate (True where not asked)
     aggregated: AggregatedEstimates | None = None  # the same GPUs without PD, when it fits
-    better: str = "pd"  # pd | aggregated: which serves the workload better (verdict.better)
+    better: str = "pd"  # pd | aggregated: the choice's mode
     why: list[str] = field(default_factory=list)  # the comparison's reasons
+    choice: Choice | None = None  # what plan and init stand behind (sizing.plan sets it)
     target_rate: float | None = None  # --target-rate: these are the fewest GPUs meeting it
 
     @property

@@ -15,7 +15,8 @@ from pdctl.models.memory import (
 )
 from pdctl.models.pods import pod
 from pdctl.plan import efficiency
-from pdctl.plan.layout import Plan, Request, RolePlan
+from pdctl.plan.layout import Choice, Plan, Request, RolePlan
+from pdctl.plan.objective import TIE, source
 from pdctl.plan.roofline import (
     DECODE_MATCH,
     PREFILL_MATCH,
@@ -45,20 +46,50 @@ def basis(req: Request) -> str:
 
 
 def objective(plan_: Plan) -> dict[str, Any]:
-    """What the search maximised and under which targets (docs/sizing.md "The objective")."""
+    """What the search maximised and under which targets (docs/sizing.md "The objective"); `met`
+    is the choice's."""
     w = plan_.request.workload
-    ttft, itl, rate = plan_.meets
+    ttft, itl, rate = _choice(plan_).meets
     return {
         "maximize": "output_tokens_per_s",
-        "per": "gpu",
+        "per": "gpu_given",
+        "tie": TIE,
+        "tie_breaks": ["ttft_ms", "itl_ms"],
         "load": "rate" if w.rate is not None else "concurrency",
         "target_rate": plan_.target_rate,
         "slo": {"ttft_ms": w.ttft_ms, "itl_ms": w.itl_ms, "rate": w.rate},
+        "source": {
+            "ttft_ms": source(w, "ttft"),
+            "itl_ms": source(w, "itl"),
+            "rate": source(w, "rate"),
+        },
         "met": {
             "ttft": _met(w.ttft_ms, ttft),
             "itl": _met(w.itl_ms, itl),
             "rate": _met(w.rate, rate),
         },
+        "all_met": all((ttft, itl, rate)),
+    }
+
+
+def _choice(plan_: Plan) -> Choice:
+    assert plan_.choice is not None  # sizing.plan sets it
+    return plan_.choice
+
+
+def choice_dict(plan_: Plan) -> dict[str, Any]:
+    """The one layout plan and init stand behind: its mode and pools, and why."""
+    choice = _choice(plan_)
+    return {
+        "mode": choice.mode,
+        "asked": choice.asked,
+        "roles": {
+            pool.role: {"tp": pool.tp, "pp": pool.pp, "replicas": pool.replicas, "gpus": pool.gpus}
+            for pool in choice.pools
+        },
+        "gpus": choice.gpus,
+        "why": list(choice.why),
+        "cost": choice.cost,
     }
 
 
@@ -128,7 +159,8 @@ def plan_dict(plan_: Plan) -> dict[str, Any]:
     eff = efficiency.for_gpu(req.gpu)
     p = params(arch)
     return {
-        "schema_version": 1,
+        "schema_version": 2,
+        "choice": choice_dict(plan_),
         "model": {
             "name": arch.name,
             "source": arch.source,
@@ -219,12 +251,7 @@ def plan_dict(plan_: Plan) -> dict[str, Any]:
             if req.calibration
             else None,
         },
-        "verdict": {
-            "pd": plan_.verdict,
-            "reasons": plan_.reasons,
-            "better": plan_.better,
-            "why": plan_.why,
-        },
+        "rules_of_thumb": {"pd": plan_.verdict, "reasons": plan_.reasons},
         "warnings": plan_.warnings,
         "notes": plan_.notes,
     }

@@ -11,21 +11,28 @@ from typing import Any
 
 from pdctl.models.catalog import Gpu
 from pdctl.models.memory import GiB, kv_layout, memory, valid_tps, weight_bytes
+from pdctl.plan import aggregated as aggregated_
 from pdctl.plan import queueing
 from pdctl.plan import verdict as verdicts
-from pdctl.plan.aggregated import aggregated
 from pdctl.plan.layout import (
+    AggregatedEstimates,
+    Choice,
     DoesNotFit,
     Engine,
     Estimates,
     Plan,
+    Pool,
     Request,
     RolePlan,
 )
 from pdctl.plan.objective import (
+    TIE,
+    Score,
+    best,
     context_floor,
     engine_counts,
     meets,
+    miss,
     need_tokens,
     prompt_floor,
 )
@@ -169,32 +176,26 @@ def evaluate_layout(req: Request, p: Engine, x: int, d: Engine, y: int) -> Estim
     return _evaluate(req, p, x, d, y).estimates
 
 
-def _better(req: Request, a: _Candidate, b: _Candidate) -> bool:
-    """Whether a beats b (the objective, docs/sizing.md): more targets met, then keeping the
-    floors (prefill engines hold the prompt plus margin, decode engines CONTEXT_FLOOR), then
-    throughput on the GPUs given (1% is a tie), then more of the GPUs asked for in use, a smaller
-    prefill TP (more prefill engines), a larger decode TP (more KV per GPU)."""
-    if sum(a.meets) != sum(b.meets):
-        return sum(a.meets) > sum(b.meets)
-    if a.keeps_context(req) != b.keeps_context(req):
-        return a.keeps_context(req)
-    ra, rb = a.estimates.requests_per_s, b.estimates.requests_per_s
-    if abs(ra - rb) > 0.01 * max(ra, rb):
-        return ra > rb
-    used_a = a.prefill.gpus + a.decode.gpus
-    used_b = b.prefill.gpus + b.decode.gpus
-    if used_a != used_b:
-        return used_a > used_b
-    if a.prefill.engine.tp != b.prefill.engine.tp:
-        return a.prefill.engine.tp < b.prefill.engine.tp
-    return a.decode.engine.tp > b.decode.engine.tp
+def score(req: Request, c: _Candidate) -> Score:
+    """What the objective reads of a PD layout (pdctl.plan.objective.best)."""
+    e = c.estimates
+    return Score(
+        miss=miss(req.workload, e.ttft_ms, e.itl_ms, e.requests_per_s),
+        keeps_context=c.keeps_context(req),
+        tokens_per_gpu=e.output_tokens_per_s / req.gpus,
+        ttft_ms=e.ttft_ms,
+        itl_ms=e.itl_ms,
+        order=(1, -(c.prefill.gpus + c.decode.gpus), c.prefill.engine.tp, -c.decode.engine.tp),
+    )
 
 
-def search(req: Request, fitting: list[Engine]) -> _Candidate | None:
-    """The best PD layout of `fitting` engines on req.gpus GPUs: every prefill and decode TP and
-    prefill engine count, with as many decode engines as the rest of the GPUs hold (fewer only
-    where _decode_counts says they can be better)."""
-    best: _Candidate | None = None
+def layouts(req: Request, fitting: list[Engine]) -> list[_Candidate]:
+    """The PD layouts of `fitting` engines on req.gpus GPUs the objective can pick: every prefill
+    and decode TP and prefill engine count, with the decode engine counts of engine_counts, most
+    first. Fewer decode engines never give more throughput, so on one line the search stops once
+    throughput falls out of the tie band of a layout there that meets the targets (it cannot be
+    picked: that layout, or a better one, sets the band)."""
+    found: list[_Candidate] = []
     for p in fitting:
         for d in fitting:
             if not req.hetero_tp and p.tp != d.tp:
@@ -204,13 +205,23 @@ def search(req: Request, fitting: list[Engine]) -> _Candidate | None:
                 most = (req.gpus - x * p.tp) // d.tp
                 if req.one_pair:
                     most = min(most, 1)
+                met = (
+                    0.0  # the most throughput per GPU of a layout on this line meeting the targets
+                )
                 for y in engine_counts(req, most):
                     candidate = _evaluate(req, p, x, d, y)
-                    if best is None or _better(req, candidate, best):
-                        best = candidate
-                    if candidate.meets[0]:
+                    scored = score(req, candidate)
+                    if scored.key[0] < met * (1 - TIE):
                         break
-    return best
+                    found.append(candidate)
+                    if scored.met:
+                        met = max(met, scored.key[0])
+    return found
+
+
+def search(req: Request, fitting: list[Engine]) -> _Candidate | None:
+    """The objective's pick among the PD layouts of `fitting` engines on req.gpus GPUs."""
+    return best((score(req, c), c) for c in layouts(req, fitting))
 
 
 def every_layout(req: Request, fitting: list[Engine]) -> list[_Candidate]:
@@ -380,37 +391,76 @@ def plan(req: Request, other_gpus: list[Gpu] | None = None, *, fallback: bool = 
                 f"{fitting[0].memory.kv_pool:.1f} GiB per GPU"
             ],
         )
-    best = search(pd_req, fitting)
-    assert best is not None  # a layout of the smallest engines exists (checked above)
-    agg = aggregated(req, fitting)
-    max_len = _max_model_len(req, best)
-    verdict, reasons = verdicts.verdict(req, best.decode, best.estimates)
-    better, why = verdicts.compare(req, best.estimates, best.meets, agg)
-    nodes = nodes_per_engine(req, best.decode.engine)
+    pd_scored = [(score(pd_req, c), c) for c in layouts(pd_req, fitting)]
+    agg_scored = [
+        (aggregated_.score(req, a), a) for a in aggregated_.every_aggregated(req, fitting)
+    ]
+    pd, agg = best(pd_scored), best(agg_scored)
+    assert pd is not None  # a layout of the smallest engines exists (checked above)
+    auto = best([*agg_scored, *(pd_scored if pd_req is req else [])])
+    auto_mode = "aggregated" if isinstance(auto, AggregatedEstimates) else "pd"
+    mode = auto_mode if req.mode == "auto" else req.mode
+    # The layout of auto's mode is auto's pick; a forced mode takes the best of its own layouts.
+    if isinstance(auto, AggregatedEstimates) and req.mode != "aggregated":
+        agg = auto
+    elif isinstance(auto, _Candidate) and req.mode != "pd":
+        pd = auto
+    pd_score = score(pd_req, pd)
+    agg_score = None if agg is None else aggregated_.score(req, agg)
+    why, cost = verdicts.explain(req, mode, auto_mode, pd_score, agg_score, pd_req.gpus)
+    chosen: Estimates | AggregatedEstimates = pd.estimates if agg is None or mode == "pd" else agg
+    chosen_meets = pd.meets if chosen is pd.estimates else agg.meets  # type: ignore[union-attr]
+    missed = verdicts.missed(
+        req, mode, chosen_meets, chosen.ttft_ms, chosen.itl_ms, chosen.requests_per_s
+    )
+    choice = Choice(mode, req.mode, _pools(req, pd, agg, mode), chosen_meets, tuple(why), cost)
+    max_len = _max_model_len(req, pd)
+    verdict, reasons = verdicts.verdict(req, pd.decode, pd.estimates)
+    nodes = nodes_per_engine(req, pd.decode.engine)
     notes = []
-    if nodes_per_engine(req, best.prefill.engine) > 1 or nodes > 1:
-        tp = best.decode.engine.tp
+    if nodes_per_engine(req, pd.prefill.engine) > 1 or nodes > 1:
+        tp = pd.decode.engine.tp
         notes.append(
-            f"{arch.name} needs TP{tp} per engine, more GPUs than a node has (--gpus-per-node "
-            f"{req.gpus_per_node}): each engine spans {nodes} nodes as one LeaderWorkerSet group "
-            f"(tensor parallel {req.gpus_per_node} within a node, pipeline parallel {nodes} "
-            f"across nodes); the estimates are TP{tp}'s, and the KV pool of the pipelined engine "
-            "is larger (each stage holds only its layers' KV)"
+            f"{arch.name} needs {tp} GPUs per engine, more than a node has (--gpus-per-node "
+            f"{req.gpus_per_node}): each engine spans {nodes} nodes as one LeaderWorkerSet group, "
+            f"TP{req.gpus_per_node} x PP{nodes} (tensor parallel within a node, pipeline "
+            f"parallel across nodes); the estimates are those of tensor parallel over all {tp} "
+            "GPUs, and the KV pool of the pipelined engine is larger (each stage holds only its "
+            "layers' KV)"
         )
     return Plan(
         request=req,
-        prefill=best.prefill,
-        decode=best.decode,
+        prefill=pd.prefill,
+        decode=pd.decode,
         max_model_len=max_len,
-        estimates=best.estimates,
+        estimates=pd.estimates,
         verdict=verdict,
         reasons=reasons,
-        warnings=verdicts.warnings(req, best.prefill, best.decode, best.estimates),
+        warnings=verdicts.warnings(req, pd.prefill, pd.decode, pd.estimates) + missed,
         notes=notes,
-        meets=best.meets,
+        meets=pd.meets,
         aggregated=agg,
-        better=better,
+        better=mode,
         why=why,
+        choice=choice,
+    )
+
+
+def pool(req: Request, role: str, engine: Engine, replicas: int) -> Pool:
+    """`replicas` engines as the chart runs them (an engine over nodes: TP per node x PP nodes)."""
+    nodes = nodes_per_engine(req, engine)
+    return Pool(role, engine.tp // nodes, nodes, replicas)
+
+
+def _pools(
+    req: Request, pd: _Candidate, agg: AggregatedEstimates | None, mode: str
+) -> tuple[Pool, ...]:
+    """The chosen layout's pools."""
+    if mode == "aggregated" and agg is not None:
+        return (pool(req, "engine", agg.engine, agg.replicas),)
+    return (
+        pool(req, "prefill", pd.prefill.engine, pd.prefill.replicas),
+        pool(req, "decode", pd.decode.engine, pd.decode.replicas),
     )
 
 

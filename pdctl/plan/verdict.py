@@ -1,15 +1,14 @@
-"""Whether PD pays for a workload (likely, may, unlikely, with the reasons: docs/sizing.md "Whether
-PD pays"), and the warnings a layout carries."""
+"""The rules of thumb on whether PD pays for a workload (likely, may, unlikely, with the reasons:
+docs/sizing.md "Rules of thumb"; context only, the estimates decide), the choice explained in
+words, and the warnings a layout carries."""
 
 from __future__ import annotations
 
 import math
 
-from pdctl.plan.layout import AggregatedEstimates, Estimates, Request, RolePlan
-
-# Throughput per GPU within this share counts as even between aggregated and PD: the estimates are
-# a roofline (docs/sizing.md), closer differences are not evidence.
-EVEN = 0.10
+from pdctl.plan import objective
+from pdctl.plan.layout import Estimates, Request, RolePlan
+from pdctl.plan.objective import TIE, Score
 
 
 def verdict(req: Request, decode: RolePlan, e: Estimates) -> tuple[str, list[str]]:
@@ -84,21 +83,32 @@ def warnings(req: Request, prefill: RolePlan, decode: RolePlan, e: Estimates) ->
             f"tokens, fewer than --concurrency {w.concurrency}: the decode step is estimated at "
             f"{e.decode_step_sequences}; more decode GPUs or a shorter context hold more"
         )
-    if w.ttft_ms is not None and e.ttft_ms > w.ttft_ms:
-        warnings.append(f"--ttft {w.ttft_ms:g} ms is not met: estimated {ms(e.ttft_ms)}")
-    if w.itl_ms is not None and e.itl_ms > w.itl_ms:
-        warnings.append(f"--itl {w.itl_ms:g} ms is not met: estimated {e.itl_ms:.1f} ms")
-    if w.rate is not None and e.requests_per_s < w.rate:
-        warnings.append(
-            f"--rate {w.rate:g}/s is not met: this layout sustains about "
-            f"{e.requests_per_s:.2f}/s ({e.bottleneck}-bound)"
-        )
     if req.arch.sliding_window and req.hybrid_kv:
         warnings.append(
             "sliding-window layers are sized at their window (vLLM's hybrid KV cache manager, on "
             "with NixlConnector since vLLM PR #41847); with it off they cost full-attention KV"
         )
     return warnings
+
+
+def missed(
+    req: Request, mode: str, meets: tuple[bool, ...], ttft_ms: float, itl_ms: float, rps: float
+) -> list[str]:
+    """The targets in force the chosen layout misses, with the figures: none, or a line saying
+    that no layout of the modes considered meets them (the choice is the closest) and one per
+    target missed."""
+    if all(meets):
+        return []
+    w, (ttft, itl, rate) = req.workload, meets
+    which = "no layout" if req.mode == "auto" else f"no {NAMES[mode]} layout"
+    lines = [f"{which} meets the targets in force; the choice is the closest (docs/sizing.md)"]
+    if not ttft:
+        lines.append(f"{objective.label(w, 'ttft')} is not met: estimated {ms(ttft_ms)}")
+    if not itl:
+        lines.append(f"{objective.label(w, 'itl')} is not met: estimated {itl_ms:.1f} ms")
+    if not rate:
+        lines.append(f"--rate {w.rate:g}/s is not met: the choice sustains about {rps:.2f}/s")
+    return lines
 
 
 def ms(value: float) -> str:
@@ -108,61 +118,78 @@ def ms(value: float) -> str:
     return f"{value:,.0f} ms" if value >= 100 else f"{value:.1f} ms"
 
 
-def _slos(meets: tuple[bool, ...]) -> str:
-    return f"{sum(meets)} of 3 targets met"
+def seconds(value: float) -> str:
+    """A latency for a sentence: "0.45 s", "12 s", "85 ms", "unbounded"."""
+    if not math.isfinite(value):
+        return "unbounded"
+    if value < 100:
+        return f"{value:.0f} ms"
+    if value < 10_000:
+        return f"{value / 1000:.2f}".rstrip("0").rstrip(".") + " s"
+    return f"{value / 1000:.0f} s"
 
 
-def compare(
-    req: Request, pd: Estimates, pd_meets: tuple[bool, ...], agg: AggregatedEstimates | None
-) -> tuple[str, list[str]]:
-    """Which serves the workload better on the GPUs given, aggregated or PD, and why: more
-    targets (--ttft, --itl, --rate) met; then output tokens/s per GPU when they differ by more
-    than EVEN; when even, PD where each prefill would stall aggregated decoding for two steps or
-    more (PD keeps ITL free of such stalls), else aggregated (simpler: no KV transfer, one pool)."""
-    if agg is None:
-        return "pd", ["no aggregated engine fits the GPUs given"]
-    pd_gpus = pd.gpus
-    pd_tput, agg_tput = pd.output_tokens_per_s_per_gpu, agg.output_tokens_per_s_per_gpu
-    numbers = (
-        f"PD on {pd_gpus} GPUs {pd_tput:,.0f} vs aggregated on {agg.gpus} {agg_tput:,.0f} "
-        f"output tokens/s per GPU; TTFT "
-        f"{ms(pd.ttft_ms)} vs {ms(agg.ttft_ms)}; ITL {pd.itl_ms:.1f} vs {agg.itl_ms:.1f} ms"
+NAMES = {"pd": "PD", "aggregated": "aggregated"}
+
+
+def _figures(name: str, s: Score) -> str:
+    return (
+        f"{name} {s.tokens_per_gpu:,.1f} output tokens/s per GPU, TTFT {seconds(s.ttft_ms)}, "
+        f"ITL {s.itl_ms:.1f} ms"
     )
+
+
+def _against(mine: Score, other: Score) -> str:
+    """What `other` gives instead of `mine`: "19% more output tokens/s per GPU and 0.4 s TTFT
+    instead of 0.9 s"."""
+    ratio = other.tokens_per_gpu / max(mine.tokens_per_gpu, 1e-9) - 1
+    more = "more" if ratio >= 0 else "less"
+    return (
+        f"{abs(ratio):.0%} {more} output tokens/s per GPU and {seconds(other.ttft_ms)} TTFT "
+        f"instead of {seconds(mine.ttft_ms)} (ITL {other.itl_ms:.1f} ms instead of "
+        f"{mine.itl_ms:.1f})"
+    )
+
+
+def _reason(mode: str, mine: Score, other: Score) -> str:
+    """Why the objective (objective.best) prefers `mine`, of mode `mode`, to `other`."""
+    name, rival = NAMES[mode], NAMES["aggregated" if mode == "pd" else "pd"]
+    if mine.met and not other.met:
+        return f"only {name} meets the targets ({rival}'s closest misses by {other.miss:.1f}x)"
+    if not mine.met:
+        return (
+            f"no layout meets the targets: {name} misses them by the least factor "
+            f"({mine.miss:.2f}x; {rival} {other.miss:.2f}x)"
+        )
+    if mine.keeps_context and not other.keeps_context:
+        return f"{rival} engines hold less context than the floor (docs/sizing.md)"
+    ratio = mine.tokens_per_gpu / max(other.tokens_per_gpu, 1e-9) - 1
+    if ratio > TIE:
+        return f"{name} gives {ratio:.0%} more output tokens/s per GPU"
+    if mine.key[1] < other.key[1]:
+        return f"output tokens/s per GPU within {TIE:.0%} (a tie): {name} has the lower TTFT"
+    if mine.key[2] < other.key[2]:
+        return f"output tokens/s per GPU and TTFT tie: {name} has the lower ITL"
+    return f"{name} and {rival} tie on every figure: aggregated is simpler (one pool, no transfer)"
+
+
+def explain(
+    req: Request, mode: str, auto: str, pd: Score, agg: Score | None, pd_gpus: int
+) -> tuple[list[str], str | None]:
+    """Why the choice is `mode` (auto: the objective's pick, `auto`), with the figures of both
+    modes; and with a forced --mode that differs from auto's, what it costs against auto's."""
+    w = req.workload
+    targets = objective.labels(w)
+    lines = ["targets in force: " + ("; ".join(targets) if targets else "none")]
+    if agg is None:
+        return [*lines, "no aggregated engine fits the GPUs given"], None
+    mine, other = (pd, agg) if mode == "pd" else (agg, pd)
     if pd_gpus > req.gpus:
-        return "aggregated", [
-            f"PD needs {pd_gpus} GPUs and {req.gpus} are given: {agg.replicas} aggregated "
-            f"engine(s) of TP{agg.engine.tp} serve it",
-            numbers,
-        ]
-    if sum(pd_meets) != sum(agg.meets):
-        winner = "pd" if sum(pd_meets) > sum(agg.meets) else "aggregated"
-        return winner, [
-            f"PD: {_slos(pd_meets)}, aggregated: {_slos(agg.meets)} (--ttft, --itl, --rate)",
-            numbers,
-        ]
-    if abs(pd_tput - agg_tput) > EVEN * max(pd_tput, agg_tput):
-        winner = "pd" if pd_tput > agg_tput else "aggregated"
-        more = max(pd_tput, agg_tput) / max(min(pd_tput, agg_tput), 1e-9) - 1
-        why = [
-            f"{'PD' if winner == 'pd' else 'aggregated'} gives {more:.0%} more output tokens/s "
-            f"per GPU",
-            numbers,
-        ]
-        if winner == "aggregated" and agg.itl_stall_ms > 1.5 * pd.itl_ms:
-            why.append(
-                f"PD keeps every step at {pd.itl_ms:.1f} ms; aggregated steps that carry a chunk "
-                f"of a prompt take {agg.itl_stall_ms:.0f} ms (ITL's tail; --itl is the mean)"
-            )
-        return winner, why
-    stalls = agg.prefill_ms / agg.decode_step_ms
-    if stalls >= 2:
-        return "pd", [
-            f"throughput per GPU is even (within {EVEN:.0%}); each prefill ({agg.prefill_ms:.0f} "
-            f"ms) would stall aggregated decoding for {stalls:.1f} steps, which PD removes",
-            numbers,
-        ]
-    return "aggregated", [
-        f"throughput per GPU is even (within {EVEN:.0%}) and a prefill stalls aggregated "
-        f"decoding for {stalls:.1f} steps: aggregated is simpler (one pool, no KV transfer)",
-        numbers,
-    ]
+        lines.append(f"PD needs {pd_gpus} GPUs and {req.gpus} are given")
+    elif mode == auto:
+        lines.append(_reason(mode, mine, other))
+    lines.append(_figures("PD", pd) + "; " + _figures("aggregated", agg))
+    if mode == auto:
+        return lines, None
+    cost = f"--mode {mode}: {NAMES[auto]} would give " + _against(mine, other)
+    return lines, cost
