@@ -190,7 +190,7 @@ def init(
         secret_key=hf_token_key,
         command=command,
     )
-    written = write(plan, options, target, force=force)
+    written = write(plan, options, target, force=force, mode="pd")
     for finding in written.warnings:
         for line in finding.lines():
             _output.info(line)
