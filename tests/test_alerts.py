@@ -18,6 +18,7 @@ from pdctl import manifests, naming
 from pdctl.helm import Helm
 from tests.helpers import (
     ASSETS,
+    CI,
     KUBE_VERSIONS,
     ROOT,
     assert_kube_valid,
@@ -248,3 +249,13 @@ def test_the_release_rules_see_only_this_release_and_take_the_floor(
     assert (
         slow_rule["expr"].endswith("< 0.3e9") and slow_rule["annotations"]["min_kv_gbps"] == "0.3"
     )
+
+
+def test_an_aggregated_release_gets_no_pd_alerts(helm4: Helm, tmp_path: Path) -> None:
+    """Every rule is about PD (a transfer, a prefill or a decode pool): with pools of role both
+    only, alerts.enabled renders no PrometheusRule, and the engines still render."""
+    values = load_values(CI / "aggregated-values.yaml")
+    values["alerts"] = {"enabled": True}
+    objects = render_file(helm4, write_values(tmp_path, values))
+    kinds = {o["kind"] for o in objects}
+    assert "PrometheusRule" not in kinds and "Deployment" in kinds

@@ -292,3 +292,18 @@ def test_unreachable_router_and_missing_pods_fail(canary: Canary) -> None:
     code, line = canary.run(pools=pools)
     assert (code, line["verdict"]) == (1, "fail")
     assert "no ready pod of pool decode-dp" in line["reason"]
+
+
+def test_an_aggregated_release_has_no_pd_pair_for_the_canary(tmp_path: Path) -> None:
+    """Pools of role both only: canary.enabled is refused by the chart (PD025), as there is no KV
+    transfer to prove; validate --render reports it."""
+    from typer.testing import CliRunner
+
+    from pdctl.cli.app import app
+    from tests.helpers import load_values
+
+    values = load_values(CI / "aggregated-values.yaml")
+    values["canary"] = {"enabled": True}
+    result = CliRunner().invoke(app, ["validate", "--render", str(write_values(tmp_path, values))])
+    assert result.exit_code == 1, result.output
+    assert "error PD025 [canary.enabled]" in result.output and "no prefill pool" in result.output

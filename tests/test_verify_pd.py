@@ -303,10 +303,11 @@ def test_cli_json_shape_and_exit_0(stack: Stack) -> None:
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert set(report) == {
-        "passed", "pd_proven", "router", "model", "connector", "connector_source", "engines",
-        "counts", "checks", "latency",
+        "passed", "pd_proven", "aggregated", "router", "model", "connector", "connector_source",
+        "engines", "counts", "checks", "latency",
     }  # fmt: skip
     assert report["passed"] is True and report["pd_proven"] is True
+    assert report["aggregated"] is False
     assert report["counts"] == {"pass": 10, "fail": 0, "skip": 0, "warn": 0}
     assert [c["id"] for c in report["checks"]] == [
         "router-health", "models", "engines-health", "completion", "chat-stream",

@@ -102,6 +102,13 @@ DecodeUrlOpt = Annotated[
     list[str] | None,
     typer.Option("--decode-url", help="A decode engine's base URL (repeatable)."),
 ]
+EngineUrlOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--engine-url",
+        help="An aggregated engine's base URL (role both; repeatable): verify skips the PD proof.",
+    ),
+]
 ModelOpt = Annotated[
     str | None,
     typer.Option("--model", help="The served model name (default: the first listed)."),

@@ -22,13 +22,14 @@ def resolve_targets(
     namespace: str,
     router_port: int,
     engine_port: int,
+    engine_urls: list[str] | None = None,
 ) -> Iterator[Targets]:
     from pdctl.verify import targets  # lazy: start-up
 
     if url is None:
-        if prefill_urls or decode_urls:
-            raise UsageError("--prefill-url and --decode-url need --url (the router)")
+        if prefill_urls or decode_urls or engine_urls:
+            raise UsageError("--prefill-url, --decode-url and --engine-url need --url (the router)")
         with targets.from_cluster(release, namespace, router_port, engine_port) as found:
             yield found
     else:
-        yield targets.from_urls(url, prefill_urls, decode_urls)
+        yield targets.from_urls(url, prefill_urls, decode_urls, engine_urls or ())

@@ -13,6 +13,7 @@ from pdctl.cli._options import (
     ApiKeyFileOpt,
     DecodeUrlOpt,
     EnginePortOpt,
+    EngineUrlOpt,
     ModelOpt,
     NamespaceOpt,
     OutputOpt,
@@ -69,7 +70,10 @@ def _print_text(report: Report, show_curl: bool) -> None:
         )
     counts = report.counts()
     verdict = "passed" if report.passed else "FAILED"
-    pd = "PD proven" if report.pd_proven else "PD not proven"
+    if report.aggregated:
+        pd = "aggregated release (every engine prefills and decodes): no KV transfer to prove"
+    else:
+        pd = "PD proven" if report.pd_proven else "PD not proven"
     _output.info(
         f"verify {verdict}: {counts['pass']} passed, {counts['fail']} failed, "
         f"{counts['skip']} skipped, {counts['warn']} warned; {pd}"
@@ -83,6 +87,7 @@ def verify(
     url: RouterUrlOpt = None,
     prefill_url: PrefillUrlOpt = None,
     decode_url: DecodeUrlOpt = None,
+    engine_url: EngineUrlOpt = None,
     model: ModelOpt = None,
     connector: Annotated[
         str | None,
@@ -137,7 +142,11 @@ def verify(
     ] = False,
     output: OutputOpt = OutputFormat.text,
 ) -> None:
-    """Smoke-test a deployment and prove PD from the engines' counters (exit 1 if a check fails)."""
+    """Smoke-test a deployment and prove PD from the engines' counters (exit 1 if a check fails).
+
+    An aggregated release (engines of role both: found by the pods' role label, or given with
+    --engine-url) gets health, models, completion and streaming checks; the PD checks are
+    skipped, as there is no KV transfer to prove."""
     from pdctl.verify import apikey  # lazy: start-up
     from pdctl.verify.checks import Settings, run  # lazy: start-up
 
@@ -159,6 +168,7 @@ def verify(
         namespace,
         router_port,
         engine_port,
+        engine_url,
     ) as found:
         key = apikey.resolve(api_key_file, None if url else release, namespace)
         report = run(found, dataclasses.replace(settings, api_key=key))

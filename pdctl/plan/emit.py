@@ -108,8 +108,9 @@ def _slug(model: str) -> str:
 
 
 def pool_names(model: str, release: str) -> dict[str, str]:
-    """Pool names <model>-prefill and <model>-decode, cut so that every object name the chart
-    derives from them (pdctl.naming) fits Kubernetes' 63 characters."""
+    """Pool names <model>-prefill and <model>-decode (and <model> for an aggregated pool, role
+    both), cut so that every object name the chart derives from them (pdctl.naming) fits
+    Kubernetes' 63 characters."""
     rel = naming.Release(release)
     longest = max(
         len(rel.pool_deployment("")),
@@ -119,8 +120,8 @@ def pool_names(model: str, release: str) -> dict[str, str]:
     room = min(POOL_NAME_LIMIT, naming.NAME_LIMIT - longest) - len("-prefill")
     slug = _slug(model)[: max(room, 0)].rstrip("-")
     if not slug:
-        return {"prefill": "prefill", "decode": "decode"}
-    return {role: f"{slug}-{role}" for role in ("prefill", "decode")}
+        return {"prefill": "prefill", "decode": "decode", "both": "engine"}
+    return {"prefill": f"{slug}-prefill", "decode": f"{slug}-decode", "both": slug}
 
 
 def default_filename(model: str) -> str:
@@ -137,7 +138,12 @@ def _pool_context(plan: layout.Plan, role: layout.RolePlan, name: str) -> dict[s
     nodes = sizing.nodes_per_engine(plan.request, engine)
     pod = pods.pod(plan.request.arch, engine.tp // nodes)
     pool_bytes = engine.pool_bytes
-    if role.role == "prefill":
+    if role.role == "both":
+        why = (
+            "Aggregated: each engine prefills and decodes its own requests (no KV transfer); "
+            f"TP{engine.tp} leaves {_gib(m.kv_pool)} GiB of KV per GPU for concurrent sequences."
+        )
+    elif role.role == "prefill":
         why = (
             "Prefill is compute-bound: throughput per GPU hardly depends on TP, so the planner "
             "takes the smallest TP that holds the model and a full-length request."
@@ -184,19 +190,82 @@ def _max_model_len_why(plan: layout.Plan) -> str:
     )
 
 
-def context(plan: layout.Plan, options: InitOptions, out: Path | None) -> dict[str, Any]:
-    """Everything the template needs, as strings and numbers."""
+MODES = ("pd", "aggregated")
+
+
+def layout_mode(plan: layout.Plan, mode: str | None = None) -> str:
+    """The layout to write: `mode` (pd or aggregated), else the one the plan finds better."""
+    chosen = mode or plan.better
+    if chosen not in MODES:
+        raise UsageError(f"mode {chosen!r}: one of {', '.join(MODES)}")
+    if chosen == "aggregated" and plan.aggregated is None:
+        raise InputError(
+            "no aggregated layout fits: one engine that holds a request needs more GPUs than "
+            f"--gpus {plan.request.gpus}",
+            hint="write the PD layout, or give more GPUs",
+        )
+    return chosen
+
+
+def _aggregated_context(plan: layout.Plan, name: str) -> dict[str, Any]:
+    """The aggregated pool (role both) and its estimates (pdctl.plan.aggregated)."""
+    a = plan.aggregated
+    assert a is not None  # layout_mode refuses an aggregated file without one
+    pool = _pool_context(plan, layout.RolePlan("both", a.engine, a.replicas), name)
+    estimates = {
+        "replicas": a.replicas,
+        "tp": a.engine.tp,
+        "gpus_used": a.gpus,
+        "prefill_ms": f"{a.prefill_ms:.0f}",
+        "decode_step_ms": f"{a.decode_step_ms:.1f}",
+        "batch": a.batch,
+        "itl_ms": f"{a.itl_ms:.1f}",
+        "ttft_ms": f"{a.ttft_ms:.0f}",
+        "rps": f"{a.requests_per_s:.2f}",
+    }
+    arch, asked = plan.request.arch, plan.request.max_model_len
+    longest = asked or min(arch.max_positions, a.context)
+    if asked:
+        why = "--max-model-len as asked."
+    elif longest == arch.max_positions:
+        why = f"The model's context (max_position_embeddings {arch.max_positions})."
+    else:
+        why = (
+            f"The longest request one engine's KV pool holds (the model allows "
+            f"{arch.max_positions})."
+        )
+    return {
+        "pools": [pool],
+        "aggregated": estimates,
+        "max_model_len": longest,
+        "max_model_len_why": why,
+    }
+
+
+def context(
+    plan: layout.Plan, options: InitOptions, out: Path | None, mode: str | None = None
+) -> dict[str, Any]:
+    """Everything the template needs, as strings and numbers; `mode` as layout_mode."""
     req, arch, e = plan.request, plan.request.arch, plan.estimates
     p = memory.params(arch)
     choice = plan.choice
     assert choice is not None  # sizing.plan sets it
     names = pool_names(arch.name, options.release)
-    pools = [
-        _pool_context(plan, plan.prefill, names["prefill"]),
-        _pool_context(plan, plan.decode, names["decode"]),
-    ]
+    if layout_mode(plan, mode) == "aggregated":
+        body = _aggregated_context(plan, names["both"])
+    else:
+        body = {
+            "pools": [
+                _pool_context(plan, plan.prefill, names["prefill"]),
+                _pool_context(plan, plan.decode, names["decode"]),
+            ],
+            "aggregated": None,
+            "max_model_len": plan.max_model_len,
+            "max_model_len_why": _max_model_len_why(plan),
+        }
     w = options.wiring
     return {
+        **body,
         "version": __version__,
         "command": options.command,
         "model": arch.name,
@@ -236,7 +305,6 @@ def context(plan: layout.Plan, options: InitOptions, out: Path | None) -> dict[s
         "warnings": plan.warnings,
         "notes": plan.notes,
         "out": out.name if out else "values.yaml",
-        "pools": pools,
         "vllm_version": ENGINE_VLLM_VERSION,
         "engine_repository": ENGINE_REPOSITORY,
         "engine_tag": ENGINE_TAG,
@@ -252,8 +320,6 @@ def context(plan: layout.Plan, options: InitOptions, out: Path | None) -> dict[s
         "secret_name": options.secret_name,
         "secret_key": options.secret_key,
         "namespace": options.namespace,
-        "max_model_len": plan.max_model_len,
-        "max_model_len_why": _max_model_len_why(plan),
         "connector": w.connector.name,
         "connector_summary": w.connector.summary,
         "kv_connector": w.kv_connector,
@@ -279,8 +345,10 @@ def _startup(plan: layout.Plan) -> dict[str, Any]:
     }
 
 
-def render(plan: layout.Plan, options: InitOptions, out: Path | None = None) -> str:
-    """The values file's text (the Jinja2 template)."""
+def render(
+    plan: layout.Plan, options: InitOptions, out: Path | None = None, mode: str | None = None
+) -> str:
+    """The values file's text (the Jinja2 template); `mode` as layout_mode."""
     import jinja2
 
     environment = jinja2.Environment(
@@ -293,7 +361,7 @@ def render(plan: layout.Plan, options: InitOptions, out: Path | None = None) -> 
     )
     environment.filters["q"] = json.dumps  # a JSON string is a YAML double-quoted scalar
     environment.filters["plural"] = _plural
-    text = environment.get_template(TEMPLATE.name).render(**context(plan, options, out))
+    text = environment.get_template(TEMPLATE.name).render(**context(plan, options, out, mode))
     return "\n".join(_wrap(line) for line in text.rstrip("\n").split("\n")) + "\n"
 
 
@@ -350,19 +418,26 @@ class Written:
     text: str
     warnings: list[Finding]
     path: Path | None  # None: stdout
+    mode: str = "pd"  # the layout written: pd or aggregated
 
 
 def write(
-    plan: layout.Plan, options: InitOptions, out: Path | None, force: bool = False
+    plan: layout.Plan,
+    options: InitOptions,
+    out: Path | None,
+    force: bool = False,
+    mode: str | None = None,
 ) -> Written:
     """Render, check, then write `out` (None: return the text for stdout). Refuses to overwrite
-    an existing file without `force`."""
+    an existing file without `force`. `mode` pd or aggregated; None: the plan's better layout
+    (Plan.better)."""
     if out is not None and out.exists() and not force:
         raise InputError(
             f"{out} exists", hint="pass --force to overwrite it, or --out another file"
         )
-    text = render(plan, options, out)
+    chosen = layout_mode(plan, mode)
+    text = render(plan, options, out, chosen)
     warnings = check(text, options, str(out) if out else "<stdout>")
     if out is not None:
         files.write_text(out, text)
-    return Written(text, warnings, out)
+    return Written(text, warnings, out, chosen)

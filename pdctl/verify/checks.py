@@ -12,7 +12,9 @@ Checks, in the order they are reported:
 - completion: a non-streaming POST /v1/completions through the router returns text and usage.
 - chat-stream: a streaming POST /v1/chat/completions with stream_options.include_usage,
   timed on the client (repeated --requests times): TTFT, ITL, TPOT, end-to-end.
-- pd-prefill, pd-decode, pd-kv-transfer: the PD proof (pdctl/verify/proof.py).
+- pd-prefill, pd-decode, pd-kv-transfer: the PD proof (pdctl/verify/proof.py). Against an
+  aggregated release (every engine of role both) they, pd-kv-bandwidth and pd-ttft are skipped:
+  there is no KV transfer to prove; the checks above still run.
 
 Latency definitions (client-side, see ../shared/reference/sizing-bench.md B1): TTFT is the time
 from sending the request to the first chunk carrying generated text; ITL the gaps between
@@ -34,6 +36,7 @@ from pdctl.verify import timing, ttft
 from pdctl.verify.client import Http, authorize, curl, parallel
 from pdctl.verify.proof import Connector, pd_proof, resolve_connector
 from pdctl.verify.report import (
+    AGGREGATED,
     ORDER,
     PROOF,
     Check,
@@ -121,7 +124,10 @@ def listed_model(http: Http, endpoints: Sequence[Endpoint]) -> str | None:
 
 def _engines_health(http: Http, engines: tuple[Endpoint, ...]) -> Check:
     if not engines:
-        why = "no engine URLs (give --prefill-url and --decode-url, or use cluster mode)"
+        why = (
+            "no engine URLs (give --prefill-url and --decode-url, or --engine-url for an "
+            "aggregated release, or use cluster mode)"
+        )
         return skip("engines-health", why)
     results, down, commands = [], [], []
     urls = [join(e.url, "/health") for e in engines if e.url is not None]
@@ -262,6 +268,8 @@ def _pd_ttft(
     checks: dict[str, Check],
 ) -> Check:
     """Timed only where PD was proven: otherwise there is no transfer to compare."""
+    if targets.aggregated:
+        return skip("pd-ttft", AGGREGATED)
     if any(checks[i].status is not Status.passed for i in PROOF):
         return skip("pd-ttft", "PD was not proven (pd-prefill, pd-decode, pd-kv-transfer)")
     return ttft.compare(http, router, targets.role("prefill"), model, settings)

@@ -35,7 +35,7 @@ from pdctl.errors import UsageError
 from pdctl.models import links
 from pdctl.verify import metrics
 from pdctl.verify.client import Http, Reply, curl
-from pdctl.verify.report import Check, Endpoint, Settings, Status, Targets, join
+from pdctl.verify.report import AGGREGATED, Check, Endpoint, Settings, Status, Targets, join
 
 PROBE_TOKENS = 16  # output tokens of the PD probe
 LOCAL_COMPUTE_ALLOWANCE = 1  # prompt tokens a decode may compute per transferred request
@@ -245,10 +245,10 @@ def scrape_all(
 _IDS = ("pd-prefill", "pd-decode", "pd-kv-transfer")
 
 
-def _all(status: Status, why: str) -> list[Check]:
+def _all(status: Status, why: str, untimed: str = "no KV transfer was timed") -> list[Check]:
     """The proof's checks, all with one verdict; pd-kv-bandwidth skipped (nothing to time)."""
     return [Check(i, status, why) for i in _IDS] + [
-        Check("pd-kv-bandwidth", Status.skipped, "no KV transfer was timed")
+        Check("pd-kv-bandwidth", Status.skipped, untimed)
     ]
 
 
@@ -257,11 +257,14 @@ def pd_proof(
 ) -> tuple[list[Check], Connector | None]:
     """The three PD checks, and the connector whose metrics they read."""
     prefill, decode = targets.role("prefill"), targets.role("decode")
+    if targets.aggregated:
+        return _all(Status.skipped, AGGREGATED, AGGREGATED), None
     if not prefill or not decode:
-        if targets.role("both") and not (prefill or decode):
-            why = "the engines have role both only: nothing is disaggregated to prove"
-        elif not targets.engines:
-            why = "no engine URLs: give --prefill-url and --decode-url (or use cluster mode)"
+        if not targets.engines:
+            why = (
+                "no engine URLs: give --prefill-url and --decode-url, or --engine-url for an "
+                "aggregated release (or use cluster mode)"
+            )
         else:
             why = f"no {'decode' if prefill else 'prefill'} engine to read"
         return _all(Status.skipped, why), None

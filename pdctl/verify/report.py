@@ -21,6 +21,7 @@ ORDER = (
 )
 # The checks that prove PD (pd-kv-bandwidth and pd-ttft judge how fast the proven transfer was).
 PROOF = ("pd-prefill", "pd-decode", "pd-kv-transfer")
+AGGREGATED = "aggregated release: no KV transfer to prove"  # why the PD checks skip there
 TITLES = {
     "router-health": "the router answers /health",
     "models": "/v1/models lists the served model",
@@ -66,6 +67,11 @@ class Targets:
 
     def role(self, role: str) -> list[Endpoint]:
         return [e for e in self.engines if e.role == role]
+
+    @property
+    def aggregated(self) -> bool:
+        """Engines of role both only (pools that prefill and decode their own requests)."""
+        return bool(self.engines) and all(e.role == "both" for e in self.engines)
 
 
 @dataclass(frozen=True)
@@ -120,6 +126,10 @@ class Report:
         return all(c.status is not Status.failed for c in self.checks)
 
     @property
+    def aggregated(self) -> bool:
+        return self.targets.aggregated
+
+    @property
     def pd_proven(self) -> bool:
         pd = [c for c in self.checks if c.id in PROOF]
         return bool(pd) and all(c.status is Status.passed for c in pd)
@@ -131,6 +141,7 @@ class Report:
         return {
             "passed": self.passed,
             "pd_proven": self.pd_proven,
+            "aggregated": self.aggregated,
             "router": self.router.url or self.router.name,
             "model": self.model,
             "connector": self.connector,

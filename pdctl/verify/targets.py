@@ -32,8 +32,14 @@ def _check_url(option: str, url: str) -> str:
     return url.rstrip("/")
 
 
-def from_urls(url: str, prefill_urls: Sequence[str], decode_urls: Sequence[str]) -> Targets:
-    """Targets given directly: the router, and the engines of each role (both or none)."""
+def from_urls(
+    url: str,
+    prefill_urls: Sequence[str],
+    decode_urls: Sequence[str],
+    engine_urls: Sequence[str] = (),
+) -> Targets:
+    """Targets given directly: the router, the engines of each PD role (both or none), and
+    engines of role both (`engine_urls`, an aggregated release's: no PD proof to run)."""
     if bool(prefill_urls) != bool(decode_urls):
         given, missing = ("--prefill-url", "--decode-url")[:: 1 if prefill_urls else -1]
         raise UsageError(
@@ -41,8 +47,12 @@ def from_urls(url: str, prefill_urls: Sequence[str], decode_urls: Sequence[str])
             hint="give both, or neither to skip the PD proof",
         )
     engines = [
-        Endpoint(u, role, _check_url(f"--{role}-url", u))
-        for role, urls in (("prefill", prefill_urls), ("decode", decode_urls))
+        Endpoint(u, role, _check_url(f"--{option}-url", u))
+        for role, option, urls in (
+            ("prefill", "prefill", prefill_urls),
+            ("decode", "decode", decode_urls),
+            ("both", "engine", engine_urls),
+        )
         for u in urls
     ]
     router = _check_url("--url", url)
