@@ -1,4 +1,4 @@
-"""The aggregated values file (pdctl.plan.emit with mode aggregated, or the plan's better layout):
+"""The aggregated values file (pdctl.plan.emit of a plan whose choice is aggregated):
 one pool of role both behind the production-stack router in round robin, the plan's estimates
 in its header; it passes `pdctl validate --render`, renders with the real helm, and no engine
 is given a kv-transfer-config."""
@@ -14,7 +14,6 @@ from typer.testing import CliRunner
 
 from pdctl import manifests, naming
 from pdctl.cli.app import app
-from pdctl.errors import InputError
 from pdctl.helm import Helm
 from pdctl.models import catalog
 from pdctl.plan import emit, sizing
@@ -24,10 +23,12 @@ from tests.helpers import assert_kube_valid, container, render_file
 runner = CliRunner()
 
 
-def _plan(model: str, gpus: int, gpu: str = "H100-80GB") -> Plan:
+def _plan(model: str, gpus: int, gpu: str = "H100-80GB", mode: str = "auto", **work: int) -> Plan:
     found = catalog.find_model(model)
     assert found is not None
-    return sizing.plan(Request(arch=found.arch, gpu=catalog.gpu(gpu), gpus=gpus))
+    request = Request(arch=found.arch, gpu=catalog.gpu(gpu), gpus=gpus, mode=mode)
+    workload = dataclasses.replace(request.workload, **work)
+    return sizing.plan(dataclasses.replace(request, workload=workload))
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +45,7 @@ def _options() -> emit.InitOptions:
 
 def test_the_better_layout_is_written_aggregated(tmp_path: Path, llama: Plan) -> None:
     out = tmp_path / "values.yaml"
-    written = emit.write(llama, _options(), out)  # no mode: the plan's better layout
+    written = emit.write(llama, _options(), out)  # the plan's choice
     assert written.mode == "aggregated"
     text = out.read_text()
     values = yaml.safe_load(text)
@@ -56,11 +57,11 @@ def test_the_better_layout_is_written_aggregated(tmp_path: Path, llama: Plan) ->
     assert pool["vllmConfig"]["tensorParallelSize"] == a.engine.tp == pool["requestGPU"]
     assert values["routerSpec"] == {"type": "production-stack", "routingLogic": "roundrobin"}
     header = " ".join(line.lstrip("# ") for line in text.splitlines() if line.startswith("#"))
-    assert f"Layout: aggregated, {a.replicas} engine" in header
-    assert f"x TP{a.engine.tp} = {a.gpus} of 2 GPUs" in header
+    assert f"Layout (--mode auto): aggregated, {a.replicas} x TP{a.engine.tp} engine" in header
+    assert f"= {a.gpus} of 2 GPUs" in header
     assert f"TTFT about {a.ttft_ms:.0f} ms" in header
-    assert "Aggregated serves this workload better than PD" in header
-    assert llama.why[0] in header
+    assert "Estimates of the aggregated layout" in header
+    assert "aggregated gives 19% more output tokens/s per GPU" in header
     assert "KV transfer" not in header.replace("no KV transfer", "")
 
 
@@ -68,7 +69,7 @@ def test_the_aggregated_file_validates_and_renders_without_kv_transfer(
     tmp_path: Path, helm4: Helm, llama: Plan
 ) -> None:
     out = tmp_path / "values.yaml"
-    emit.write(llama, _options(), out, mode="aggregated")
+    emit.write(llama, _options(), out)
     checked = runner.invoke(app, ["validate", "--render", str(out)])
     assert checked.exit_code == 0, checked.output
 
@@ -89,27 +90,22 @@ def test_the_aggregated_file_validates_and_renders_without_kv_transfer(
     assert args[args.index("--routing-logic") + 1] == "roundrobin"
 
 
-def test_aggregated_as_asked_says_pd_is_better_and_pd_stays_writable(
-    tmp_path: Path, llama: Plan
-) -> None:
-    pd_better = dataclasses.replace(llama, better="pd")
-    text = emit.render(pd_better, _options(), None, mode="aggregated")
-    assert "Aggregated as asked; PD serves this workload better" in text
-    pd = yaml.safe_load(emit.write(llama, _options(), tmp_path / "pd.yaml", mode="pd").text)
+def test_aggregated_as_asked_says_what_it_costs_and_pd_stays_writable(tmp_path: Path) -> None:
+    """8B on 8 x H100 at 16k-token prompts: PD wins, so --mode aggregated says what it costs."""
+    long = {"input_len": 16000, "output_len": 500}
+    asked = _plan("meta-llama/Llama-3.1-8B-Instruct", 8, mode="aggregated", **long)
+    text = emit.render(asked, _options())
+    assert "Layout (--mode aggregated): aggregated" in text
+    assert "Cost of --mode aggregated: PD would give" in text
+    chosen = _plan("meta-llama/Llama-3.1-8B-Instruct", 8, **long)
+    pd = yaml.safe_load(emit.write(chosen, _options(), tmp_path / "pd.yaml").text)
     roles = [spec["role"] for spec in pd["servingEngineSpec"]["modelSpec"]]
     assert roles == ["prefill", "decode"] and pd["routerSpec"]["type"] == "vllm-router"
 
 
-def test_no_aggregated_layout_is_a_clear_refusal(llama: Plan) -> None:
-    with pytest.raises(InputError, match="no aggregated layout fits"):
-        emit.render(dataclasses.replace(llama, aggregated=None), _options(), mode="aggregated")
-    with pytest.raises(Exception, match="mode 'mixed': one of pd, aggregated"):
-        emit.render(llama, _options(), mode="mixed")
-
-
 def test_a_moe_model_renders_aggregated_too(tmp_path: Path, helm4: Helm) -> None:
     """Qwen3-30B-A3B (MoE) on 4 x H100: the aggregated file passes the same checks."""
-    plan = _plan("Qwen/Qwen3-30B-A3B", 4)
+    plan = _plan("Qwen/Qwen3-30B-A3B", 4, mode="aggregated")
     out = tmp_path / "values.yaml"
-    emit.write(plan, _options(), out, mode="aggregated")
+    emit.write(plan, _options(), out)
     assert_kube_valid(render_file(helm4, out), "1.35.0")

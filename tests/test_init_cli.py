@@ -15,7 +15,16 @@ from pdctl.cli.app import app
 from pdctl.plan import emit
 
 runner = CliRunner()
-LLAMA = ["init", "-m", "meta-llama/Llama-3.1-8B-Instruct", "--gpus", "2", "--offline"]
+LLAMA = [
+    "init",
+    "-m",
+    "meta-llama/Llama-3.1-8B-Instruct",
+    "--gpus",
+    "2",
+    "--offline",
+    "--mode",
+    "pd",
+]
 
 
 def init(*args: str) -> tuple[int, str, str]:
@@ -38,7 +47,7 @@ def test_writes_a_commented_values_file_without_a_schema_modeline(tmp_path: Path
         "checkpoint (15.0 GiB) x 1.1",  # why pvcStorage
         "roofline estimate, not measured",
         "Rules of thumb (the workload's shape alone; context only",
-        "Layout (--mode auto): aggregated, 1 x TP2 engine",
+        "Layout (--mode pd): PD, 1 x TP1 prefill + 1 x TP1 decode",
     ):
         assert why in text, why
     assert all(

@@ -48,9 +48,24 @@ def test_init_output_validates_renders_and_passes_kubernetes_schemas(
     out = tmp_path / "values.yaml"
     made = runner.invoke(
         app,
-        ["init", "-m", model, "--gpus", str(gpus), "--gpu-type", gpu, "--offline",
-         "--out", str(out), "-o", "json", *extra],
-    )  # fmt: skip
+        [
+            "init",
+            "-m",
+            model,
+            "--gpus",
+            str(gpus),
+            "--gpu-type",
+            gpu,
+            "--offline",
+            "--out",
+            str(out),
+            "-o",
+            "json",
+            "--mode",
+            "pd",
+            *extra,
+        ],
+    )  # fmt: skip  (the PD file, role by role against the plan; the choice: the test below)
     assert made.exit_code == 0, made.output
     plan = json.loads(made.stdout)["plan"]
 
@@ -94,6 +109,35 @@ def test_init_output_validates_renders_and_passes_kubernetes_schemas(
         else:
             assert token is None and "hf-token" not in volumes
     assert plan["gpus_used"] <= gpus
+
+
+@pytest.mark.parametrize(
+    ("model", "gpus", "gpu", "extra"),
+    GRID,
+    ids=[f"{m.split('/')[1]}-{n}x{g}" for m, n, g, _ in GRID],
+)
+def test_init_writes_the_choice_and_it_renders(
+    tmp_path: Path, helm4: Helm, model: str, gpus: int, gpu: str, extra: list[str]
+) -> None:
+    """--mode auto (the default) writes the layout plan chooses, PD or aggregated."""
+    out = tmp_path / "values.yaml"
+    made = runner.invoke(
+        app,
+        ["init", "-m", model, "--gpus", str(gpus), "--gpu-type", gpu, "--offline",
+         "--out", str(out), "-o", "json", *extra],
+    )  # fmt: skip
+    assert made.exit_code == 0, made.output
+    choice = json.loads(made.stdout)["plan"]["choice"]
+    checked = runner.invoke(app, ["validate", str(out), "-o", "json"])
+    assert checked.exit_code == 0, checked.output
+    assert_kube_valid(render_file(helm4, out), "1.35.0")
+    pools = {spec["role"]: spec for spec in _pools(out)}
+    wanted = {"both": "engine"} if choice["mode"] == "aggregated" else {r: r for r in pools}
+    assert set(pools) == set(wanted) and (choice["mode"] == "aggregated") == ("both" in pools)
+    for role, key in wanted.items():
+        planned, spec = choice["roles"][key], pools[role]
+        assert spec["replicaCount"] == planned["replicas"]
+        assert spec["vllmConfig"]["tensorParallelSize"] == planned["tp"]
 
 
 def _pools(path: Path) -> list[dict[str, Any]]:

@@ -93,7 +93,7 @@ def test_init_writes_the_calibrated_heading_into_the_values_file() -> None:
     result = runner.invoke(
         app,
         ["init", "-m", "llama-3.1-8b", "--gpus", "2", "--gpu-type", "H200", "--offline"]
-        + ["--calibrate", str(BENCH), "--out", "-"],
+        + ["--mode", "pd", "--calibrate", str(BENCH), "--out", "-"],
     )
     assert result.exit_code == 0, result.output
     header = result.stdout.replace("\n# ", " ")  # the comments wrap at 100 columns

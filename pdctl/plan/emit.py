@@ -190,27 +190,16 @@ def _max_model_len_why(plan: layout.Plan) -> str:
     )
 
 
-MODES = ("pd", "aggregated")
-
-
-def layout_mode(plan: layout.Plan, mode: str | None = None) -> str:
-    """The layout to write: `mode` (pd or aggregated), else the one the plan finds better."""
-    chosen = mode or plan.better
-    if chosen not in MODES:
-        raise UsageError(f"mode {chosen!r}: one of {', '.join(MODES)}")
-    if chosen == "aggregated" and plan.aggregated is None:
-        raise InputError(
-            "no aggregated layout fits: one engine that holds a request needs more GPUs than "
-            f"--gpus {plan.request.gpus}",
-            hint="write the PD layout, or give more GPUs",
-        )
-    return chosen
+def layout_mode(plan: layout.Plan) -> str:
+    """The layout to write: the plan's choice (`pdctl plan --mode` decides it, never the file)."""
+    assert plan.choice is not None  # sizing.plan sets it
+    return plan.choice.mode
 
 
 def _aggregated_context(plan: layout.Plan, name: str) -> dict[str, Any]:
     """The aggregated pool (role both) and its estimates (pdctl.plan.aggregated)."""
     a = plan.aggregated
-    assert a is not None  # layout_mode refuses an aggregated file without one
+    assert a is not None  # the choice is aggregated only where an aggregated layout fits
     pool = _pool_context(plan, layout.RolePlan("both", a.engine, a.replicas), name)
     estimates = {
         "replicas": a.replicas,
@@ -242,16 +231,14 @@ def _aggregated_context(plan: layout.Plan, name: str) -> dict[str, Any]:
     }
 
 
-def context(
-    plan: layout.Plan, options: InitOptions, out: Path | None, mode: str | None = None
-) -> dict[str, Any]:
-    """Everything the template needs, as strings and numbers; `mode` as layout_mode."""
+def context(plan: layout.Plan, options: InitOptions, out: Path | None) -> dict[str, Any]:
+    """Everything the template needs, as strings and numbers."""
     req, arch, e = plan.request, plan.request.arch, plan.estimates
     p = memory.params(arch)
     choice = plan.choice
     assert choice is not None  # sizing.plan sets it
     names = pool_names(arch.name, options.release)
-    if layout_mode(plan, mode) == "aggregated":
+    if layout_mode(plan) == "aggregated":
         body = _aggregated_context(plan, names["both"])
     else:
         body = {
@@ -345,10 +332,8 @@ def _startup(plan: layout.Plan) -> dict[str, Any]:
     }
 
 
-def render(
-    plan: layout.Plan, options: InitOptions, out: Path | None = None, mode: str | None = None
-) -> str:
-    """The values file's text (the Jinja2 template); `mode` as layout_mode."""
+def render(plan: layout.Plan, options: InitOptions, out: Path | None = None) -> str:
+    """The values file's text (the Jinja2 template): the layout of the plan's choice."""
     import jinja2
 
     environment = jinja2.Environment(
@@ -361,7 +346,7 @@ def render(
     )
     environment.filters["q"] = json.dumps  # a JSON string is a YAML double-quoted scalar
     environment.filters["plural"] = _plural
-    text = environment.get_template(TEMPLATE.name).render(**context(plan, options, out, mode))
+    text = environment.get_template(TEMPLATE.name).render(**context(plan, options, out))
     return "\n".join(_wrap(line) for line in text.rstrip("\n").split("\n")) + "\n"
 
 
@@ -426,18 +411,15 @@ def write(
     options: InitOptions,
     out: Path | None,
     force: bool = False,
-    mode: str | None = None,
 ) -> Written:
-    """Render, check, then write `out` (None: return the text for stdout). Refuses to overwrite
-    an existing file without `force`. `mode` pd or aggregated; None: the plan's better layout
-    (Plan.better)."""
+    """Render, check, then write `out` (None: return the text for stdout): the layout of the
+    plan's choice. Refuses to overwrite an existing file without `force`."""
     if out is not None and out.exists() and not force:
         raise InputError(
             f"{out} exists", hint="pass --force to overwrite it, or --out another file"
         )
-    chosen = layout_mode(plan, mode)
-    text = render(plan, options, out, chosen)
+    text = render(plan, options, out)
     warnings = check(text, options, str(out) if out else "<stdout>")
     if out is not None:
         files.write_text(out, text)
-    return Written(text, warnings, out, chosen)
+    return Written(text, warnings, out, layout_mode(plan))
