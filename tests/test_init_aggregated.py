@@ -23,12 +23,15 @@ from tests.helpers import assert_kube_valid, container, render_file
 runner = CliRunner()
 
 
-def _plan(model: str, gpus: int, gpu: str = "H100-80GB", mode: str = "auto", **work: int) -> Plan:
+def _plan(model: str, gpus: int, mode: str = "auto", prompt: tuple[int, int] | None = None) -> Plan:
+    """`prompt`: (input_len, output_len) instead of the default workload's."""
     found = catalog.find_model(model)
     assert found is not None
-    request = Request(arch=found.arch, gpu=catalog.gpu(gpu), gpus=gpus, mode=mode)
-    workload = dataclasses.replace(request.workload, **work)
-    return sizing.plan(dataclasses.replace(request, workload=workload))
+    request = Request(arch=found.arch, gpu=catalog.gpu("H100-80GB"), gpus=gpus, mode=mode)
+    if prompt:
+        workload = dataclasses.replace(request.workload, input_len=prompt[0], output_len=prompt[1])
+        request = dataclasses.replace(request, workload=workload)
+    return sizing.plan(request)
 
 
 @pytest.fixture(scope="module")
@@ -92,12 +95,12 @@ def test_the_aggregated_file_validates_and_renders_without_kv_transfer(
 
 def test_aggregated_as_asked_says_what_it_costs_and_pd_stays_writable(tmp_path: Path) -> None:
     """8B on 8 x H100 at 16k-token prompts: PD wins, so --mode aggregated says what it costs."""
-    long = {"input_len": 16000, "output_len": 500}
-    asked = _plan("meta-llama/Llama-3.1-8B-Instruct", 8, mode="aggregated", **long)
+    long = (16000, 500)
+    asked = _plan("meta-llama/Llama-3.1-8B-Instruct", 8, mode="aggregated", prompt=long)
     text = emit.render(asked, _options())
     assert "Layout (--mode aggregated): aggregated" in text
     assert "Cost of --mode aggregated: PD would give" in text
-    chosen = _plan("meta-llama/Llama-3.1-8B-Instruct", 8, **long)
+    chosen = _plan("meta-llama/Llama-3.1-8B-Instruct", 8, prompt=long)
     pd = yaml.safe_load(emit.write(chosen, _options(), tmp_path / "pd.yaml").text)
     roles = [spec["role"] for spec in pd["servingEngineSpec"]["modelSpec"]]
     assert roles == ["prefill", "decode"] and pd["routerSpec"]["type"] == "vllm-router"
