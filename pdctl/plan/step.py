@@ -138,7 +138,7 @@ class EngineStep:
         )
         decode, weights = self.decode_scale * decode, self.decode_scale * weights
         shared = min(prefill, weights)
-        step = prefill + decode - shared
+        step = decode + max(0.0, prefill - weights)  # a small chunk rides free in a decode step
         tokens = sum(c.tokens for c in prefill_chunks) + len(decode_contexts)
         handoff = 0.0
         if self.pp > 1:
