@@ -14,17 +14,25 @@ from pdctl.plan.roofline import (
     default_max_num_seqs,
     request_overhead_seconds,
 )
+from pdctl.plan.step import prompt_chunks
 
 
 def _evaluate_aggregated(req: Request, e: Engine, n: int, batch: int) -> AggregatedEstimates:
-    """n plain engines of `e`, `batch` sequences each: every engine prefills its own prompts
-    between decode steps. A request costs an engine S (its prefill) plus O steps shared by the
-    batch: n / (S + O x step / batch) requests/s. Decoding sequences wait for the prefills of the
-    others: ITL = step / (1 - share), share = the engine time other requests' prefills take at
-    the load. TTFT = S + one step, plus the queue (pdctl.plan.queueing)."""
+    """n plain engines of `e`, `batch` sequences each: every engine prefills its own prompts in
+    chunks of its token budget, each chunk in a step with the decoding sequences (pdctl.plan.step).
+    A request costs an engine S (what its chunk steps take beyond plain decode steps) plus O steps
+    shared by the batch: n / (S + O x step / batch) requests/s. Decoding sequences wait for the
+    prefills of the others: ITL = step / (1 - share), share = the engine time other requests'
+    prefills take at the load. TTFT = its chunk steps, plus the queue (pdctl.plan.queueing)."""
     w = req.workload
-    prefill_s = req.prefill_s(e.tp, w.input_len)
-    step_s = req.decode_step_s(e.tp, batch, w.mean_context, e.layout)
+    engine = req.engine_step(e.tp, e.layout)
+    decoding = [w.mean_context] * batch
+    step_s = engine.cost(decode_contexts=decoding).seconds
+    budget = default_max_num_batched_tokens(req.gpu) - batch  # decode tokens are scheduled first
+    chunk_steps = [
+        engine.cost([chunk], decoding).seconds for chunk in prompt_chunks(w.input_len, budget)
+    ]
+    prefill_s = sum(chunk_steps) - len(chunk_steps) * step_s
     capacity = n / (prefill_s + w.output_len * step_s / batch)
     others = (batch - 1) / batch
 
@@ -32,7 +40,7 @@ def _evaluate_aggregated(req: Request, e: Engine, n: int, batch: int) -> Aggrega
         share = min(throughput / n * prefill_s * others, 0.95)
         return step_s / (1 - share)
 
-    unqueued_s = prefill_s + step_s + request_overhead_seconds(req.gpu)
+    unqueued_s = sum(chunk_steps) + request_overhead_seconds(req.gpu)
     itl_s = itl(capacity)
     load = queueing.under_load(
         servers=n,
@@ -46,8 +54,7 @@ def _evaluate_aggregated(req: Request, e: Engine, n: int, batch: int) -> Aggrega
     if w.rate is not None and w.rate < capacity:
         itl_s = itl(w.rate)
     ttft_s = unqueued_s + load.queue_s
-    chunk = min(w.input_len, default_max_num_batched_tokens(req.gpu))
-    stall_s = step_s + req.prefill_s(e.tp, chunk)
+    stall_s = max(chunk_steps)
     return AggregatedEstimates(
         engine=e,
         replicas=n,

@@ -11,7 +11,7 @@ from pdctl.models import links
 from pdctl.models.catalog import Gpu
 from pdctl.models.config import ModelArch
 from pdctl.models.memory import GiB, KvLayout, Memory
-from pdctl.plan import roofline
+from pdctl.plan.step import Chunk, EngineStep
 
 
 @dataclass(frozen=True)
@@ -56,14 +56,24 @@ class Request:
     calibrated_to: str | None = None  # the bench run and step fitted to ("B.json at concurrency 1")
     mode: str = "auto"  # --mode: auto (what serves the workload better) | pd | aggregated
 
+    def engine_step(self, tp: int, layout: KvLayout | None = None) -> EngineStep:
+        """The step costs of one engine of `tp` GPUs (pdctl.plan.step), calibrated."""
+        return EngineStep(
+            self.arch,
+            self.gpu,
+            tp,
+            layout=layout,
+            prefill_scale=self.prefill_scale,
+            decode_scale=self.decode_scale,
+        )
+
     def prefill_s(self, tp: int, tokens: int, batch: int = 1) -> float:
         """Seconds to prefill `batch` prompts of `tokens` on one engine of `tp` GPUs."""
-        return self.prefill_scale * roofline.prefill_seconds(self.arch, self.gpu, tp, tokens, batch)
+        return self.engine_step(tp).cost(prefill_chunks=[Chunk(tokens)] * batch).seconds
 
     def decode_step_s(self, tp: int, batch: int, context: int, layout: KvLayout) -> float:
         """Seconds of one decode step of `batch` sequences of mean `context`."""
-        step = roofline.decode_step_seconds(self.arch, self.gpu, tp, batch, context, layout)
-        return self.decode_scale * step
+        return self.engine_step(tp, layout).cost(decode_contexts=[context] * batch).seconds
 
     @property
     def link_gbps(self) -> float:

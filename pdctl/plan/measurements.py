@@ -3,8 +3,9 @@
 The data is pdctl/models/catalog/measurements.yaml (schema: schemas/measurements.schema.yaml).
 Each entry fixes a model, a GPU, a tensor parallel size, input and output tokens and the requests
 in flight; `estimate_ms` computes what the planner says for those conditions with the functions
-`pdctl plan` itself uses (roofline.prefill_seconds and roofline.decode_step_seconds, at the measured
-TP rather than the one the planner would pick):
+`pdctl plan` itself uses (pdctl.plan.step's steps of prompts alone and of decode sequences alone,
+which cost roofline.prefill_seconds and roofline.decode_step_seconds, at the measured TP rather
+than the one the planner would pick):
 
 - ttftMs: one request alone on an aggregated engine; its first token comes out of the prefill
   forward, so the estimate is `prefill_seconds` at the input length (the PD plan's TTFT adds the
@@ -33,10 +34,11 @@ from typing import Any
 
 import yaml
 
-from pdctl.models import catalog, memory
+from pdctl.models import catalog
 from pdctl.models.catalog import CATALOG_DIR, Gpu
 from pdctl.models.config import ModelArch
 from pdctl.plan import roofline
+from pdctl.plan.step import Chunk, EngineStep
 
 MEASUREMENTS_FILE = CATALOG_DIR / "measurements.yaml"
 # Metric keys of the data file, with the name the table shows.
@@ -173,25 +175,25 @@ def prompts_per_step(entry: Measurement) -> int:
 def estimate_ms(entry: Measurement, metric: str) -> float:
     """The planner's estimate of `metric` under the entry's conditions, in milliseconds (tokens
     per second for prefillTokensPerS)."""
-    arch, gpu, tp = entry.arch(), entry.gpu_entry(), entry.tp
+    gpu = entry.gpu_entry()
+    engine = EngineStep(entry.arch(), gpu, entry.tp)
     context = entry.input_len + entry.output_len // 2
-    layout = memory.kv_layout(arch, tp)
 
     def step() -> float:
-        return roofline.decode_step_seconds(arch, gpu, tp, entry.concurrency, context, layout)
+        return engine.cost(decode_contexts=[context] * entry.concurrency).seconds
+
+    def prefill(prompts: int) -> float:
+        return engine.cost(prefill_chunks=[Chunk(entry.input_len)] * prompts).seconds
 
     if metric == "ttftMs":
-        prefill = roofline.prefill_seconds(arch, gpu, tp, entry.input_len)
-        return 1000 * (prefill + roofline.request_overhead_seconds(gpu))
+        return 1000 * (prefill(1) + roofline.request_overhead_seconds(gpu))
     if metric == "tpotMs":
         return 1000 * step()
     if metric == "prefillTokensPerS":
         prompts = prompts_per_step(entry)
-        forward = roofline.prefill_seconds(arch, gpu, tp, entry.input_len, prompts)
-        return prompts * entry.input_len / forward
+        return prompts * entry.input_len / prefill(prompts)
     if metric == "batchLatencyMs":
-        prefill = roofline.prefill_seconds(arch, gpu, tp, entry.input_len, entry.concurrency)
-        return 1000 * (prefill + (entry.output_len - 1) * step())
+        return 1000 * (prefill(entry.concurrency) + (entry.output_len - 1) * step())
     raise ValueError(f"unknown metric {metric}")
 
 

@@ -61,7 +61,10 @@ def under_load(
     def excess(x: float) -> float:
         return x - concurrency / (fixed_s + md1_wait(x / servers, service_s) + decode_s)
 
-    low, high = 0.0, servers / service_s  # excess(0) < 0 < excess(high): the wait is infinite
+    # excess(0) < 0 <= excess(high): past servers / service_s the wait is infinite; without a
+    # prefill time (a prompt riding free in decode steps) nothing waits.
+    high = servers / service_s if service_s > 0 else concurrency / (fixed_s + decode_s)
+    low = 0.0
     for _ in range(60):
         middle = (low + high) / 2
         low, high = (middle, high) if excess(middle) < 0 else (low, middle)

@@ -93,6 +93,26 @@ def experts_touched(experts: int, active: int, batch: int) -> float:
     return experts * (1 - (1 - active / experts) ** batch)
 
 
+def weights_read_seconds(arch: ModelArch, gpu: Gpu, tp: int, batch: int) -> float:
+    """HBM time of reading the weights a forward of `batch` tokens touches, per GPU: the dense
+    weights once (the embedding lookup reads only `batch` rows), the routed experts the batch
+    routes to at their own efficiency."""
+    eff = efficiency.for_gpu(gpu)
+    p = params(arch)
+    dense_read = weight_bytes(arch) - 2 * p.embedding
+    expert_read = 0.0
+    if arch.moe:
+        moe = arch.moe
+        expert_bytes = linear_bytes(arch.weight_dtype) * p.experts
+        touched = experts_touched(moe.experts, moe.active_experts, batch) / moe.experts
+        dense_read -= expert_bytes
+        expert_read = expert_bytes * touched
+    hbm = gpu.hbm_tbps * 1e12
+    return dense_read / tp / (hbm * eff.bandwidth) + expert_read / tp / (
+        hbm * eff.moe_expert_bandwidth
+    )
+
+
 def decode_step_seconds(
     arch: ModelArch,
     gpu: Gpu,
@@ -107,20 +127,10 @@ def decode_step_seconds(
     share of a step."""
     eff = efficiency.for_gpu(gpu)
     p = params(arch)
-    linear = linear_bytes(arch.weight_dtype)
-    dense_read = weight_bytes(arch) - 2 * p.embedding  # the lookup reads only `batch` rows
-    expert_read, moe_layers = 0.0, 0
-    if arch.moe:
-        moe = arch.moe
-        expert_bytes = linear * p.experts
-        touched = experts_touched(moe.experts, moe.active_experts, batch) / moe.experts
-        dense_read -= expert_bytes
-        expert_read = expert_bytes * touched
-        moe_layers = arch.layers - moe.dense_layers
+    moe_layers = arch.layers - arch.moe.dense_layers if arch.moe else 0
     kv_read = batch * layout.sequence_bytes(context)
-    hbm = gpu.hbm_tbps * 1e12
-    memory_s = (dense_read / tp + kv_read) / (hbm * eff.bandwidth) + expert_read / tp / (
-        hbm * eff.moe_expert_bandwidth
+    memory_s = weights_read_seconds(arch, gpu, tp, batch) + kv_read / (
+        gpu.hbm_tbps * 1e12 * eff.bandwidth
     )
     attention = 2 * batch * context * arch.heads * _attention_dims(arch) * arch.layers
     flops = 2 * batch * (p.compute + p.embedding) + attention  # logits for every sequence
