@@ -90,9 +90,7 @@ def test_hybrid_groups_pad_the_last_group_of_a_type_as_vllm_does() -> None:
     assert memory.kv_groups(18, 18) == (18, 1, 1)
     assert memory.kv_groups(32, 0) == (32, 1, 0)
     assert memory.kv_groups(0, 32) == (32, 0, 1)
-    five_to_one = replace(
-        arch("gpt-oss-120b"), layers=62, sliding_window=SlidingWindow(1024, 52)
-    )
+    five_to_one = replace(arch("gpt-oss-120b"), layers=62, sliding_window=SlidingWindow(1024, 52))
     layout = memory.kv_layout(five_to_one, 1)
     per_layer = 2 * 8 * 64 * 2
     assert layout.block_bytes == 10 * per_layer * memory.BLOCK_SIZE

@@ -67,7 +67,9 @@ def allreduce_seconds(arch: ModelArch, gpu: Gpu, tp: int, tokens: int) -> float:
 
 def prefill_seconds(arch: ModelArch, gpu: Gpu, tp: int, tokens: int, batch: int = 1) -> float:
     """`batch` prompts of `tokens` each in one forward on one engine (one prompt unless said):
-    compute-bound, each operation class at its share of peak, plus the TP all-reduces."""
+    each operation class at its share of peak, but no less than reading the weights the step
+    uses (few tokens in a step: an MoE's experts, touched nearly all, are read for little
+    compute), plus the TP all-reduces."""
     eff = efficiency.for_gpu(gpu)
     p = params(arch)
     peak = tp * _peak_flops(arch, gpu)
@@ -80,7 +82,8 @@ def prefill_seconds(arch: ModelArch, gpu: Gpu, tp: int, tokens: int, batch: int 
         compute_s = dense / (peak * _gemm_share(arch, gpu)) + attention / (peak * eff.attention)
         if experts:
             compute_s += experts / (peak * eff.moe_experts)
-    return compute_s + allreduce_seconds(arch, gpu, tp, batch * tokens)
+    read_s = weights_read_seconds(arch, gpu, tp, batch * tokens)
+    return max(compute_s, read_s) + allreduce_seconds(arch, gpu, tp, batch * tokens)
 
 
 def request_overhead_seconds(gpu: Gpu) -> float:
@@ -91,6 +94,26 @@ def request_overhead_seconds(gpu: Gpu) -> float:
 def experts_touched(experts: int, active: int, batch: int) -> float:
     """Expected distinct experts a batch routes to in one layer, routing uniform at random."""
     return experts * (1 - (1 - active / experts) ** batch)
+
+
+def weights_read_seconds(arch: ModelArch, gpu: Gpu, tp: int, tokens: int) -> float:
+    """HBM time of one GPU to read the weights a step of `tokens` tokens uses: every dense
+    weight (the embedding lookup reads only its rows) and the routed experts those tokens touch,
+    at their own efficiency."""
+    eff = efficiency.for_gpu(gpu)
+    p = params(arch)
+    dense_read = weight_bytes(arch) - 2 * p.embedding
+    expert_read = 0.0
+    if arch.moe:
+        moe = arch.moe
+        expert_bytes = linear_bytes(arch.weight_dtype) * p.experts
+        dense_read -= expert_bytes
+        expert_read = expert_bytes * experts_touched(moe.experts, moe.active_experts, tokens)
+        expert_read /= moe.experts
+    hbm = gpu.hbm_tbps * 1e12
+    return (
+        dense_read / (hbm * eff.bandwidth) + expert_read / (hbm * eff.moe_expert_bandwidth)
+    ) / tp
 
 
 def decode_step_seconds(
@@ -107,20 +130,10 @@ def decode_step_seconds(
     share of a step."""
     eff = efficiency.for_gpu(gpu)
     p = params(arch)
-    linear = linear_bytes(arch.weight_dtype)
-    dense_read = weight_bytes(arch) - 2 * p.embedding  # the lookup reads only `batch` rows
-    expert_read, moe_layers = 0.0, 0
-    if arch.moe:
-        moe = arch.moe
-        expert_bytes = linear * p.experts
-        touched = experts_touched(moe.experts, moe.active_experts, batch) / moe.experts
-        dense_read -= expert_bytes
-        expert_read = expert_bytes * touched
-        moe_layers = arch.layers - moe.dense_layers
+    moe_layers = arch.layers - arch.moe.dense_layers if arch.moe else 0
     kv_read = batch * layout.sequence_bytes(context)
-    hbm = gpu.hbm_tbps * 1e12
-    memory_s = (dense_read / tp + kv_read) / (hbm * eff.bandwidth) + expert_read / tp / (
-        hbm * eff.moe_expert_bandwidth
+    memory_s = weights_read_seconds(arch, gpu, tp, batch) + kv_read / (
+        gpu.hbm_tbps * 1e12 * eff.bandwidth
     )
     attention = 2 * batch * context * arch.heads * _attention_dims(arch) * arch.layers
     flops = 2 * batch * (p.compute + p.embedding) + attention  # logits for every sequence
