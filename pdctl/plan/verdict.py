@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from pdctl.plan import efficiency
 from pdctl.plan.layout import AggregatedEstimates, Estimates, Request, RolePlan
 
 # Throughput per GPU within this share counts as even between aggregated and PD: the estimates are
@@ -93,6 +94,7 @@ def warnings(req: Request, prefill: RolePlan, decode: RolePlan, e: Estimates) ->
             f"--rate {w.rate:g}/s is not met: this layout sustains about "
             f"{e.requests_per_s:.2f}/s ({e.bottleneck}-bound)"
         )
+    warnings += efficiency.wider_error(bool(req.arch.moe), w.concurrency, w.mean_context)
     if req.arch.sliding_window and req.hybrid_kv:
         warnings.append(
             "sliding-window layers are sized at their window (vLLM's hybrid KV cache manager, on "
