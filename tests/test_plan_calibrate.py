@@ -108,7 +108,7 @@ def test_init_writes_the_calibrated_plan_and_says_so(tmp_path: Path) -> None:
     out = tmp_path / "values.yaml"
     args = ["init", "-m", "meta-llama/Llama-3.1-8B-Instruct", "--gpus", "2", "--gpu-type", "H200"]
     args += ["--offline", "--input-len", "2048", "--output-len", "128", "--concurrency", "16"]
-    done = runner.invoke(app, [*args, "--calibrate", str(PD), "--out", str(out)])
+    done = runner.invoke(app, [*args, "--mode", "pd", "--calibrate", str(PD), "--out", str(out)])
     assert done.exit_code == 0, done.output
     text = out.read_text()
     assert f"--calibrate {PD}" in text  # the command that writes it again

@@ -188,37 +188,54 @@ def kv_bytes_per_token(arch: ModelArch, kv_cache_dtype: str = "auto") -> int:
 
 @dataclass(frozen=True)
 class KvLayout:
-    """KV bytes per token on one GPU of an engine: full-attention layers grow with the context,
-    sliding-window layers hold at most their window (vLLM's hybrid KV cache manager)."""
+    """An engine's KV cache on one GPU as vLLM's KV cache manager lays it out
+    (vllm/v1/core/kv_cache_utils.py, get_kv_cache_config_from_groups): the attention layers fall
+    into groups of equal size, each of one attention type; one block number takes one page in
+    each of `group_size` shared tensors, so every block costs `block_bytes` whatever its group.
+    A sequence takes one block per 16 tokens in each full-attention group and at most its window
+    (plus a block) in each sliding-window group."""
 
-    full: int  # bytes per token of the full-attention layers on this GPU
-    windowed: int  # bytes per token of the sliding-window layers on this GPU
-    window: int  # tokens those layers keep
+    block_bytes: int  # bytes of one block number on this GPU (16 tokens of one group's layers)
+    full_groups: int  # groups of full-attention layers (or of every layer, as one type)
+    window_groups: int  # groups of sliding-window layers
+    window: int  # tokens a sliding-window group keeps (0: none)
+
+    @property
+    def groups(self) -> int:
+        return self.full_groups + self.window_groups
 
     @property
     def per_token(self) -> int:
-        return self.full + self.windowed
+        """Bytes per token held in every group (padding layers included)."""
+        return self.groups * self.block_bytes // BLOCK_SIZE
+
+    def sequence_blocks(self, tokens: int) -> int:
+        blocks = math.ceil(tokens / BLOCK_SIZE)
+        kept = min(blocks, math.ceil(self.window / BLOCK_SIZE) + 1) if self.window else 0
+        return self.full_groups * blocks + self.window_groups * kept
 
     def sequence_bytes(self, tokens: int) -> int:
         """Bytes one sequence of `tokens` occupies, in whole blocks."""
-        blocks = math.ceil(tokens / BLOCK_SIZE)
-        kept = min(blocks, math.ceil(self.window / BLOCK_SIZE) + 1) if self.window else 0
-        return (self.full * blocks + self.windowed * kept) * BLOCK_SIZE
+        return self.sequence_blocks(tokens) * self.block_bytes
+
+    def blocks(self, pool_bytes: float) -> int:
+        return int(pool_bytes // self.block_bytes) if self.block_bytes else 0
 
     def tokens(self, pool_bytes: float) -> int:
-        """Tokens a pool holds, as vLLM reports them (full-attention layers, whole blocks)."""
-        per = self.full or self.windowed
-        return int(pool_bytes // (per * BLOCK_SIZE)) * BLOCK_SIZE if per else 0
+        """Tokens a pool holds as vLLM logs them ("GPU KV cache size": blocks // groups x 16,
+        kv_cache_utils._report_kv_cache_config): with sliding-window groups, fewer than long
+        sequences can hold, since those groups keep only their window."""
+        return self.blocks(pool_bytes) // self.groups * BLOCK_SIZE if self.groups else 0
 
     def sequences(self, pool_bytes: float, tokens: int) -> int:
         """Sequences of `tokens` a pool holds at once (vLLM's 'maximum concurrency')."""
-        return int(pool_bytes // self.sequence_bytes(tokens)) if tokens else 0
+        return self.blocks(pool_bytes) // self.sequence_blocks(tokens) if tokens else 0
 
     def longest(self, pool_bytes: float) -> int:
         """The longest sequence one pool holds (whole blocks)."""
-        if self.full == 0:  # every layer windowed: any length fits once the window does
+        if self.full_groups == 0:  # every layer windowed: any length fits once the window does
             return 1 << 30 if self.sequence_bytes(self.window) <= pool_bytes else 0
-        low, high = 0, int(pool_bytes // (self.full * BLOCK_SIZE) + 1) * BLOCK_SIZE
+        low, high = 0, (self.blocks(pool_bytes) // self.full_groups + 1) * BLOCK_SIZE
         while high - low > BLOCK_SIZE:
             middle = (low + high) // 2 // BLOCK_SIZE * BLOCK_SIZE
             low, high = (
@@ -232,22 +249,41 @@ def kv_heads_per_gpu(arch: ModelArch, tp: int) -> int:
     return max(1, arch.kv_heads // tp)
 
 
+def kv_groups(full: int, windowed: int) -> tuple[int, int, int]:
+    """vLLM's KV cache groups of a model with `full` full-attention and `windowed` sliding-window
+    layers under the hybrid manager (kv_cache_utils._get_kv_cache_groups_uniform_page_size):
+    (layers per group, full-attention groups, sliding-window groups). The group size is the
+    smaller count, or the larger when it is under 1.5 times the smaller; the last group of a type
+    is padded to that size (e.g. 52 sliding and 10 full layers: 6 + 1 groups of 10)."""
+    if not full or not windowed:
+        return full + windowed, int(bool(full)), int(bool(windowed))
+    size = min(full, windowed)
+    if max(full, windowed) < 1.5 * size:
+        size = max(full, windowed)
+    return size, math.ceil(full / size), math.ceil(windowed / size)
+
+
 def kv_layout(
     arch: ModelArch, tp: int, pp: int = 1, kv_cache_dtype: str = "auto", hybrid: bool = True
 ) -> KvLayout:
+    """With `hybrid` off (--disable-hybrid-kv-cache-manager, or a connector without it) vLLM
+    turns sliding-window layers into full-attention ones (kv_cache_utils.
+    unify_hybrid_kv_cache_specs): one group of every layer."""
     b = kv_dtype_bytes(kv_cache_dtype)
     if arch.mla:  # one latent per token and layer, held whole by every TP rank
         per_layer = (arch.mla.kv_lora_rank + arch.mla.qk_rope_head_dim) * b
     else:
         per_layer = 2 * kv_heads_per_gpu(arch, tp) * arch.head_dim * b
-    layers = math.ceil(arch.layers / pp)
     window = arch.sliding_window
-    if window and hybrid:
-        windowed_layers = math.ceil(window.layers * layers / arch.layers)
-        return KvLayout(
-            (layers - windowed_layers) * per_layer, windowed_layers * per_layer, window.window
-        )
-    return KvLayout(layers * per_layer, 0, 0)
+    windowed = window.layers if window else 0
+    if windowed and (hybrid or windowed == arch.layers):
+        size, full_groups, window_groups = kv_groups(arch.layers - windowed, windowed)
+        kept = window.window if window else 0
+    else:
+        size, full_groups, window_groups, kept = arch.layers, 1, 0, 0
+    # Pipeline stages split each group's layers (layers[i::groups]): a stage holds its share.
+    block_bytes = math.ceil(size / pp) * per_layer * BLOCK_SIZE
+    return KvLayout(block_bytes, full_groups, window_groups, kept)
 
 
 def valid_tps(arch: ModelArch, limit: int) -> list[int]:

@@ -127,3 +127,22 @@ GENERATIONS = {"H100-80GB": HOPPER, "H100-80GB-PCIE": HOPPER, "H200": HOPPER}
 
 def for_gpu(gpu: Gpu) -> Efficiency:
     return GENERATIONS.get(gpu.name, DEFAULT)
+
+
+def wider_error(moe: bool, concurrency: int, context: int) -> list[str]:
+    """The classes where the estimates miss their held-out bands (docs/sizing.md, "Where the model
+    is known to be off"), for a model kind and a workload: said beside the plan."""
+    notes = []
+    if moe and concurrency == 1:
+        notes.append(
+            "one prompt at a time on an MoE model: few tokens per step leave the experts' GEMMs "
+            "below their batched share, and a held-out 2,048-token prompt took 2.2x the estimated "
+            "TTFT (vLLM 0.26, one H200); expect TTFT up to that much higher"
+        )
+    if not moe and concurrency >= 64 and context >= 2048:
+        notes.append(
+            "decode at 64+ sequences of 2k+ context on a dense model: the step cost is fitted at "
+            "128-token prompts and was about 10% high there on held-out 8B models; expect ITL "
+            "up to 10% lower and the decode rate that much higher"
+        )
+    return notes

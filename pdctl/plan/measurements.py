@@ -82,6 +82,7 @@ class Measurement:
     notes: str
     use: str = "check"  # "fit": a figure the planner's factors are fitted to; "check": kept aside
     layers: int | None = None  # the served model cut to this many layers
+    miss: str = ""  # why a held-out figure misses its band (shown as a miss in the table)
 
     def arch(self) -> ModelArch:
         found = catalog.find_model(self.model)
@@ -125,6 +126,7 @@ def _measurement(key: str, data: dict[str, Any]) -> Measurement:
         notes=" ".join(str(data.get("notes", "")).split()),
         use=data.get("use", "check"),
         layers=data.get("layers"),
+        miss=" ".join(str(data.get("miss", "")).split()),
     )
     unknown = set(entry.measured) - set(METRICS)
     if unknown:
@@ -243,18 +245,19 @@ def _number(value: float) -> str:
 
 def render_table(comparisons: list[Comparison] | None = None) -> str:
     """The markdown table of docs/sizing.md's "Compared with measurements", between markers."""
+    comparisons = compare() if comparisons is None else comparisons
     rows = [
         TABLE_BEGIN,
         "",
         "| id | model, GPU | engine | workload | metric | measured | estimated | ratio |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for c in comparisons if comparisons is not None else compare():
+    for c in comparisons:
         e = c.entry
         engine = e.engine.split(" (")[0]
         # The table is in docs/; this project's own records are files of the repository.
         url = e.source.url if e.source.url.startswith("https://") else f"../{e.source.url}"
-        use = " (fit)" if e.use == "fit" else ""
+        use = " (fit)" if e.use == "fit" else " (miss)" if e.miss else ""
         rows.append(
             f"| [{e.id}]({url}){use} | {_model_label(e)}, {e.gpu} TP{e.tp} | {engine} | "
             f"{_workload(e)} | {METRICS[c.metric]} | {_number(c.measured)} | "
@@ -264,7 +267,9 @@ def render_table(comparisons: list[Comparison] | None = None) -> str:
         f"{METRICS[metric]} {low:g}-{high:g}"
         for metric, (low, high) in measurements().bands.items()
     )
-    rows += ["", f"Observed bands of the ratio, per metric: {bands}.", "", TABLE_END]
+    rows += ["", f"Observed bands of the ratio, per metric: {bands}."]
+    misses = {c.entry.id: c.entry.miss for c in comparisons if c.entry.miss}
+    rows += [f"Miss, {key}: {why}" for key, why in misses.items()] + ["", TABLE_END]
     return "\n".join(rows)
 
 

@@ -65,22 +65,32 @@ def allreduce_seconds(arch: ModelArch, gpu: Gpu, tp: int, tokens: int) -> float:
     return 2 * arch.layers * (ring + efficiency.for_gpu(gpu).allreduce_latency_s)
 
 
-def prefill_seconds(arch: ModelArch, gpu: Gpu, tp: int, tokens: int, batch: int = 1) -> float:
-    """`batch` prompts of `tokens` each in one forward on one engine (one prompt unless said):
-    compute-bound, each operation class at its share of peak, plus the TP all-reduces."""
+def prefill_compute_seconds(
+    arch: ModelArch, gpu: Gpu, tp: int, tokens: int, attention: float
+) -> float:
+    """The compute of a forward over `tokens` prompt tokens whose attention is `attention`
+    FLOPs: each operation class at its share of peak."""
     eff = efficiency.for_gpu(gpu)
     p = params(arch)
     peak = tp * _peak_flops(arch, gpu)
-    attention = batch * attention_flops(arch, tokens)
-    experts = 2 * batch * tokens * p.active_experts
-    dense = 2 * batch * tokens * p.compute - experts
+    experts = 2 * tokens * p.active_experts
+    dense = 2 * tokens * p.compute - experts
     if arch.mla and eff.mla_prefill:
-        compute_s = (dense + experts + attention) / (peak * eff.mla_prefill)
-    else:
-        compute_s = dense / (peak * _gemm_share(arch, gpu)) + attention / (peak * eff.attention)
-        if experts:
-            compute_s += experts / (peak * eff.moe_experts)
-    return compute_s + allreduce_seconds(arch, gpu, tp, batch * tokens)
+        return (dense + experts + attention) / (peak * eff.mla_prefill)
+    compute_s = dense / (peak * _gemm_share(arch, gpu)) + attention / (peak * eff.attention)
+    if experts:
+        compute_s += experts / (peak * eff.moe_experts)
+    return compute_s
+
+
+def prefill_seconds(arch: ModelArch, gpu: Gpu, tp: int, tokens: int, batch: int = 1) -> float:
+    """`batch` prompts of `tokens` each in one forward on one engine (one prompt unless said):
+    the compute, but no less than reading the weights the step uses (few tokens in a step: an
+    MoE's experts, touched nearly all, are read for little compute), plus the TP all-reduces."""
+    total = batch * tokens
+    compute_s = prefill_compute_seconds(arch, gpu, tp, total, batch * attention_flops(arch, tokens))
+    read_s = weights_read_seconds(arch, gpu, tp, total)
+    return max(compute_s, read_s) + allreduce_seconds(arch, gpu, tp, total)
 
 
 def request_overhead_seconds(gpu: Gpu) -> float:

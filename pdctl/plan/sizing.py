@@ -12,7 +12,7 @@ from typing import Any
 from pdctl.models.catalog import Gpu
 from pdctl.models.memory import GiB, kv_layout, memory, valid_tps, weight_bytes
 from pdctl.plan import aggregated as aggregated_
-from pdctl.plan import queueing
+from pdctl.plan import efficiency, queueing
 from pdctl.plan import verdict as verdicts
 from pdctl.plan.layout import (
     AggregatedEstimates,
@@ -428,6 +428,8 @@ def plan(req: Request, other_gpus: list[Gpu] | None = None, *, fallback: bool = 
             "GPUs, and the KV pool of the pipelined engine is larger (each stage holds only its "
             "layers' KV)"
         )
+    w = req.workload  # where the estimates are known to be off (docs/sizing.md): said, not warned
+    notes += efficiency.wider_error(bool(arch.moe), w.concurrency, w.mean_context)
     return Plan(
         request=req,
         prefill=pd.prefill,

@@ -96,6 +96,11 @@ class EngineStep:
         """Each GPU of a stage sends its 1/TP of a token's 16-bit hidden state over its NIC."""
         return self.arch.hidden_size * 2 / self.tp / (self.gpu.network_gbps * 1e9)
 
+    @functools.cached_property
+    def _allreduce_latency_s(self) -> float:
+        """The latency part of a forward's all-reduces (no bytes): paid once per step."""
+        return roofline.allreduce_seconds(self.arch, self.gpu, self.tp, 0)
+
     def _prefill(self, chunks: Sequence[Chunk]) -> tuple[float, float, float]:
         """(seconds, attention, all-reduce) of the chunks in one forward: the roofline's prefill
         of their tokens as one prompt, with the attention each chunk computes over its context
@@ -109,12 +114,10 @@ class EngineStep:
             - roofline.attention_flops(arch, c.context_before)
             for c in chunks
         )
-        extra = flops - roofline.attention_flops(arch, tokens)
-        seconds = (
-            roofline.prefill_seconds(arch, gpu, tp, tokens) + extra * self._attention_s_per_flop
-        )
+        compute = roofline.prefill_compute_seconds(arch, gpu, tp, tokens, flops)
+        read = roofline.weights_read_seconds(arch, gpu, tp, tokens)
         allreduce = roofline.allreduce_seconds(arch, gpu, tp, tokens)
-        return seconds, flops * self._attention_s_per_flop, allreduce
+        return max(compute, read) + allreduce, flops * self._attention_s_per_flop, allreduce
 
     def _decode(self, contexts: Sequence[int]) -> tuple[float, float]:
         """(seconds, weight read) of the decode sequences' step at their mean context (the KV
@@ -137,8 +140,15 @@ class EngineStep:
             self.prefill_scale * x for x in (prefill, attention, allreduce)
         )
         decode, weights = self.decode_scale * decode, self.decode_scale * weights
-        shared = min(prefill, weights)
-        step = decode + max(0.0, prefill - weights)  # a small chunk rides free in a decode step
+        if decode_contexts:  # one forward: the chunk's all-reduces ride the decode step's
+            riding = self.prefill_scale * self._allreduce_latency_s
+            prefill_alone = max(0.0, prefill - riding)
+        else:
+            prefill_alone = prefill
+        # What of the prefill hides in the decode step: a chunk that reads no more than the
+        # step's weight read (and its all-reduces' latency) rides free, paying its bytes alone.
+        beyond = max(0.0, prefill_alone - weights)
+        shared, step = prefill - beyond, decode + beyond
         tokens = sum(c.tokens for c in prefill_chunks) + len(decode_contexts)
         handoff = 0.0
         if self.pp > 1:
