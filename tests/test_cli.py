@@ -255,7 +255,7 @@ def test_the_render_summary_names_each_pool_whole(helm_opt: list[str], tmp_path:
     values = tmp_path / "values.yaml"
     init = [
         "init", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpus", "2", "--offline",
-        "--out", str(values),
+        "--mode", "pd", "--out", str(values),
     ]  # fmt: skip
     assert runner.invoke(app, init).exit_code == 0
     result = runner.invoke(

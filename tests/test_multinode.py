@@ -278,6 +278,8 @@ def test_init_writes_multi_node_pools_that_validate_and_render(helm: Helm, tmp_p
             "--gpu-type",
             "H100-80GB",
             "--offline",
+            "--mode",
+            "pd",
             "--out",
             str(out),
         ],

@@ -21,7 +21,16 @@ runner = CliRunner()
 @pytest.fixture(scope="module")
 def rendered(helm4: Helm, tmp_path_factory: pytest.TempPathFactory) -> list[manifests.Manifest]:
     values = tmp_path_factory.mktemp("init") / "values.yaml"
-    init = ["init", "-m", "meta-llama/Llama-3.1-8B-Instruct", "--gpus", "2", "--offline"]
+    init = [
+        "init",
+        "-m",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "--gpus",
+        "2",
+        "--offline",
+        "--mode",
+        "pd",
+    ]
     assert runner.invoke(app, [*init, "--out", str(values)]).exit_code == 0
     return pipeline.render(pipeline.load_values([str(values)]), helm_path=str(helm4.path)).objects
 

@@ -103,12 +103,24 @@ def gpu() -> str:
 
 
 def init_values(directory: Path, tag: str | None) -> Path:
-    """`pdctl init` for the default model on two GPUs; with `tag`, the pools' image tag set to it
-    (the render follows that vLLM version's flags)."""
+    """`pdctl init --mode pd` for the default model on two GPUs; with `tag`, the pools' image tag
+    set to it (the render follows that vLLM version's flags)."""
     from pdctl import pipeline
 
     out = directory / "values.yaml"
-    init = ["init", "-m", DEFAULT_MODEL, "--gpus", "2", "--offline", "--out", str(out), "--force"]
+    init = [
+        "init",
+        "-m",
+        DEFAULT_MODEL,
+        "--gpus",
+        "2",
+        "--offline",
+        "--mode",
+        "pd",
+        "--out",
+        str(out),
+        "--force",
+    ]
     subprocess.run([*PDCTL, *init], check=True, capture_output=True)
     if not tag:
         return out
