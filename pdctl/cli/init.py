@@ -55,18 +55,36 @@ def _node_selector(pairs: list[str]) -> dict[str, str]:
     return selector
 
 
-def _command(values: list[tuple[str, Any, Any]]) -> str:
-    """The command line that regenerates the file (options that differ from their default)."""
+# Options that change no byte of the file: left out of the command that writes it again.
+_NOT_IN_FILE = frozenset({"output"})
+
+
+def _command(ctx: typer.Context, always: dict[str, Any]) -> str:
+    """The command line that writes the file again: every option given on the command line, as
+    given (click's parameter sources say which), and `always` (mode and the targets in force, so
+    that a later change of their defaults cannot change the file)."""
+    from typer._click.core import ParameterSource  # lazy: start-up
+
     words = ["pdctl", "init"]
-    for flag, value, default in values:
-        if value == default or value is None:
+    for param in ctx.command.params:
+        name = param.name or ""
+        if name in always:
+            value = always[name]
+        elif name in _NOT_IN_FILE or (
+            ctx.get_parameter_source(name) is not ParameterSource.COMMANDLINE
+        ):
             continue
+        else:
+            value = ctx.params[name]
+        flag = max(param.opts, key=len)  # the long form
         if isinstance(value, bool):
-            words.append(flag)
-        elif isinstance(value, list):
+            words += [flag] if value else list(param.secondary_opts[:1])
+        elif isinstance(value, (list, tuple)):
             for item in value:
                 words += [flag, str(item)]
-        else:
+        elif isinstance(value, float):
+            words += [flag, f"{value:.15g}"]  # 100, not 100.0: as a person writes it
+        elif value is not None:
             words += [flag, str(getattr(value, "value", value))]
     return shlex.join(words)
 
@@ -78,6 +96,7 @@ def _target(value: float | None) -> str:
 
 @handle_errors
 def init(
+    ctx: typer.Context,
     model: ModelOpt,
     gpus: GpusOpt,
     gpu_type: GpuTypeOpt = "H100-80GB",
@@ -168,33 +187,9 @@ def init(
     selector = _node_selector(node_selector or [])
     plan, wired = build_plan(args, output, router)
     target = None if out == STDOUT else Path(out or default_filename(plan.request.arch.name))
+    workload = plan.request.workload
     command = _command(
-        [
-            ("--model", model, None),
-            ("--gpus", gpus, None),
-            ("--gpu-type", gpu_type, None),
-            ("--gpus-per-node", gpus_per_node, 8),
-            ("--input-len", input_len, 4096),
-            ("--output-len", output_len, 512),
-            ("--concurrency", concurrency, 64),
-            ("--rate", rate, None),
-            ("--mode", mode, None),  # always written, with the targets in force
-            ("--ttft", _target(plan.request.workload.ttft_ms), None),
-            ("--itl", _target(plan.request.workload.itl_ms), None),
-            ("--max-model-len", max_model_len, None),
-            ("--kv-cache-dtype", kv_cache_dtype, KvCacheDtype.auto),
-            ("--gpu-memory-utilization", gpu_memory_utilization, 0.9),
-            ("--connector", connector, "NixlConnector"),
-            ("--network-gbps", network_gbps, None),
-            ("--target-rate", target_rate, None),
-            ("--calibrate", calibrate, None),
-            ("--calibrate-at", calibrate_at, None),
-            ("--calibrate-tp", calibrate_tp, 1),
-            ("--node-selector", node_selector or [], []),
-            ("--release", release, "pd"),
-            ("--namespace", namespace, "default"),
-            ("--out", target.name if target else STDOUT, None),
-        ]
+        ctx, {"mode": mode, "ttft": _target(workload.ttft_ms), "itl": _target(workload.itl_ms)}
     )
     options = InitOptions(
         wiring=wired,
