@@ -64,3 +64,22 @@ def test_no_module_or_template_is_too_long_to_read() -> None:
     }
     assert all(sizes[name] <= 500 for name in SPLIT), {name: sizes[name] for name in SPLIT}
     assert {name: size for name, size in sizes.items() if size > 600} == {}
+
+
+def test_no_library_module_imports_another_pdctl_package_by_name() -> None:
+    """importlib.import_module("pdctl.x") hides an import from the layers contract: a library
+    module may load its own package's modules so (the rule registry does), never another's."""
+    hidden = []
+    for path in sorted((ROOT / "pdctl").rglob("*.py")):
+        own = ".".join(path.relative_to(ROOT).with_suffix("").parts[:2])  # pdctl.<package>
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (
+                isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "import_module"
+            ):
+                continue
+            target = node.args[0] if node.args else None
+            text = ast.unparse(target) if target is not None else ""
+            named = text.strip("f'\"").split("{")[0]
+            if named.startswith("pdctl") and not named.startswith(own):
+                hidden.append(f"{path.relative_to(ROOT)}:{node.lineno}: {text}")
+    assert not hidden, hidden

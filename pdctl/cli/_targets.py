@@ -29,7 +29,17 @@ def resolve_targets(
     if url is None:
         if prefill_urls or decode_urls or engine_urls:
             raise UsageError("--prefill-url, --decode-url and --engine-url need --url (the router)")
-        with targets.from_cluster(release, namespace, router_port, engine_port) as found:
+        from pdctl import cluster  # lazy: start-up
+        from pdctl import release as releases  # lazy: start-up
+
+        with targets.from_cluster(
+            release,
+            namespace,
+            releases.release_pods,
+            cluster.port_forward,
+            router_port,
+            engine_port,
+        ) as found:
             yield found
     else:
         yield targets.from_urls(url, prefill_urls, decode_urls, engine_urls or ())

@@ -1,28 +1,31 @@
 """What verify talks to: the router and each engine, from URLs given on the command line, or
 found in a release's pods and reached through port-forwards (cluster mode).
 
-Cluster mode uses two functions of the cluster layer: `pdctl.release.release_pods(release,
-namespace)` -> {"router": [Pod, ...], "prefill": [...], "decode": [...], "both": [...]} (pods
-found with pdctl.naming's selectors; a Pod has .name and .ports, its named container ports), and
-the context manager `pdctl.cluster.port_forward(namespace, pod, port)` ->
-"http://127.0.0.1:<local port>". Both are imported only here, only in cluster mode (they import
-the kubernetes client). An engine is reached on the engine port, or where vLLM has a port of its
-own (naming.VLLM_PORT: behind the llm-d decode sidecar) on that one, so that its /health is
-vLLM's.
+Cluster mode is given two functions of the cluster layer by its caller (the CLI passes
+`pdctl.release.release_pods` and `pdctl.cluster.port_forward`, which import the kubernetes
+client): a pod lister, (release, namespace) -> {"router": [Pod, ...], "prefill": [...],
+"decode": [...], "both": [...]}, and a port-forward, the context manager (namespace, pod, port)
+-> "http://127.0.0.1:<local port>". An engine is reached on the engine port, or where vLLM has a
+port of its own (naming.VLLM_PORT: behind the llm-d decode sidecar) on that one, so that its
+/health is vLLM's.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from pdctl import hints
-from pdctl.cluster import Pod
 from pdctl.errors import EnvironmentProblem, PdctlError, UsageError
 from pdctl.naming import ROLES, VLLM_PORT, Release, selector_text
 from pdctl.verify.report import Endpoint, Targets
+
+if TYPE_CHECKING:
+    from pdctl.cluster import Pod
+
+PodLister = Callable[[str, str], Mapping[str, Sequence["Pod"]]]
+PortForward = Callable[[str, str, int], AbstractContextManager[str]]
 
 
 def _check_url(option: str, url: str) -> str:
@@ -65,29 +68,24 @@ def _local_port(base_url: str) -> int | None:
 
 @contextmanager
 def from_cluster(
-    release: str, namespace: str, router_port: int = 8000, engine_port: int = 8000
+    release: str,
+    namespace: str,
+    list_pods: PodLister,
+    port_forward: PortForward,
+    router_port: int = 8000,
+    engine_port: int = 8000,
 ) -> Iterator[Targets]:
     """Targets of a release: its first router pod and every engine pod, each behind a
     port-forward that lives as long as the context. A pod that cannot be forwarded to becomes
     an endpoint without a URL (its checks fail with the reason); no cluster access is an
     EnvironmentProblem (exit 3)."""
-    # By name: the cluster layer (pdctl.cluster, pdctl.release) imports the kubernetes client,
-    # which only cluster mode needs (kept off the start-up path).
-    try:
-        cluster = importlib.import_module("pdctl.cluster")
-        releases = importlib.import_module("pdctl.release")
-    except ImportError as error:
-        raise EnvironmentProblem(
-            f"cluster mode needs the Kubernetes client: {error}",
-            hint=f"{hints.reinstall()}; or give --url (and --prefill-url/--decode-url)",
-        ) from None
     names = Release(release, namespace)
-    pods: Mapping[str, Sequence[Pod]] = releases.release_pods(release, namespace)
+    pods = list_pods(release, namespace)
     with ExitStack() as stack:
 
         def forward(pod: str, role: str, port: int) -> Endpoint:
             try:
-                url = stack.enter_context(cluster.port_forward(namespace, pod, port))
+                url = stack.enter_context(port_forward(namespace, pod, port))
             except EnvironmentProblem:
                 raise
             except PdctlError as error:
