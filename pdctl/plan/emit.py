@@ -175,19 +175,15 @@ def _pool_context(plan: layout.Plan, role: layout.RolePlan, name: str) -> dict[s
     }
 
 
-def _max_model_len_why(plan: layout.Plan) -> str:
+def _max_model_len_why(plan: layout.Plan, length: int, pool: str, agree: str) -> str:
+    """Why maxModelLen is `length`: asked, the model's context, or what `pool` holds; `agree`
+    follows each reason (PD: both pools must agree)."""
     arch = plan.request.arch
     if plan.request.max_model_len:
-        return "--max-model-len as asked (prefill and decode must agree)."
-    if plan.max_model_len == arch.max_positions:
-        return (
-            f"The model's context (max_position_embeddings {arch.max_positions}); prefill and "
-            "decode must agree."
-        )
-    return (
-        f"The longest request the smaller KV pool holds (the model allows {arch.max_positions}); "
-        "prefill and decode must agree."
-    )
+        return f"--max-model-len as asked{agree}."
+    if length == arch.max_positions:
+        return f"The model's context (max_position_embeddings {arch.max_positions}){agree}."
+    return f"The longest request {pool} holds (the model allows {arch.max_positions}){agree}."
 
 
 def layout_mode(plan: layout.Plan) -> str:
@@ -212,17 +208,9 @@ def _aggregated_context(plan: layout.Plan, name: str) -> dict[str, Any]:
         "ttft_ms": f"{a.ttft_ms:.0f}",
         "rps": f"{a.requests_per_s:.2f}",
     }
-    arch, asked = plan.request.arch, plan.request.max_model_len
-    longest = asked or min(arch.max_positions, a.context)
-    if asked:
-        why = "--max-model-len as asked."
-    elif longest == arch.max_positions:
-        why = f"The model's context (max_position_embeddings {arch.max_positions})."
-    else:
-        why = (
-            f"The longest request one engine's KV pool holds (the model allows "
-            f"{arch.max_positions})."
-        )
+    arch = plan.request.arch
+    longest = plan.request.max_model_len or min(arch.max_positions, a.context)
+    why = _max_model_len_why(plan, longest, "one engine's KV pool", "")
     return {
         "pools": [pool],
         "aggregated": estimates,
@@ -248,7 +236,9 @@ def context(plan: layout.Plan, options: InitOptions, out: Path | None) -> dict[s
             ],
             "aggregated": None,
             "max_model_len": plan.max_model_len,
-            "max_model_len_why": _max_model_len_why(plan),
+            "max_model_len_why": _max_model_len_why(
+                plan, plan.max_model_len, "the smaller KV pool", "; prefill and decode must agree"
+            ),
         }
     w = options.wiring
     return {
