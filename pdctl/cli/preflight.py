@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -118,25 +119,24 @@ def preflight(
         keep=keep,
     )
     if dry_run:
-        planned = preflights.dry_run(options)
-        for warning in planned.warnings:
-            _output.info(warning)
-        if output is OutputFormat.json:
-            _output.as_json(planned.as_dict())
-        else:
-            _print_dry_run(planned)
+        _show(preflights.dry_run(options), output, _print_dry_run)
         return
     result = preflights.preflight(
         options, say=_output.info if output is OutputFormat.text else lambda _: None
     )
-    for warning in result.warnings:
-        _output.info(warning)
-    if output is OutputFormat.json:
-        _output.as_json(result.as_dict())
-    else:
-        _print(result)
+    _show(result, output, _print)
     if not result.verdict.ok:
         raise typer.Exit(1)
+
+
+def _show(found: Any, output: OutputFormat, text: Callable[[Any], None]) -> None:
+    """The warnings, then the result as JSON or as `text` prints it."""
+    for warning in found.warnings:
+        _output.info(warning)
+    if output is OutputFormat.json:
+        _output.as_json(found.as_dict())
+    else:
+        text(found)
 
 
 def _print(result: Result) -> None:
