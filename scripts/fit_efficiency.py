@@ -32,6 +32,7 @@ from pdctl.plan import efficiency, measurements  # noqa: E402
 DENSE_PREFILL = "pdstack-h200-llama-3.1-8b-prefill-2048"
 DENSE_TTFT = "pdstack-h200-llama-3.1-8b-ttft-2048"
 DECODE = (  # field, search range
+    ("kv_bandwidth", (0.5, 1.0)),
     ("moe_expert_bandwidth", (0.3, 1.0)),
     ("step_per_layer_s", (0.0, 100e-6)),
     ("step_per_moe_layer_s", (0.0, 150e-6)),

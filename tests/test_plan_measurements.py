@@ -115,6 +115,7 @@ def test_held_out_measurements_of_our_own_runs_are_within_the_acceptance() -> No
         "tpotMs",
         "prefillTokensPerS",
         "ttftMs",
+        "kvTokens",
     }
     table = measurements.render_table()
     for comparison in held_out:

@@ -30,7 +30,8 @@ class Efficiency:
     moe_experts: float  # routed expert GEMMs
     mla_prefill: float | None  # the whole forward of an MLA model; None: the classes above
     # ---- decode (HBM): share of the peak bandwidth
-    bandwidth: float  # dense weights and KV
+    bandwidth: float  # dense weights
+    kv_bandwidth: float  # the KV cache the decode sequences' attention reads
     moe_expert_bandwidth: float  # routed expert weights a step touches
     # ---- decode step costs beyond HBM and compute time
     step_fixed_s: float
@@ -62,6 +63,7 @@ DEFAULT = Efficiency(
     mla_prefill=None,
     # aiconfigurator's mem_bw_empirical_scaling_factor (systems/*.yaml; sizing-bench A4, A7).
     bandwidth=0.8,
+    kv_bandwidth=0.8,
     moe_expert_bandwidth=0.8,
     # Fitted to the dense H200 run (pdstack-h200-llama-3.1-8b-decode-1 and -64) before the MoE
     # runs; applied unchanged to the generations not measured.
@@ -88,12 +90,12 @@ HOPPER = Efficiency(
     # 5,000-token prompts agrees with within 3% (nim-h100-llama-3.3-70b-fp8-5000-500, check).
     fp8_gemm=0.5,
     attention=0.5,  # not measured apart from the dense GEMMs
-    # Routed experts (TRITON fused MoE): the steady prefill rates of Qwen3-30B-A3B (24 layers)
-    # and Mixtral-8x7B (8 layers) on one H200 (pdstack-h200-*-prefill-2048, fit; geometric mean
-    # ratio 1). Steady: steady.py separates the one-off kernel compilation that fell inside those
-    # series' window (the record's notes). Narrow experts run below it, wide above (0.34 of peak
-    # would fit Qwen3-30B-A3B alone, 0.50 Mixtral alone).
-    moe_experts=0.42,
+    # Routed experts (TRITON fused MoE): the steady prefill rates of Qwen3-30B-A3B (24 layers and
+    # whole) and Mixtral-8x7B (8 layers) on one H200 (pdstack-h200-*-prefill-2048*, fit;
+    # geometric mean ratio 1). Steady: steady.py separates the one-off kernel compilation that
+    # fell inside those series' window (the record's notes). Narrow experts run below it, wide
+    # above (0.34 of peak would fit Qwen3-30B-A3B alone, 0.50 Mixtral alone).
+    moe_experts=0.39,
     # An MLA model's whole forward: aiconfigurator 0.12's estimate for DeepSeek-V3 on the H200
     # (its measured kernels run expert GEMMs and MLA at 17-22% of peak; MFU 0.5 gave 2.7x its
     # prefill rate, issue "Planner 2"): 0.5 / 2.7, for the whole model at TP 8. Not fitted to our
@@ -104,12 +106,16 @@ HOPPER = Efficiency(
     mla_prefill=0.185,
     bandwidth=0.8,  # aiconfigurator's factor; the dense decode steps fit with it
     # Decode steps of Llama-3.1-8B, Qwen3-30B-A3B, Mixtral-8x7B and Qwen3-235B-A22B at 1 and 64
-    # sequences (pdstack-h200-*-decode-1 and -decode-64, fit; least squares on the ratio):
-    moe_expert_bandwidth=0.89,
+    # sequences (pdstack-h200-*-decode-1 and -decode-64, fit), and Llama-3.1-8B and the whole
+    # Qwen3-30B-A3B at 1/16/64 sequences of 128, 2,048 and 8,192 tokens of context
+    # (pdstack-h200-*-decode-c*-b*, fit); least squares on the ratio. The KV read's own share:
+    # FlashAttention's paged KV reads stream at nearly the peak, the weights' GEMVs do not.
+    kv_bandwidth=0.95,
+    moe_expert_bandwidth=0.86,
     step_fixed_s=0.0,
     step_per_layer_s=24e-6,
-    step_per_moe_layer_s=65e-6,
-    step_per_sequence_s=19e-6,
+    step_per_moe_layer_s=57e-6,
+    step_per_sequence_s=16e-6,
     step_floor_s=1.77e-3,  # vLLM schedules the next step while the GPU runs this one
     # TTFT of one such prompt alone (pdstack-h200-llama-3.1-8b-ttft-2048, fit: 60.45 ms) less its
     # prefill at the shares here (49.2 ms): scripts/fit_efficiency.py.
@@ -121,6 +127,9 @@ HOPPER = Efficiency(
     ),
 )
 
+# Dense models below this many billion parameters miss the factors fitted on 8B (wider_error).
+SMALL_DENSE_B = 5.0
+
 # GPU catalog names of each measured generation; any other GPU gets DEFAULT.
 GENERATIONS = {"H100-80GB": HOPPER, "H100-80GB-PCIE": HOPPER, "H200": HOPPER}
 
@@ -129,20 +138,22 @@ def for_gpu(gpu: Gpu) -> Efficiency:
     return GENERATIONS.get(gpu.name, DEFAULT)
 
 
-def wider_error(moe: bool, concurrency: int, context: int) -> list[str]:
+def wider_error(moe: bool, params_b: float, concurrency: int) -> list[str]:
     """The classes where the estimates miss their held-out bands (docs/sizing.md, "Where the model
-    is known to be off"), for a model kind and a workload: said beside the plan."""
+    is known to be off"), for a model kind and size (billions of parameters) and a workload: said
+    beside the plan."""
     notes = []
     if moe and concurrency == 1:
         notes.append(
-            "one prompt at a time on an MoE model: few tokens per step leave the experts' GEMMs "
-            "below their batched share, and a held-out 2,048-token prompt took 2.2x the estimated "
-            "TTFT (vLLM 0.26, one H200); expect TTFT up to that much higher"
+            "one prompt at a time on an MoE model: few tokens per step leave narrow experts' "
+            "GEMMs below their batched share; a 2,048-token prompt alone took 2.7x the estimated "
+            "TTFT on Qwen3-30B-A3B (512 and 8,192 tokens within 20%, Mixtral within 23%; vLLM "
+            "0.26, one H200); expect TTFT up to that much higher"
         )
-    if not moe and concurrency >= 64 and context >= 2048:
+    if not moe and params_b < SMALL_DENSE_B:
         notes.append(
-            "decode at 64+ sequences of 2k+ context on a dense model: the step cost is fitted at "
-            "128-token prompts and was about 10% high there on held-out 8B models; expect ITL "
-            "up to 10% lower and the decode rate that much higher"
+            "a small dense model: held-out Llama-3.2-3B took up to 1.6x the estimated TTFT and "
+            "1.2x the decode step at 1-16 sequences of short context (vLLM 0.26, one H200); "
+            "expect TTFT and ITL that much higher"
         )
     return notes

@@ -16,7 +16,10 @@ than the one the planner would pick):
   output - 1 decode steps at the batch;
 - prefillTokensPerS: prompt tokens per second of one engine kept busy with `concurrency` prompts
   in flight: vLLM packs as many whole prompts into a step as its token budget
-  (--max-num-batched-tokens) holds, so the estimate is one forward of that many prompts.
+  (--max-num-batched-tokens) holds, so the estimate is one forward of that many prompts;
+- kvTokens: the tokens vLLM logs for a KV pool of `kvCacheBytes` ("GPU KV cache size"), the
+  planner's KV layout (pdctl.models.memory.kv_layout: sliding-window and hybrid groups) over the
+  same bytes. A count, not a time: its ratio is estimated over measured tokens.
 
 An entry with `layers` describes a run of its catalog model cut to that many layers (dummy
 weights): the estimate is for the same cut model.
@@ -37,6 +40,7 @@ import yaml
 from pdctl.models import catalog
 from pdctl.models.catalog import CATALOG_DIR, Gpu
 from pdctl.models.config import ModelArch
+from pdctl.models.memory import kv_layout
 from pdctl.plan import roofline
 from pdctl.plan.step import Chunk, EngineStep
 
@@ -47,6 +51,7 @@ METRICS = {
     "tpotMs": "TPOT",
     "batchLatencyMs": "batch latency",
     "prefillTokensPerS": "prefill tok/s",
+    "kvTokens": "KV tokens",
 }
 # Metrics that are rates: their ratio is taken the other way round, so that every ratio compares
 # times (under 1: the planner is faster than the run).
@@ -83,6 +88,7 @@ class Measurement:
     use: str = "check"  # "fit": a figure the planner's factors are fitted to; "check": kept aside
     layers: int | None = None  # the served model cut to this many layers
     miss: str = ""  # why a held-out figure misses its band (shown as a miss in the table)
+    kv_cache_bytes: int | None = None  # the KV pool the engine was given (kvTokens)
 
     def arch(self) -> ModelArch:
         found = catalog.find_model(self.model)
@@ -127,12 +133,15 @@ def _measurement(key: str, data: dict[str, Any]) -> Measurement:
         use=data.get("use", "check"),
         layers=data.get("layers"),
         miss=" ".join(str(data.get("miss", "")).split()),
+        kv_cache_bytes=data.get("kvCacheBytes"),
     )
     unknown = set(entry.measured) - set(METRICS)
     if unknown:
         raise ValueError(f"measurement {key}: unknown metrics {sorted(unknown)}")
     if "ttftMs" in entry.measured and entry.concurrency != 1:
         raise ValueError(f"measurement {key}: ttftMs is compared for a request alone only")
+    if ("kvTokens" in entry.measured) != (entry.kv_cache_bytes is not None):
+        raise ValueError(f"measurement {key}: kvTokens and kvCacheBytes go together")
     entry.arch(), entry.gpu_entry()  # both exist in the catalogs
     return entry
 
@@ -176,7 +185,7 @@ def prompts_per_step(entry: Measurement) -> int:
 
 def estimate_ms(entry: Measurement, metric: str) -> float:
     """The planner's estimate of `metric` under the entry's conditions, in milliseconds (tokens
-    per second for prefillTokensPerS)."""
+    per second for prefillTokensPerS, tokens for kvTokens)."""
     gpu = entry.gpu_entry()
     engine = EngineStep(entry.arch(), gpu, entry.tp)
     context = entry.input_len + entry.output_len // 2
@@ -194,6 +203,8 @@ def estimate_ms(entry: Measurement, metric: str) -> float:
     if metric == "prefillTokensPerS":
         prompts = prompts_per_step(entry)
         return prompts * entry.input_len / prefill(prompts)
+    if metric == "kvTokens" and entry.kv_cache_bytes:
+        return float(kv_layout(entry.arch(), entry.tp).tokens(entry.kv_cache_bytes))
     if metric == "batchLatencyMs":
         return 1000 * (prefill(entry.concurrency) + (entry.output_len - 1) * step())
     raise ValueError(f"unknown metric {metric}")
@@ -233,6 +244,8 @@ def _model_label(entry: Measurement) -> str:
 
 
 def _workload(entry: Measurement) -> str:
+    if entry.kv_cache_bytes:
+        return f"KV pool of {entry.kv_cache_bytes / 2**30:g} GiB"
     lengths = f"{entry.input_len} in / {entry.output_len} out"
     if "batchLatencyMs" in entry.measured:
         return f"batch {entry.concurrency}, {lengths}"

@@ -105,11 +105,11 @@ def experts_touched(experts: int, active: int, batch: int) -> float:
 
 def weights_read_seconds(arch: ModelArch, gpu: Gpu, tp: int, batch: int) -> float:
     """HBM time of reading the weights a forward of `batch` tokens touches, per GPU: the dense
-    weights once (the embedding lookup reads only `batch` rows), the routed experts the batch
-    routes to at their own efficiency."""
+    weights once (the embedding lookup reads only `batch` rows; a tied embedding is read whole
+    as the LM head), the routed experts the batch routes to at their own efficiency."""
     eff = efficiency.for_gpu(gpu)
     p = params(arch)
-    dense_read = weight_bytes(arch) - 2 * p.embedding
+    dense_read = weight_bytes(arch) - (0 if arch.tied_embeddings else 2 * p.embedding)
     expert_read = 0.0
     if arch.moe:
         moe = arch.moe
@@ -140,7 +140,7 @@ def decode_step_seconds(
     moe_layers = arch.layers - arch.moe.dense_layers if arch.moe else 0
     kv_read = batch * layout.sequence_bytes(context)
     memory_s = weights_read_seconds(arch, gpu, tp, batch) + kv_read / (
-        gpu.hbm_tbps * 1e12 * eff.bandwidth
+        gpu.hbm_tbps * 1e12 * eff.kv_bandwidth
     )
     attention = 2 * batch * context * arch.heads * _attention_dims(arch) * arch.layers
     flops = 2 * batch * (p.compute + p.embedding) + attention  # logits for every sequence

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pdctl.models.catalog import Gpu
-from pdctl.models.memory import GiB, kv_layout, memory, valid_tps, weight_bytes
+from pdctl.models.memory import GiB, kv_layout, memory, params, valid_tps, weight_bytes
 from pdctl.plan import aggregated as aggregated_
 from pdctl.plan import efficiency, queueing
 from pdctl.plan import verdict as verdicts
@@ -429,7 +429,7 @@ def plan(req: Request, other_gpus: list[Gpu] | None = None, *, fallback: bool = 
             "layers' KV)"
         )
     w = req.workload  # where the estimates are known to be off (docs/sizing.md): said, not warned
-    notes += efficiency.wider_error(bool(arch.moe), w.concurrency, w.mean_context)
+    notes += efficiency.wider_error(bool(arch.moe), params(arch).total / 1e9, w.concurrency)
     return Plan(
         request=req,
         prefill=pd.prefill,

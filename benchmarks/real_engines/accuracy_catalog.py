@@ -1,0 +1,126 @@
+"""Measurements-catalog entries (pdctl/models/catalog/measurements.yaml) from an accuracy.py
+record: one entry per figure, `use` as the record says it was decided before the run.
+
+    python -m benchmarks.real_engines.accuracy_catalog benchmarks/records/REC.json >> entries.yaml
+
+The printed YAML is pasted under `measurements:`; `miss` texts are written by hand after the
+fit (docs/sizing.md).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+CATALOG_MODEL = {  # fixture name -> model catalog entry with its architecture
+    "llama-3.1-8b": "meta-llama/Llama-3.1-8B-Instruct",
+    "llama-3.2-3b": "meta-llama/Llama-3.2-3B-Instruct",
+    "gpt-oss-20b": "openai/gpt-oss-20b",
+    "qwen3-30b-a3b": "Qwen/Qwen3-30B-A3B",
+    "mixtral-8x7b": "mistralai/Mixtral-8x7B-Instruct-v0.1",
+    "mistral-7b-v0.1": "mistralai/Mistral-7B-v0.1",
+}
+HARNESS = "benchmarks/real_engines/accuracy.py"
+
+
+def _base(record: dict[str, Any], url: str, name: str, model: dict[str, Any]) -> dict[str, Any]:
+    layers = model.get("layers")
+    cut = f", cut to {layers} layers" if layers else ""
+    pool = model["kv_cache_bytes"] / 2**30
+    entry: dict[str, Any] = {
+        "use": model["use"],
+        "source": {
+            "title": f"pd-stack planner accuracy run on one H200 ({HARNESS}, "
+            f"wave {record['wave']})",
+            "url": url,
+            "date": record["date"],
+            "publisher": "pd-stack",
+        },
+        "engine": f"vLLM {record['versions']['vllm']} (torch {record['versions']['torch']}, one "
+        f"engine alone, --kv-cache-memory-bytes {pool:g} GiB)",
+        "servedModel": f"{CATALOG_MODEL[name].split('/')[-1]}'s config.json{cut}, "
+        "--load-format dummy",
+        "model": CATALOG_MODEL[name],
+    }
+    if layers:
+        entry["layers"] = layers
+    entry.update({"gpu": "H200", "tp": 1})
+    return entry
+
+
+def entries(record: dict[str, Any], url: str) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    for name, model in record["models"].items():
+        if model.get("started") is not None:
+            continue
+        stem = f"pdstack-h200-{name}" + (f"-{model['layers']}l" if model.get("layers") else "")
+        where = f'record models["{name}"]'
+        tokens = model["kv_tokens"]
+        found[f"{stem}-kv"] = {
+            **_base(record, url, name, model),
+            "inputLen": 1,
+            "outputLen": 1,
+            "concurrency": 1,
+            "kvCacheBytes": model["kv_cache_bytes"],
+            "harness": f'{HARNESS}: the engine\'s start-up log line "GPU KV cache size: N tokens" '
+            "for its fixed pool",
+            "measured": {"kvTokens": tokens},
+            "published": f"{where}.kv_tokens: {tokens}",
+        }
+        for ttft in model.get("ttft", []):
+            n = ttft["tokens"]
+            found[f"{stem}-single-{n}"] = {
+                **_base(record, url, name, model),
+                "inputLen": n,
+                "outputLen": 2,
+                "concurrency": 1,
+                "harness": f"{HARNESS}: 3 streamed requests one at a time (each a random {n}-token "
+                "prompt, 2 tokens out) to the engine alone; p50 time to the first token",
+                "measured": {"ttftMs": ttft["ttft"]["p50_ms"]},
+                "published": f"{where}.ttft[tokens={n}]: ttft p50 {ttft['ttft']['p50_ms']} ms",
+            }
+        for d in model.get("decode", []):
+            c, b, out = d["context"], d["batch"], d["output"]
+            found[f"{stem}-decode-c{c}-b{b}"] = {
+                **_base(record, url, name, model),
+                "inputLen": c,
+                "outputLen": out,
+                "concurrency": b,
+                "harness": f"{HARNESS}: {b} streamed requests at once (random {c}-token prompts, "
+                f"{out} tokens each, ignore_eos); the step: the window in which every request "
+                "decodes (after the last first token, before the first request ends) over the "
+                "steps each request took in it",
+                "measured": {"tpotMs": d["mean_step_ms"]},
+                "published": f"{where}.decode[context={c}, batch={b}]: mean_step_ms "
+                f"{d['mean_step_ms']} (window {d['window_s']} s, {d['steady_gaps']} gaps)",
+            }
+        if "steady_prefill" in model:
+            rate = model["steady_prefill"]["prompt_tokens_per_s"]
+            found[f"{stem}-prefill-2048-steady"] = {
+                **_base(record, url, name, model),
+                "inputLen": 2048,
+                "outputLen": 1,
+                "concurrency": 32,
+                "harness": f"{HARNESS} (run.ALONE_PREFILL): 96 streamed random 2,048-token "
+                "prompts, 1 token out, 32 in flight; the steady rate that "
+                "benchmarks/real_engines/steady.py separates from a one-off start delay",
+                "measured": {"prefillTokensPerS": rate},
+                "published": f"{where}.steady_prefill: prompt_tokens_per_s {rate}",
+            }
+    return found
+
+
+def main(argv: list[str]) -> int:
+    path = Path(argv[0])
+    record = json.loads(path.read_text())
+    text = yaml.safe_dump(entries(record, str(path)), sort_keys=False, width=100)
+    print("\n".join("  " + line if line else line for line in text.splitlines()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
