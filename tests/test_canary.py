@@ -23,7 +23,7 @@ import pytest
 from pdctl import connectors, manifests, naming
 from pdctl.helm import Helm
 from pdctl.models import links
-from pdctl.verify import metrics
+from pdctl.verify import judge
 from tests.doubles.kube_api import KubeAPIDouble
 from tests.doubles.router_stack import Stack, free_port, pd_stack
 from tests.doubles.vllm_engine import VllmEngineDouble
@@ -117,11 +117,11 @@ def test_script_names_vllm_counters_as_pdctl_does() -> None:
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    assert module.PROMPT_TOKENS == metrics.PROMPT_TOKENS
-    assert module.GENERATION_TOKENS == metrics.GENERATION_TOKENS
+    assert module.PROMPT_TOKENS == judge.PROMPT_TOKENS
+    assert module.GENERATION_TOKENS == judge.GENERATION_TOKENS
     assert (module.LOCAL_COMPUTE, module.LOCAL_CACHE_HIT) == (
-        metrics.LOCAL_COMPUTE,
-        metrics.LOCAL_CACHE_HIT,
+        judge.LOCAL_COMPUTE,
+        judge.LOCAL_CACHE_HIT,
     )
 
 

@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 
 from pdctl.cli.app import app
 from pdctl.errors import InputError
-from pdctl.verify import apikey, metrics
+from pdctl.verify import apikey, judge
 from pdctl.verify.checks import _engines_health, run
 from pdctl.verify.client import MAX_BODY, Http
 from pdctl.verify.proof import scrape_all
@@ -224,12 +224,12 @@ NAN_PAGE = INF_PAGE.replace("+Inf", "NaN")
 
 @pytest.mark.parametrize(("page", "shown"), [(INF_PAGE, "+Inf"), (NAN_PAGE, "NaN")])
 def test_metrics_refuses_a_count_that_is_not_one(page: str, shown: str) -> None:
-    with pytest.raises(metrics.ExpositionError) as raised:
-        metrics.parse(page)
+    with pytest.raises(judge.ExpositionError) as raised:
+        judge.parse(page)
     assert str(raised.value) == (
         f'vllm:prompt_tokens_total{{model_name="m"}} is {shown}: not a count, so no evidence'
     )
-    gauge = metrics.parse("vllm:kv_cache_usage_perc NaN\n# EOF\n")  # a gauge may be NaN
+    gauge = judge.parse("vllm:kv_cache_usage_perc NaN\n# EOF\n")  # a gauge may be NaN
     assert gauge.has("vllm:kv_cache_usage_perc")
 
 
