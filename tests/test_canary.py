@@ -83,6 +83,7 @@ def test_config_comes_from_the_tables_and_the_values(helm4: Helm) -> None:
     config = json.loads(data["config.json"])
     nixl = connectors.load().connectors["NixlConnector"].metrics
     assert config["connector"] == {
+        "name": "NixlConnector",
         "transfer": list(nixl["transfer"]),
         "failures": list(nixl["failures"]),
         "bandwidth": list(nixl["bandwidth"]),

@@ -718,7 +718,7 @@ def judged(
     rule, table = config["evidence"], config["connector"]
     evidence = Evidence(rule["metric"], rule["label"], rule["value"], rule["role"])
     connector = Connector(
-        None,
+        table["name"] or None,
         transfer=tuple(table["transfer"]),
         bandwidth=tuple(table["bandwidth"]),
         failures=tuple(table["failures"]),
