@@ -25,6 +25,10 @@ class SourceError(Exception):
     """A source the script cannot be made from."""
 
 
+def _shown(path: Path) -> str:
+    return str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+
+
 def _split(path: Path) -> tuple[str, list[ast.stmt], str]:
     """A module's docstring (as written), its top-level imports and the code after them."""
     text = path.read_text(encoding="utf-8")
@@ -41,7 +45,7 @@ def _split(path: Path) -> tuple[str, list[ast.stmt], str]:
         n for n in ast.walk(ast.Module(body, [])) if isinstance(n, (ast.Import, ast.ImportFrom))
     ]
     if late:
-        raise SourceError(f"{path.relative_to(ROOT)}:{late[0].lineno}: an import below the top")
+        raise SourceError(f"{_shown(path)}:{late[0].lineno}: an import below the top")
     start = (imports[-1].end_lineno or 0) if imports else 0
     return docstring, imports, "".join(lines[start:]).strip("\n")
 
@@ -70,10 +74,10 @@ def _import_lines(imports: list[ast.stmt], path: Path) -> set[str]:
             modules = [node.module]
             shown = [f"from {node.module} import {alias.name}" for alias in node.names]
         else:
-            raise SourceError(f"{path.relative_to(ROOT)}:{node.lineno}: a relative import")
+            raise SourceError(f"{_shown(path)}:{node.lineno}: a relative import")
         pdctl = [m for m in modules if m.split(".")[0] == "pdctl"]
         if pdctl:
-            raise SourceError(f"{path.relative_to(ROOT)}:{node.lineno}: imports {pdctl[0]}")
+            raise SourceError(f"{_shown(path)}:{node.lineno}: imports {pdctl[0]}")
         lines.update(shown)
     return lines
 

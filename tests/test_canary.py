@@ -40,6 +40,7 @@ from tests.helpers import (
     ASSETS,
     CHART,
     CI,
+    ROOT,
     assert_kube_valid,
     canary_script,
     render_file,
@@ -143,6 +144,29 @@ def test_the_script_is_one_standard_library_file() -> None:
     }
     assert imported - {"__future__"} <= sys.stdlib_module_names, imported
     assert "pdctl/verify/judge.py" in (ast.get_docstring(tree) or "")
+
+
+@pytest.mark.parametrize(
+    ("driver", "refusal"),
+    [
+        ("from pdctl.naming import ROLES\n", "canary_driver.py:1: imports pdctl.naming"),
+        ("import json\n\n\ndef f() -> None:\n    import os\n", "canary_driver.py:5: an import"),
+        ("def parse() -> None:\n    pass\n", "defined in both judge.py and canary_driver.py"),
+    ],
+)
+def test_the_script_is_refused_from_a_driver_it_cannot_stand_on(
+    driver: str, refusal: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """build_canary makes no script that would need pdctl, import late, or let the driver's
+    name hide the core's."""
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))  # as `python scripts/build_docs.py` has it
+    import build_canary
+
+    path = tmp_path / "canary_driver.py"
+    path.write_text(driver)
+    monkeypatch.setattr(build_canary, "DRIVER", path)
+    with pytest.raises(build_canary.SourceError, match=refusal):
+        build_canary.render()
 
 
 # ---- the script against the real router, engine doubles and the API double ------------------
