@@ -375,7 +375,7 @@ def moves(
     )
 
 
-def signed(value: float) -> str:
+def _signed(value: float) -> str:
     """A counter's change with its sign: "+598", "+0.25", "+inf"."""
     if not math.isfinite(value):
         return f"{value:+}"
@@ -384,7 +384,7 @@ def signed(value: float) -> str:
 
 def _count(value: float) -> str:
     """A counter's change as a count ("counted 598 of the 600", not "+598")."""
-    return signed(value).lstrip("+")
+    return _signed(value).lstrip("+")
 
 
 def proof(
@@ -430,11 +430,11 @@ def _counted(
     check_id, role, metric = check
     counted = sum(pick(m) for m in moves if m.role == role)
     line = f"{metric} on {role}: " + ", ".join(
-        f"{m.engine} {signed(pick(m))}" for m in moves if m.role == role
+        f"{m.engine} {_signed(pick(m))}" for m in moves if m.role == role
     )
     facts = {"role": role, "metric": metric, "counted": counted, "expected": expected}
     if expected > 0 and counted >= expected:
-        summary = f"{role} counted the {expected} {what} ({metric} {signed(counted)})"
+        summary = f"{role} counted the {expected} {what} ({metric} {_signed(counted)})"
         return Verdict(check_id, PASS, summary, facts, [line])
     summary = f"{role} counted {_count(counted)} of the {expected} {what} ({metric})"
     return Verdict(check_id, FAIL, summary, facts, [line])
@@ -468,7 +468,7 @@ def kv_transfer(
         facts.update(by_source=totals, external=external, local_compute=local)
         facts.update(local_cache_hit=cached, proof="prompt_tokens_by_source")
         for m in with_sources:
-            parts = ", ".join(f"{s} {signed(v)}" for s, v in (m.sources or {}).items())
+            parts = ", ".join(f"{s} {_signed(v)}" for s, v in (m.sources or {}).items())
             details.insert(0, f"{evidence.metric} on {evidence.role} {m.engine}: {parts}")
         loaded = external > 0 and local <= LOCAL_COMPUTE_ALLOWANCE
         loaded = loaded and external + LOCAL_COMPUTE_ALLOWANCE + cached >= prompt_len
@@ -521,7 +521,7 @@ def _connector_moves(
     for m in moves:
         for name, change in m.connector.items():
             if change.get("count", 0) > 0:
-                moved_by.setdefault(name, []).append(f"{m.engine} {signed(change['count'])}")
+                moved_by.setdefault(name, []).append(f"{m.engine} {_signed(change['count'])}")
     failures = {
         f"{name} on {m.engine}": change
         for m in moves
@@ -550,7 +550,7 @@ def _connector_moves(
             )
     if failures:
         problems.append(
-            "transfer failures: " + ", ".join(f"{k} {signed(v)}" for k, v in failures.items())
+            "transfer failures: " + ", ".join(f"{k} {_signed(v)}" for k, v in failures.items())
         )
     return details, problems, moved_by
 

@@ -14,6 +14,9 @@ every prefill and decode engine's /metrics before and after.
   #33290) the connector's metrics alone pass, and the evidence says that recomputation was not
   ruled out.
 
+The verdicts come from pdctl/verify/judge.py, the code the chart's canary runs too; this module
+sends the probe, reads the pages, and reports (curl commands, the link the KV speed matches).
+
 vLLM updates counters as its engine steps, possibly just after a response ends, so the second
 read is repeated for up to `Settings.settle` seconds until the verdicts hold. Other traffic on
 the engines during the probe adds to the counters: verify a quiet deployment.
