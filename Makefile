@@ -72,8 +72,9 @@ schema: setup ## regenerate helm/values.schema.json from schemas/values.schema.y
 	$(BIN)/python scripts/build_schema.py
 
 # docs/production-stack.md (from helm/files/production-stack.yaml), helm/README.md, the values
-# reference (from the schema and values.yaml), and the Grafana dashboard
-# helm/files/dashboards/pd-stack.json (scripts/build_dashboard.py); a test checks all are current.
+# reference (from the schema and values.yaml), the Grafana dashboard
+# helm/files/dashboards/pd-stack.json (scripts/build_dashboard.py), and the canary's script
+# helm/files/canary/pd_canary.py (scripts/build_canary.py); a test checks all are current.
 docs: setup ## regenerate the generated pages and the chart version lines
 	$(BIN)/python scripts/build_docs.py
 

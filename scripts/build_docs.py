@@ -3,7 +3,8 @@
 differently, or refused and why), helm/README.md, the chart's values reference
 (scripts/values_reference.py), and the chart's Grafana dashboard
 (helm/files/dashboards/pd-stack.json, scripts/build_dashboard.py), its alert rules
-(helm/files/alerts/pd-stack.rules.yaml, scripts/build_alerts.py), and the version lines of
+(helm/files/alerts/pd-stack.rules.yaml, scripts/build_alerts.py), the canary's script
+(helm/files/canary/pd_canary.py, scripts/build_canary.py), and the version lines of
 helm/Chart.yaml from pdctl/__init__.py; docs/rules.md and docs/cli.md (scripts/reference_pages.py).
 
 Usage: python scripts/build_docs.py [--check]   (--check: exit 1 if a page is stale)
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import build_alerts
+import build_canary
 import build_dashboard
 import reference_pages
 import values_reference
@@ -159,6 +161,7 @@ def main() -> int:
         VALUES_REFERENCE: values_reference.render(),
         build_dashboard.TARGET: build_dashboard.render(),
         build_alerts.TARGET: build_alerts.render(),
+        build_canary.TARGET: build_canary.render(),
     }
     if "--check" in sys.argv[1:]:
         stale = [p for p, text in pages.items() if not p.is_file() or p.read_text("utf-8") != text]

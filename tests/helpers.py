@@ -6,10 +6,13 @@ their helpers from here, never from conftest; nothing here runs helm when loaded
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -147,3 +150,16 @@ def extended(resources: dict[str, Any]) -> dict[str, Any]:
     """Extended resources (GPUs, RDMA NICs) of a requests or limits mapping: without cpu and
     memory, whose limits the chart derives from the requests (limitsFromRequests)."""
     return {key: value for key, value in resources.items() if key not in ("cpu", "memory")}
+
+
+def canary_script() -> ModuleType:
+    """The chart's canary script (helm/files/canary/pd_canary.py) imported as module `pd_canary`
+    (registered in sys.modules, as its dataclasses need)."""
+    spec = importlib.util.spec_from_file_location(
+        "pd_canary", CHART / "files" / "canary" / "pd_canary.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -29,7 +29,7 @@ from pdctl.bench.workload import (
 )
 from pdctl.cli.app import app
 from pdctl.errors import InputError, UsageError
-from pdctl.verify import metrics
+from pdctl.verify import judge
 from pdctl.verify.report import Endpoint
 from pdctl.verify.timing import Timed
 from tests.doubles.router_stack import Stack, pd_stack
@@ -79,9 +79,9 @@ def test_gauges_sum_queues_over_a_role_and_average_kv_usage() -> None:
     engines.append(Endpoint("p0", "prefill", "http://p0"))
     sampler = Sampler(engines, "m")
 
-    def page(waiting: float, usage: float) -> metrics.Scrape:
+    def page(waiting: float, usage: float) -> judge.Scrape:
         labels = 'model_name="m"'
-        return metrics.parse(
+        return judge.parse(
             f"vllm:num_requests_waiting{{{labels}}} {waiting}\n"
             f'vllm:num_requests_waiting{{model_name="other"}} 50\n'
             f"vllm:kv_cache_usage_perc{{{labels}}} {usage}\n"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import http.server
-import importlib.util
 import json
 import select
 import socket
@@ -18,7 +17,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -26,14 +24,14 @@ from typer.testing import CliRunner
 
 from pdctl.cli.app import app
 from pdctl.errors import InputError
-from pdctl.verify import apikey, metrics
+from pdctl.verify import apikey, judge
 from pdctl.verify.checks import _engines_health, run
 from pdctl.verify.client import MAX_BODY, Http
 from pdctl.verify.proof import scrape_all
 from pdctl.verify.report import Endpoint, Settings, Status, Targets
 from tests.doubles import http_server
 from tests.doubles.kube_api import KubeAPIDouble
-from tests.helpers import CHART
+from tests.helpers import canary_script
 
 runner = CliRunner()
 KEY = "s3cret-key-0123456789"
@@ -224,12 +222,13 @@ NAN_PAGE = INF_PAGE.replace("+Inf", "NaN")
 
 @pytest.mark.parametrize(("page", "shown"), [(INF_PAGE, "+Inf"), (NAN_PAGE, "NaN")])
 def test_metrics_refuses_a_count_that_is_not_one(page: str, shown: str) -> None:
-    with pytest.raises(metrics.ExpositionError) as raised:
-        metrics.parse(page)
+    with pytest.raises(judge.ExpositionError) as raised:
+        judge.parse(page)
     assert str(raised.value) == (
-        f'vllm:prompt_tokens_total{{model_name="m"}} is {shown}: not a count, so no evidence'
+        f'line 2: vllm:prompt_tokens_total{{model_name="m"}} is {shown}: '
+        "not a count, so no evidence"
     )
-    gauge = metrics.parse("vllm:kv_cache_usage_perc NaN\n# EOF\n")  # a gauge may be NaN
+    gauge = judge.parse("vllm:kv_cache_usage_perc NaN\n# EOF\n")  # a gauge may be NaN
     assert gauge.has("vllm:kv_cache_usage_perc")
 
 
@@ -267,41 +266,16 @@ def test_verify_judges_counters_that_turn_infinite_or_nan(after: str) -> None:
     prefill = next(c for c in report.checks if c.id == "pd-prefill")
     assert prefill.status is Status.failed
     assert prefill.summary == (
-        "cannot read the engines' metrics after the probe: prefill p: /metrics: "
+        "cannot read the engines' metrics after the probe: prefill p: /metrics: line 1: "
         f'vllm:prompt_tokens_total{{model_name="m"}} is {after}: not a count, so no evidence'
     )
 
 
-def _canary() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "pd_canary", CHART / "files" / "canary" / "pd_canary.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.mark.parametrize(("page", "shown"), [(INF_PAGE, "+Inf"), (NAN_PAGE, "NaN")])
-def test_the_canary_refuses_the_same_counts(page: str, shown: str) -> None:
-    canary = _canary()
-    with pytest.raises(canary.Problem) as raised:
-        canary.parse(page, "p /metrics")
-    assert (
-        str(raised.value) == f"p /metrics: line 2: vllm:prompt_tokens_total is {shown}: not a count"
-    )
-
-
-def test_the_canary_reads_escaped_labels_and_timestamps() -> None:
-    page = 'x_total{a="say \\"hi\\"",b="C:\\\\d",c="1\\n2",} 5 1700000000000\ng NaN\n'
-    assert _canary().parse(page) == [
-        ("x_total", {"a": 'say "hi"', "b": "C:\\d", "c": "1\n2"}, 5.0),
-        ("g", {}, pytest.approx(float("nan"), nan_ok=True)),
-    ]
+# The canary parses and judges with the same code (tests/test_canary.py feeds both the same pages).
 
 
 def test_the_canary_has_a_deadline_and_a_body_limit() -> None:
-    canary = _canary()
+    canary = canary_script()
     routes = {"/drip": drip(b"x", "text/plain"), "/huge": huge(canary.MAX_BODY + 1)}
     with serving(routes) as url:
         with pytest.raises(canary.Problem) as late:

@@ -266,9 +266,8 @@ def test_readme_says_what_each_command_needs() -> None:
 
 
 def test_a_short_count_reads_as_a_count_not_a_change() -> None:
-    from pdctl.verify import proof
+    from pdctl.verify import judge
 
-    engine = Endpoint("decode-0", "decode", "http://decode")
-    moves = [proof._Moves(engine, 598.0, 0.0, None, {}, {})]
-    check = proof._counted(moves, "pd-decode", "decode", "m", lambda m: m.prompt, 600, "tokens")
+    moves = [judge.Moves("decode-0", "decode", 598.0, 0.0, None, {}, {})]
+    check = judge._counted(moves, ("pd-decode", "decode", "m"), lambda m: m.prompt, 600, "tokens")
     assert check.summary == "decode counted 598 of the 600 tokens (m)"

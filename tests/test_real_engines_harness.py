@@ -18,7 +18,7 @@ from benchmarks.real_engines import local, measure, model_dir, models, run
 from pdctl.models import catalog
 from pdctl.models.config import from_hf_config
 from pdctl.models.memory import weight_bytes
-from pdctl.verify import metrics
+from pdctl.verify import judge
 from tests.doubles.vllm_engine import Behaviour, KvRegistry, VllmEngineDouble
 
 CONFIG = Path("tests/fixtures/configs/llama-3.1-8b.json")
@@ -82,7 +82,7 @@ def test_timed_load_against_the_engine_double() -> None:
     )
 
 
-def _page(bytes_sum: float, seconds_sum: float, count: int) -> metrics.Scrape:
+def _page(bytes_sum: float, seconds_sum: float, count: int) -> judge.Scrape:
     lines = []
     for name, total in (
         ("nixl_bytes_transferred", bytes_sum),
@@ -90,14 +90,14 @@ def _page(bytes_sum: float, seconds_sum: float, count: int) -> metrics.Scrape:
     ):
         lines += [f"# TYPE vllm:{name} histogram", f"vllm:{name}_sum {total}"]
         lines.append(f"vllm:{name}_count {count}")
-    return metrics.parse("\n".join(lines))
+    return judge.parse("\n".join(lines))
 
 
 def test_kv_moved_is_the_difference_of_the_decode_histograms() -> None:
     moved = run.kv_moved(_page(1e9, 1.0, 2), _page(3e9, 5.0, 6))
     assert moved["bytes"] == 2e9 and moved["seconds"] == 4.0
     assert moved["gbps"] == 0.5 and moved["ms_per_transfer"] == 1000.0
-    assert run.kv_moved(metrics.parse(""), metrics.parse("")) == {}
+    assert run.kv_moved(judge.parse(""), judge.parse("")) == {}
 
 
 def test_render_difference_names_the_words_that_differ() -> None:

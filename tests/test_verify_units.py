@@ -17,9 +17,10 @@ from typer.testing import CliRunner
 from pdctl import connectors
 from pdctl.cli.app import app
 from pdctl.errors import UsageError
-from pdctl.verify import metrics
+from pdctl.verify import judge
 from pdctl.verify.client import Event, Http, Stream, curl
-from pdctl.verify.proof import Connector, _kv_verdict, _Moves, probe_prompt, resolve_connector
+from pdctl.verify.judge import Connector, Evidence, Moves, kv_transfer
+from pdctl.verify.proof import probe_prompt, resolve_connector
 from pdctl.verify.report import Endpoint, Status, percentile, stats
 from pdctl.verify.targets import from_urls
 from pdctl.verify.timing import measure
@@ -52,7 +53,7 @@ inf_gauge +Inf
 
 
 def test_parse_samples_labels_and_types() -> None:
-    scrape = metrics.parse(PAGE)
+    scrape = judge.parse(PAGE)
     assert scrape.total("vllm:prompt_tokens_total") == 157
     assert scrape.total("vllm:prompt_tokens_total", {"model_name": "m"}) == 150
     assert scrape.total("vllm:prompt_tokens_total", {"engine": "1"}) == 30
@@ -65,7 +66,7 @@ def test_parse_samples_labels_and_types() -> None:
 
 
 def test_family_finds_counters_and_histograms_however_written() -> None:
-    scrape = metrics.parse(PAGE)
+    scrape = judge.parse(PAGE)
     failed = scrape.family("vllm:nixl_num_failed_transfers")  # written as ..._total
     assert failed is not None and failed.count == "vllm:nixl_num_failed_transfers_total"
     assert failed.read(scrape) == {"count": 2}
@@ -81,29 +82,29 @@ def test_family_finds_counters_and_histograms_however_written() -> None:
     ["vllm:x{a=b} 1", 'vllm:x{a="b"} one', '{a="b"} 1', "not a sample at all"],
 )
 def test_parse_refuses_what_is_not_exposition(text: str) -> None:
-    with pytest.raises(metrics.ExpositionError, match="line 1"):
-        metrics.parse(text)
+    with pytest.raises(judge.ExpositionError, match="line 1"):
+        judge.parse(text)
 
 
 def test_delta_between_scrapes() -> None:
-    before = metrics.parse('c_total{s="a"} 10\nc_total{s="b"} 1\n')
-    after = metrics.parse('c_total{s="a"} 25\nc_total{s="b"} 1\n')
-    assert metrics.delta(before, after, "c_total") == 15
-    assert metrics.delta(before, after, "c_total", {"s": "b"}) == 0
-    assert metrics.delta(after, before, "c_total") == -15  # a restart shows as negative
+    before = judge.parse('c_total{s="a"} 10\nc_total{s="b"} 1\n')
+    after = judge.parse('c_total{s="a"} 25\nc_total{s="b"} 1\n')
+    assert judge.delta(before, after, "c_total") == 15
+    assert judge.delta(before, after, "c_total", {"s": "b"}) == 0
+    assert judge.delta(after, before, "c_total") == -15  # a restart shows as negative
 
 
 def test_the_engine_double_exports_what_verify_reads() -> None:
     """The double's page parses, and carries the table's evidence metric and NIXL's metrics."""
     from tests.doubles.vllm_engine import KvRegistry, VllmEngineDouble
 
-    scrape = metrics.parse(VllmEngineDouble("d", KvRegistry()).metrics())
+    scrape = judge.parse(VllmEngineDouble("d", KvRegistry()).metrics())
     table = connectors.load()
     evidence = table.transfer_evidence
-    assert scrape.label_values(evidence["metric"], metrics.SOURCE_LABEL) == {
+    assert scrape.label_values(evidence["metric"], judge.SOURCE_LABEL) == {
         evidence["labels"]["source"],
-        metrics.LOCAL_COMPUTE,
-        metrics.LOCAL_CACHE_HIT,
+        judge.LOCAL_COMPUTE,
+        judge.LOCAL_CACHE_HIT,
     }
     nixl = table.connectors["NixlConnector"].metrics
     for name in (*nixl["transfer"], *nixl["failures"]):
@@ -255,10 +256,10 @@ def test_usage_errors_are_exit_2(args: list[str], message: str) -> None:
 def test_connector_detected_from_the_tables_metrics() -> None:
     table = connectors.load()
     nixl = table.connectors["NixlConnector"]
-    page = metrics.parse(f"{nixl.metrics['transfer'][0]}_count 0\n")
+    page = judge.parse(f"{nixl.metrics['transfer'][0]}_count 0\n")
     assert resolve_connector(None, [page]).name == "NixlConnector"
     assert resolve_connector(None, [page]).source == "detected"
-    assert resolve_connector(None, [metrics.parse("x 1\n")]).name is None
+    assert resolve_connector(None, [judge.parse("x 1\n")]).name is None
     named = resolve_connector("MooncakeConnector", [])
     assert (named.name, named.source) == ("MooncakeConnector", "option")
     assert named.transfer == tuple(table.connectors["MooncakeConnector"].metrics["transfer"])
@@ -267,9 +268,10 @@ def test_connector_detected_from_the_tables_metrics() -> None:
 # ---- the KV verdict's arithmetic -------------------------------------------------------------
 
 
-def _decode(sources: Mapping[str, float], transfers: float = 1.0) -> _Moves:
-    return _Moves(
-        Endpoint("decode-0", "decode", "http://d"),
+def _decode(sources: Mapping[str, float], transfers: float = 1.0) -> Moves:
+    return Moves(
+        "decode-0",
+        "decode",
         prompt=sum(sources.values()),
         generation=16,
         sources=dict(sources),
@@ -281,10 +283,12 @@ def _decode(sources: Mapping[str, float], transfers: float = 1.0) -> _Moves:
 NIXL = Connector(
     "NixlConnector",
     "detected",
-    ("vllm:nixl_xfer_time_seconds",),
-    ("vllm:nixl_num_failed_transfers",),
+    transfer=("vllm:nixl_xfer_time_seconds",),
+    failures=("vllm:nixl_num_failed_transfers",),
 )
-EVIDENCE = ("vllm:prompt_tokens_by_source_total", "external_kv_transfer", "decode")
+EVIDENCE = Evidence(
+    "vllm:prompt_tokens_by_source_total", "source", "external_kv_transfer", "decode"
+)
 
 
 @pytest.mark.parametrize(
@@ -299,14 +303,14 @@ EVIDENCE = ("vllm:prompt_tokens_by_source_total", "external_kv_transfer", "decod
 )
 def test_kv_verdict_boundaries(external: int, local: int, cached: int, status: Status) -> None:
     sources = {"external_kv_transfer": external, "local_compute": local, "local_cache_hit": cached}
-    check = _kv_verdict([_decode(sources)], 1000, *EVIDENCE, NIXL)
-    assert check.status is status, check.summary
+    check = kv_transfer([_decode(sources)], 1000, EVIDENCE, NIXL)
+    assert check.status == status.value, check.summary
 
 
 def test_kv_verdict_needs_the_connector_counters_to_move() -> None:
     sources = {"external_kv_transfer": 1000.0, "local_compute": 0.0, "local_cache_hit": 0.0}
-    check = _kv_verdict([_decode(sources, transfers=0)], 1000, *EVIDENCE, NIXL)
-    assert check.status is Status.failed
+    check = kv_transfer([_decode(sources, transfers=0)], 1000, EVIDENCE, NIXL)
+    assert check.status == Status.failed.value
     assert "NixlConnector's transfer counters did not move" in check.summary
 
 

@@ -308,10 +308,10 @@ def alone_phase(plan: dict[str, Any], processes: Processes, timeout: float) -> d
 
 
 def _metrics(url: str) -> Any:
-    from pdctl.verify import metrics
+    from pdctl.verify import judge
 
     with urllib.request.urlopen(f"{url}/metrics", timeout=10) as response:
-        return metrics.parse(response.read().decode())
+        return judge.parse(response.read().decode())
 
 
 def kv_moved(before: Any, after: Any) -> dict[str, float]:

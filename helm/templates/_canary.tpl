@@ -58,9 +58,10 @@ minimumFraction, as pdctl/models/links.py computes it for `pdctl verify`. */}}
 {{- .Values.canary.routerUrl | default (printf "http://%s:%v" (include "pd-stack.routerServiceName" .) .Values.routerSpec.servicePort) -}}
 {{- end -}}
 
-{{/* The canary's configuration (config.json beside the script). The connector's metrics are the
-union over the pools' connectors (the table's metrics.transfer and metrics.failures; bandwidth:
-the first [bytes, seconds] pair); the evidence is the table's transferEvidence. */}}
+{{/* The canary's configuration (config.json beside the script). The connector's name and metrics
+are the union over the pools' connectors (names joined by ", "; the table's metrics.transfer and
+metrics.failures; bandwidth: the first [bytes, seconds] pair); the evidence is the table's
+transferEvidence. */}}
 {{- define "pd-stack.canaryConfig" -}}
 {{- include "pd-stack.connectorTable" . -}}
 {{- $canary := .Values.canary -}}
@@ -70,11 +71,14 @@ the first [bytes, seconds] pair); the evidence is the table's transferEvidence. 
 {{- $transfer := list -}}
 {{- $failures := list -}}
 {{- $bandwidth := list -}}
+{{- $names := list -}}
 {{- range $spec := include "pd-stack.canaryPools" . | fromJsonArray -}}
 {{- $ctx := dict "root" $ "spec" $spec -}}
 {{- $selector := include "pd-stack.selectorArgs" (dict "selector" (include "pd-stack.poolSelector" $ctx)) -}}
 {{- $pools = append $pools (dict "name" $spec.name "role" (include "pd-stack.poolRole" $ctx) "selector" $selector) -}}
-{{- $metrics := (include "pd-stack.poolConnector" $ctx | fromJson).metrics | default dict -}}
+{{- $connector := include "pd-stack.poolConnector" $ctx | fromJson -}}
+{{- if $connector.name -}}{{- $names = append $names $connector.name -}}{{- end -}}
+{{- $metrics := $connector.metrics | default dict -}}
 {{- $transfer = concat $transfer ($metrics.transfer | default list) -}}
 {{- $failures = concat $failures ($metrics.failures | default list) -}}
 {{- if and (not $bandwidth) (eq (len ($metrics.bandwidth | default list)) 2) -}}{{- $bandwidth = $metrics.bandwidth -}}{{- end -}}
@@ -92,7 +96,7 @@ the first [bytes, seconds] pair); the evidence is the table's transferEvidence. 
   "settleSeconds" (int $canary.settleSeconds)
   "minKvGbps" (hasKey $canary "minKvGbps" | ternary $canary.minKvGbps (include "pd-stack.linkFloor" . | float64))
   "evidence" (dict "metric" $evidence.metric "label" $label "value" (get $evidence.labels $label) "role" $evidence.poolRole)
-  "connector" (dict "transfer" (uniq $transfer) "failures" (uniq $failures) "bandwidth" $bandwidth)
+  "connector" (dict "name" (uniq $names | join ", ") "transfer" (uniq $transfer) "failures" (uniq $failures) "bandwidth" $bandwidth)
 -}}
 {{- toPrettyJson $config -}}
 {{- end -}}

@@ -1,5 +1,5 @@
 """What each role's engines counted during a step, from their /metrics read before and after
-it (pdctl.verify.metrics): prompt tokens in all and by source (the connector table's
+it (pdctl.verify.judge): prompt tokens in all and by source (the connector table's
 transferEvidence metric: computed locally, hit in the local prefix cache, or loaded from another
 engine's KV), generation tokens, and the KV moved with the time it took and its bandwidth (the
 connector table's `metrics.bandwidth` byte and seconds histograms, as verify's pd-kv-bandwidth),
@@ -13,28 +13,35 @@ from collections.abc import Sequence
 from typing import Any
 
 from pdctl import connectors
-from pdctl.verify import metrics
-from pdctl.verify.proof import Connector
+from pdctl.verify import judge
+from pdctl.verify.judge import Connector
 from pdctl.verify.report import Endpoint
 
-Pages = dict[str, metrics.Scrape]  # engine name -> its /metrics page
+Pages = dict[str, judge.Scrape]  # engine name -> its /metrics page
+# vLLM's per-request phase histograms (seconds; v1 engine, docs/design/metrics.md): waiting in
+# the queue, the prefill phase (scheduled to first token) and the decode phase.
+PHASE_SECONDS = {
+    "queue": "vllm:request_queue_time_seconds",
+    "prefill": "vllm:request_prefill_time_seconds",
+    "decode": "vllm:request_decode_time_seconds",
+}
 
 
 def _histogram_moved(
-    before: metrics.Scrape, after: metrics.Scrape, name: str, model: str
+    before: judge.Scrape, after: judge.Scrape, name: str, model: str
 ) -> tuple[float, float]:
     """(sum, count) a histogram gained between two scrapes; (0, 0) when it is not there."""
     family = after.family(name)
     if family is None or family.sum is None:
         return 0.0, 0.0
-    labels = metrics.model_labels(after, family.count, model)
+    labels = judge.model_labels(after, family.count, model)
     now, then = family.read(after, labels), family.read(before, labels)
     return now.get("sum", 0.0) - then.get("sum", 0.0), now["count"] - then["count"]
 
 
-def _phases(role: dict[str, Any], then: metrics.Scrape, now: metrics.Scrape, model: str) -> None:
+def _phases(role: dict[str, Any], then: judge.Scrape, now: judge.Scrape, model: str) -> None:
     """Add the engine's phase seconds and counts to the role's running sums."""
-    for phase, name in metrics.PHASE_SECONDS.items():
+    for phase, name in PHASE_SECONDS.items():
         seconds, count = _histogram_moved(then, now, name, model)
         if count > 0:
             sums = role.setdefault("_phases", {}).setdefault(phase, [0.0, 0.0])
@@ -62,18 +69,18 @@ def by_role(
         )
         role["engines"] += 1
         for key, name in (
-            ("prompt_tokens", metrics.PROMPT_TOKENS),
-            ("generation_tokens", metrics.GENERATION_TOKENS),
+            ("prompt_tokens", judge.PROMPT_TOKENS),
+            ("generation_tokens", judge.GENERATION_TOKENS),
         ):
-            role[key] += metrics.delta(then, now, name, metrics.model_labels(now, name, model))
+            role[key] += judge.delta(then, now, name, judge.model_labels(now, name, model))
         if now.has(evidence):
             sources = role.setdefault("prompt_tokens_by_source", {})
-            for source in sorted(now.label_values(evidence, metrics.SOURCE_LABEL)):
+            for source in sorted(now.label_values(evidence, judge.SOURCE_LABEL)):
                 selection = {
-                    **metrics.model_labels(now, evidence, model),
-                    metrics.SOURCE_LABEL: source,
+                    **judge.model_labels(now, evidence, model),
+                    judge.SOURCE_LABEL: source,
                 }
-                moved = metrics.delta(then, now, evidence, selection)
+                moved = judge.delta(then, now, evidence, selection)
                 sources[source] = sources.get(source, 0.0) + moved
         if len(connector.bandwidth) == 2:
             size, seconds = connector.bandwidth

@@ -9,12 +9,19 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from pdctl.verify import metrics
+from pdctl.verify import judge
 from pdctl.verify.client import Http
 from pdctl.verify.proof import scrape_all
 from pdctl.verify.report import Endpoint
 
 INTERVAL_S = 1.0
+# vLLM's gauges of what an engine holds now (v1 engine): requests queued and running, and the
+# share of its KV cache blocks in use (0 to 1).
+GAUGES = {
+    "waiting": "vllm:num_requests_waiting",
+    "running": "vllm:num_requests_running",
+    "kv_cache_usage": "vllm:kv_cache_usage_perc",
+}
 
 
 class Sampler:
@@ -55,16 +62,16 @@ class Sampler:
                 if self._stop.wait(self._interval):
                     return
 
-    def add(self, pages: dict[str, metrics.Scrape]) -> None:
+    def add(self, pages: dict[str, judge.Scrape]) -> None:
         """One sample of every engine's page (engine name -> its scrape)."""
         by_role: dict[str, dict[str, list[float]]] = {}
         for engine in self._engines:
             page = pages.get(engine.name)
             if page is None:
                 continue
-            for gauge, name in metrics.GAUGES.items():
+            for gauge, name in GAUGES.items():
                 if page.has(name):
-                    value = page.total(name, metrics.model_labels(page, name, self._model))
+                    value = page.total(name, judge.model_labels(page, name, self._model))
                     by_role.setdefault(engine.role, {}).setdefault(gauge, []).append(value)
         for role, gauges in by_role.items():
             kept = self.samples.setdefault(role, {})

@@ -34,7 +34,8 @@ from typing import Any
 from pdctl.naming import ROLES
 from pdctl.verify import timing, ttft
 from pdctl.verify.client import Http, authorize, curl, parallel
-from pdctl.verify.proof import Connector, pd_proof, resolve_connector
+from pdctl.verify.judge import Connector
+from pdctl.verify.proof import pd_proof, resolve_connector
 from pdctl.verify.report import (
     AGGREGATED,
     ORDER,

@@ -1,0 +1,591 @@
+"""The PD proof's judging core, one for `pdctl verify` (pdctl/verify/proof.py) and the chart's
+canary (helm/files/canary/pd_canary.py, generated from this module and scripts/canary_driver.py
+by scripts/build_canary.py): /metrics pages parsed into samples, how each engine's counters moved
+between a read before the probe and one after, and the verdicts pd-prefill, pd-decode,
+pd-kv-transfer and pd-kv-bandwidth from those moves. Standard library only, so that the canary
+runs it with an engine image's Python.
+
+Prometheus text exposition (prometheus.io/docs/instrumenting/exposition_formats): one sample a
+line, `name{label="value",...} value [timestamp]`; `# HELP` and `# TYPE` lines and other
+comments; label values escape `\\`, `\"` and `\n`; values are floats, `+Inf`, `-Inf` or `NaN`;
+timestamps are dropped. prometheus_client (which vLLM uses) writes a counter `x` as the sample
+`x_total` (plus `x_created`), a histogram `h` as `h_bucket`, `h_count`, `h_sum` (plus
+`h_created`). A count that is +Inf, NaN or negative is refused: differences of it prove nothing.
+
+The names of vLLM's own engine counters live here (they are vLLM's, whatever the connector); the
+metrics that show a connector's transfers come from the connector table (pdctl.connectors,
+helm/files/connectors.yaml).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+# vLLM engine metrics (vllm/v1/metrics/loggers.py), label model_name (and engine per DP rank).
+PROMPT_TOKENS = "vllm:prompt_tokens_total"
+GENERATION_TOKENS = "vllm:generation_tokens_total"
+# Where prompt tokens came from (vLLM PR #33290, PromptTokenStats): the values of the `source`
+# label of the connector table's transferEvidence metric, besides the one the table names.
+SOURCE_LABEL = "source"
+LOCAL_COMPUTE = "local_compute"
+LOCAL_CACHE_HIT = "local_cache_hit"
+MODEL_LABEL = "model_name"
+LOCAL_COMPUTE_ALLOWANCE = 1  # prompt tokens a decode may compute per transferred request
+PROOF = ("pd-prefill", "pd-decode", "pd-kv-transfer")
+# Verdict statuses (pdctl.verify.report.Status has the same values).
+PASS, FAIL, WARN, SKIP = "pass", "fail", "warn", "skip"
+
+# The samples that count (a counter's, a histogram's or a summary's): finite, and not negative but
+# for a sum.
+_COUNTS = ("_total", "_count", "_bucket")
+_SUMS = ("_sum",)
+_FAMILY_SUFFIXES = ("_total", "_created", "_count", "_sum", "_bucket")
+_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+_VALUE = re.compile(
+    r"[+-]?(?:inf|infinity|nan|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?)", re.I
+)
+_TIMESTAMP = re.compile(r"-?[0-9]+")
+_ESCAPES = {"\\": "\\", '"': '"', "n": "\n"}
+
+
+class ExpositionError(ValueError):
+    """Text that is not Prometheus exposition, or a count that is not one."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    name: str
+    labels: dict[str, str]
+    value: float
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        return all(self.labels.get(key) == value for key, value in labels.items())
+
+
+@dataclass
+class Scrape:
+    """One /metrics page: its samples, and the declared type of each family (# TYPE)."""
+
+    samples: list[Sample] = field(default_factory=list)
+    types: dict[str, str] = field(default_factory=dict)
+
+    def names(self) -> set[str]:
+        return {sample.name for sample in self.samples}
+
+    def has(self, name: str) -> bool:
+        return any(sample.name == name for sample in self.samples)
+
+    def total(self, name: str, labels: dict[str, str] | None = None) -> float:
+        """The sum of every sample called `name` whose labels include `labels` (0 if none)."""
+        wanted = labels or {}
+        return sum(s.value for s in self.samples if s.name == name and s.matches(wanted))
+
+    def label_values(self, name: str, label: str) -> set[str]:
+        return {s.labels[label] for s in self.samples if s.name == name and label in s.labels}
+
+    def family(self, name: str) -> Family | None:
+        """The samples that carry a metric as a counter (`name`, `name_total`) or a histogram
+        (`name_count`, `name_sum`), whichever way the page writes it; None when absent."""
+        base = name[: -len("_total")] if name.endswith("_total") else name
+        kind = self.types.get(base) or self.types.get(name)
+        histogram = kind in ("histogram", "summary") or (kind is None and self.has(f"{base}_count"))
+        if histogram:
+            total = f"{base}_sum" if self.has(f"{base}_sum") else None
+            return Family(name, kind or "histogram", f"{base}_count", total)
+        for candidate in (name, f"{base}_total", base):
+            if self.has(candidate):
+                return Family(name, kind or "counter", candidate, None)
+        return None
+
+    def kind(self, name: str) -> str | None:
+        """The declared type of the family a sample belongs to (None when undeclared)."""
+        if name in self.types:
+            return self.types[name]
+        for suffix in _FAMILY_SUFFIXES:
+            if name.endswith(suffix) and name[: -len(suffix)] in self.types:
+                return self.types[name[: -len(suffix)]]
+        return None
+
+
+@dataclass(frozen=True)
+class Family:
+    """Where a metric's values are on a page: `count` is the counter's value or a histogram's
+    number of observations; `sum` the histogram's total (None for a counter)."""
+
+    name: str
+    kind: str
+    count: str
+    sum: str | None
+
+    def read(self, scrape: Scrape, labels: dict[str, str] | None = None) -> dict[str, float]:
+        values = {"count": scrape.total(self.count, labels)}
+        if self.sum:
+            values["sum"] = scrape.total(self.sum, labels)
+        return values
+
+
+def parse(text: str) -> Scrape:
+    """A /metrics page's samples and declared types. Raises ExpositionError, naming the line, on
+    text that is not Prometheus exposition and on a count that is +Inf, NaN or negative."""
+    scrape = Scrape()
+    numbered: list[tuple[int, Sample]] = []
+    for number, line in enumerate(text.split("\n"), 1):
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            words = stripped.split(None, 3)
+            if len(words) == 4 and words[1] == "TYPE" and words[3] not in ("untyped", "unknown"):
+                scrape.types.setdefault(words[2], words[3])
+        elif stripped:
+            try:
+                numbered.append((number, _sample(stripped)))
+            except ExpositionError as error:
+                shown = repr(stripped[:120])
+                raise ExpositionError(
+                    f"not Prometheus text: line {number}: {error}: {shown}"
+                ) from None
+    for number, sample in numbered:
+        _check_count(number, sample, scrape.kind(sample.name))
+        scrape.samples.append(sample)
+    return scrape
+
+
+def _sample(line: str) -> Sample:
+    """One sample line: a name, labels in braces, a value and an optional timestamp."""
+    name = _NAME.match(line)
+    if name is None:
+        raise ExpositionError("no metric name")
+    labels: dict[str, str] = {}
+    rest = line[name.end() :]
+    if rest.lstrip().startswith("{"):
+        rest = _labels(rest.lstrip()[1:], labels)
+    elif rest and not rest[0].isspace():
+        raise ExpositionError(f"{line.split()[0][:40]!r} is not a metric name")
+    words = rest.split()
+    if not words or len(words) > 2:
+        raise ExpositionError("not `name{labels} value [timestamp]`")
+    if not _VALUE.fullmatch(words[0]):
+        raise ExpositionError(f"{words[0][:40]!r} is not a number")
+    if len(words) == 2 and not _TIMESTAMP.fullmatch(words[1]):
+        raise ExpositionError(f"{words[1][:40]!r} is not a timestamp")
+    return Sample(name.group(), labels, float(words[0]))
+
+
+def _labels(text: str, labels: dict[str, str]) -> str:
+    """Read `name="value",...}` from the start of `text` into `labels`; the text after `}`."""
+    position = 0
+    while True:
+        position = _blank(text, position)
+        if text.startswith("}", position):
+            return text[position + 1 :]
+        label = _LABEL_NAME.match(text, position)
+        if label is None:
+            raise ExpositionError("a label without a name")
+        position = _blank(text, label.end())
+        if not text.startswith("=", position):
+            raise ExpositionError(f"label {label.group()} without =")
+        position = _blank(text, position + 1)
+        if not text.startswith('"', position):
+            raise ExpositionError(f"label {label.group()}: its value is not quoted")
+        labels[label.group()], position = _label_value(text, position + 1)
+        position = _blank(text, position)
+        if text.startswith(",", position):
+            position += 1
+        elif not text.startswith("}", position):
+            raise ExpositionError(f"no , or }} after label {label.group()}")
+
+
+def _blank(text: str, position: int) -> int:
+    """The position of the first character at or after `position` that is not a blank."""
+    while position < len(text) and text[position] in " \t":
+        position += 1
+    return position
+
+
+def _label_value(text: str, position: int) -> tuple[str, int]:
+    """The label value from `position` (after its opening quote) to its closing quote, escapes
+    undone (\\\\, \\" and \\n; any other backslash stays, as prometheus_client keeps it); the
+    position after the closing quote."""
+    out: list[str] = []
+    while position < len(text):
+        char = text[position]
+        if char == '"':
+            return "".join(out), position + 1
+        if char == "\\" and position + 1 < len(text):
+            escaped = text[position + 1]
+            out.append(_ESCAPES.get(escaped, "\\" + escaped))
+            position += 2
+            continue
+        out.append(char)
+        position += 1
+    raise ExpositionError("a label value without its closing quote")
+
+
+def _check_count(number: int, sample: Sample, kind: str | None) -> None:
+    """Refuse a count that is not one (+Inf, NaN, negative): its differences would be no
+    evidence of anything."""
+    name, value = sample.name, sample.value
+    counts = name.endswith(_COUNTS) or (kind == "counter" and not name.endswith("_created"))
+    if not (counts or name.endswith(_SUMS)):
+        return
+    labels = ",".join(f'{k}="{_escape(v)}"' for k, v in sample.labels.items())
+    shown = f"{name}{{{labels}}}" if labels else name
+    if not math.isfinite(value):
+        written = "NaN" if math.isnan(value) else f"{value:+}".replace("inf", "Inf")
+        raise ExpositionError(f"line {number}: {shown} is {written}: not a count, so no evidence")
+    if counts and value < 0:
+        raise ExpositionError(f"line {number}: {shown} is {value:g}: a count is never negative")
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def delta(before: Scrape, after: Scrape, name: str, labels: dict[str, str] | None = None) -> float:
+    """How much a counter sample moved between two scrapes of one engine. A negative difference
+    (the engine restarted in between) is returned as is; the verdicts count it as such."""
+    moved = after.total(name, labels) - before.total(name, labels)
+    return 0.0 if math.isnan(moved) else moved
+
+
+def model_labels(scrape: Scrape, name: str, model: str) -> dict[str, str]:
+    """Select the model's samples when the engine labels them with it (vLLM: model_name)."""
+    if model in scrape.label_values(name, MODEL_LABEL):
+        return {MODEL_LABEL: model}
+    return {}
+
+
+# ---- the verdicts --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Connector:
+    """The connector whose metrics the proof reads (the connector table's `metrics`), how it was
+    found ("option", "detected"; None when not known) and, when not known, the table's
+    connectors whose transfer metrics the engines export."""
+
+    name: str | None
+    source: str | None = None
+    transfer: tuple[str, ...] = ()
+    bandwidth: tuple[str, ...] = ()  # [bytes, seconds] histograms (the table's metrics.bandwidth)
+    failures: tuple[str, ...] = ()
+    candidates: tuple[str, ...] = ()
+
+    @property
+    def called(self) -> str:
+        """Its name in a message ("the connector" when not known)."""
+        return self.name or "the connector"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The connector table's transferEvidence: a counter, the label and its value selecting the
+    tokens that arrived from another engine, and the pool role whose engines show it."""
+
+    metric: str
+    label: str
+    external: str
+    role: str
+
+
+@dataclass
+class Moves:
+    """How one engine's counters moved during the probe."""
+
+    engine: str
+    role: str
+    prompt: float
+    generation: float
+    sources: dict[str, float] | None  # by the evidence label; None when not exported
+    connector: dict[str, dict[str, float]]  # metric -> {"count": d[, "sum": d]}, exported only
+    failures: dict[str, float]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "role": self.role,
+            "prompt_tokens": self.prompt,
+            "generation_tokens": self.generation,
+            "prompt_tokens_by_source": self.sources,
+            "connector_metrics": self.connector,
+            "connector_failures": self.failures,
+        }
+
+
+@dataclass
+class Verdict:
+    """One check's verdict: an id of PROOF or pd-kv-bandwidth, a status (PASS, FAIL, WARN, SKIP),
+    a line for people, the facts it rests on and more lines for people."""
+
+    id: str
+    status: str
+    summary: str
+    facts: dict[str, Any] = field(default_factory=dict)
+    details: list[str] = field(default_factory=list)
+
+
+def moves(
+    engine: str,
+    role: str,
+    before: Scrape,
+    after: Scrape,
+    model: str,
+    evidence: Evidence,
+    connector: Connector,
+) -> Moves:
+    """How the engine's counters of the model moved from `before` to `after`."""
+
+    def moved(name: str) -> float:
+        return delta(before, after, name, model_labels(after, name, model))
+
+    sources: dict[str, float] | None = None
+    if after.has(evidence.metric):
+        labels = model_labels(after, evidence.metric, model)
+        sources = {}
+        for source in sorted(after.label_values(evidence.metric, evidence.label)):
+            selection = {**labels, evidence.label: source}
+            sources[source] = delta(before, after, evidence.metric, selection)
+    transfer: dict[str, dict[str, float]] = {}
+    for name in connector.transfer:
+        family = after.family(name)
+        if family is not None:
+            labels = model_labels(after, family.count, model)
+            now, then = family.read(after, labels), family.read(before, labels)
+            transfer[name] = {k: now[k] - then.get(k, 0.0) for k in now}
+    failures: dict[str, float] = {}
+    for name in connector.failures:
+        family = after.family(name)
+        if family is not None:
+            labels = model_labels(after, family.count, model)
+            failures[name] = (
+                family.read(after, labels)["count"] - family.read(before, labels)["count"]
+            )
+    return Moves(
+        engine,
+        role,
+        moved(PROMPT_TOKENS),
+        moved(GENERATION_TOKENS),
+        sources,
+        transfer,
+        failures,
+    )
+
+
+def _signed(value: float) -> str:
+    """A counter's change with its sign: "+598", "+0.25", "+inf"."""
+    if not math.isfinite(value):
+        return f"{value:+}"
+    return f"{value:+.0f}" if value == int(value) else f"{value:+.2f}"
+
+
+def _count(value: float) -> str:
+    """A counter's change as a count ("counted 598 of the 600", not "+598")."""
+    return _signed(value).lstrip("+")
+
+
+def proof(
+    moves: list[Moves], prompt_len: int, output_len: int, evidence: Evidence, connector: Connector
+) -> list[Verdict]:
+    """pd-prefill, pd-decode and pd-kv-transfer for a probe of `prompt_len` prompt tokens and
+    `output_len` output tokens (its answer's usage)."""
+    prefill = _counted(
+        moves,
+        ("pd-prefill", "prefill", PROMPT_TOKENS),
+        lambda m: m.prompt,
+        prompt_len,
+        "prompt tokens",
+    )
+    if prefill.status == FAIL:
+        prefill.summary += ": the router did not send the request through prefill"
+    decode = _counted(
+        moves,
+        ("pd-decode", "decode", GENERATION_TOKENS),
+        lambda m: m.generation,
+        output_len,
+        "output tokens",
+    )
+    if decode.status == FAIL:
+        decode.summary += ": the output was not generated by the decode pool"
+    return [prefill, decode, kv_transfer(moves, prompt_len, evidence, connector)]
+
+
+def proven(verdicts: list[Verdict]) -> bool:
+    """Whether every check of PROOF passed (the counters settled; no need to read them again)."""
+    return all(v.status == PASS for v in verdicts if v.id in PROOF)
+
+
+def _counted(
+    moves: list[Moves],
+    check: tuple[str, str, str],
+    pick: Callable[[Moves], float],
+    expected: int,
+    what: str,
+) -> Verdict:
+    """That the engines of a role counted at least `expected` tokens in a metric (`check`: the
+    check's id, the role, the metric; `pick` reads the change from an engine's moves)."""
+    check_id, role, metric = check
+    counted = sum(pick(m) for m in moves if m.role == role)
+    line = f"{metric} on {role}: " + ", ".join(
+        f"{m.engine} {_signed(pick(m))}" for m in moves if m.role == role
+    )
+    facts = {"role": role, "metric": metric, "counted": counted, "expected": expected}
+    if expected > 0 and counted >= expected:
+        summary = f"{role} counted the {expected} {what} ({metric} {_signed(counted)})"
+        return Verdict(check_id, PASS, summary, facts, [line])
+    summary = f"{role} counted {_count(counted)} of the {expected} {what} ({metric})"
+    return Verdict(check_id, FAIL, summary, facts, [line])
+
+
+def kv_transfer(
+    moves: list[Moves], prompt_len: int, evidence: Evidence, connector: Connector
+) -> Verdict:
+    """pd-kv-transfer: the evidence role loaded the prompt from another engine's KV (by the
+    transferEvidence counter, or the connector's transfer metrics where that is not exported),
+    and no transfer failed. Its facts' `recomputed` says the by-source counter showed the prompt
+    computed instead of loaded."""
+    facts: dict[str, Any] = {
+        "evidence_role": evidence.role,
+        "metric": evidence.metric,
+        "prompt_tokens": prompt_len,
+        "allowed_local_compute": LOCAL_COMPUTE_ALLOWANCE,
+        "connector": connector.name,
+        "recomputed": False,
+    }
+    details, problems, moved_by = _connector_moves(moves, connector, facts)
+    with_sources = [m for m in moves if m.role == evidence.role and m.sources is not None]
+    if with_sources:
+        totals: dict[str, float] = {}
+        for m in with_sources:
+            for source, tokens in (m.sources or {}).items():
+                totals[source] = totals.get(source, 0.0) + tokens
+        external = totals.get(evidence.external, 0.0)
+        local = totals.get(LOCAL_COMPUTE, 0.0)
+        cached = totals.get(LOCAL_CACHE_HIT, 0.0)
+        facts.update(by_source=totals, external=external, local_compute=local)
+        facts.update(local_cache_hit=cached, proof="prompt_tokens_by_source")
+        for m in with_sources:
+            parts = ", ".join(f"{s} {_signed(v)}" for s, v in (m.sources or {}).items())
+            details.insert(0, f"{evidence.metric} on {evidence.role} {m.engine}: {parts}")
+        loaded = external > 0 and local <= LOCAL_COMPUTE_ALLOWANCE
+        loaded = loaded and external + LOCAL_COMPUTE_ALLOWANCE + cached >= prompt_len
+        if not loaded:
+            facts["recomputed"] = True
+            problems.insert(
+                0,
+                f"{evidence.role} computed {_count(local)} of the {prompt_len} prompt "
+                f"tokens itself and loaded {_count(external)} from another engine "
+                f"({evidence.external}): the KV did not reach {evidence.role} through the "
+                "connector, it was recomputed",
+            )
+        summary = (
+            f"{evidence.role} loaded {external:.0f} of the {prompt_len} prompt tokens from "
+            f"prefill's KV ({evidence.external}), computed {local:.0f} itself"
+            + (f", {cached:.0f} from its prefix cache" if cached else "")
+        )
+    elif moved_by:
+        facts["proof"] = "connector metrics only"
+        details.insert(
+            0,
+            f"{evidence.role} does not export {evidence.metric} (vLLM before PR #33290): "
+            "a transfer is shown, recomputation is not ruled out",
+        )
+        shown = "; ".join(f"{name}: {', '.join(where)}" for name, where in moved_by.items())
+        summary = f"{connector.called} transferred KV ({shown})"
+    else:
+        facts["proof"] = None
+        problems.insert(
+            0,
+            f"no evidence of a KV transfer: {evidence.role} exports no {evidence.metric} and no "
+            "connector transfer metric moved",
+        )
+        summary = ""
+    if problems:
+        return Verdict("pd-kv-transfer", FAIL, "; ".join(problems), facts, details)
+    return Verdict("pd-kv-transfer", PASS, summary, facts, details)
+
+
+def _connector_moves(
+    moves: list[Moves], connector: Connector, facts: dict[str, Any]
+) -> tuple[list[str], list[str], dict[str, list[str]]]:
+    """The connector's own counters, wherever they moved: lines for people, problems (transfer
+    counters exported that did not move, failures), and the engines each transfer metric moved
+    on; `facts` gets connector_transfer_moved and connector_failures."""
+    details: list[str] = []
+    problems: list[str] = []
+    exported = {name for m in moves for name in m.connector}
+    moved_by: dict[str, list[str]] = {}
+    for m in moves:
+        for name, change in m.connector.items():
+            if change.get("count", 0) > 0:
+                moved_by.setdefault(name, []).append(f"{m.engine} {_signed(change['count'])}")
+    failures = {
+        f"{name} on {m.engine}": change
+        for m in moves
+        for name, change in m.failures.items()
+        if change > 0
+    }
+    facts.update(connector_transfer_moved=dict(moved_by), connector_failures=failures)
+    if not connector.transfer and connector.name is None:
+        note = "connector not known (no --connector, and no connector table metrics detected"
+        note += f": candidates {', '.join(connector.candidates)})" if connector.candidates else ")"
+        details.append(note)
+    elif not connector.transfer:
+        details.append(f"the connector table lists no transfer metrics for {connector.name}")
+    elif not exported:
+        details.append(
+            f"the engines export none of {connector.called}'s metrics "
+            f"({', '.join(connector.transfer)})"
+        )
+    else:
+        for name in sorted(exported):
+            details.append(f"{name}: {', '.join(moved_by.get(name, [])) or '+0'}")
+        if not moved_by:
+            problems.append(
+                f"{connector.called}'s transfer counters did not move "
+                f"({', '.join(sorted(exported))} +0)"
+            )
+    if failures:
+        problems.append(
+            "transfer failures: " + ", ".join(f"{k} {_signed(v)}" for k, v in failures.items())
+        )
+    return details, problems, moved_by
+
+
+def kv_bandwidth(moves: list[Moves], connector: Connector, floor: float) -> Verdict:
+    """pd-kv-bandwidth: the KV bandwidth of the probe's transfer from the connector's byte and
+    time histograms (the table's `metrics.bandwidth`), per engine and overall; WARN below
+    `floor` GB/s, SKIP when nothing was timed."""
+    if len(connector.bandwidth) != 2:
+        why = f"the connector table lists no bandwidth metrics for {connector.called}"
+        return Verdict("pd-kv-bandwidth", SKIP, why)
+    size, seconds = connector.bandwidth
+    per_engine: dict[str, dict[str, float]] = {}
+    for m in moves:
+        moved, took = m.connector.get(size, {}), m.connector.get(seconds, {})
+        if moved.get("sum", 0) > 0 and took.get("sum", 0) > 0:
+            per_engine[m.engine] = {"bytes": moved["sum"], "seconds": took["sum"]}
+    if not per_engine:
+        return Verdict("pd-kv-bandwidth", SKIP, f"no engine's {size} moved")
+    total_bytes = sum(e["bytes"] for e in per_engine.values())
+    total_seconds = sum(e["seconds"] for e in per_engine.values())
+    gbps = total_bytes / total_seconds / 1e9
+    facts: dict[str, Any] = {
+        "gbps": round(gbps, 3),
+        "bytes": total_bytes,
+        "seconds": total_seconds,
+        "per_engine": {
+            name: {**e, "gbps": round(e["bytes"] / e["seconds"] / 1e9, 3)}
+            for name, e in per_engine.items()
+        },
+        "min_kv_gbps": floor,
+    }
+    details = [
+        f"{name}: {e['bytes'] / 1e6:.1f} MB in {e['seconds'] * 1000:.2f} ms"
+        for name, e in per_engine.items()
+    ]
+    summary = f"KV moved at {gbps:.2f} GB/s ({total_bytes / 1e6:.1f} MB)"
+    return Verdict("pd-kv-bandwidth", PASS if gbps >= floor else WARN, summary, facts, details)
