@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from pdctl import defaults
 from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import (
@@ -34,8 +35,8 @@ def preflight(
     files: FilesArg = None,
     values: ValuesOpt = None,
     set_values: SetOpt = None,
-    release: ReleaseOpt = "pd",
-    namespace: NamespaceOpt = "default",
+    release: ReleaseOpt = defaults.RELEASE,
+    namespace: NamespaceOpt = defaults.NAMESPACE,
     timeout: Annotated[
         str,
         typer.Option(
@@ -43,7 +44,7 @@ def preflight(
             help="How long the probes may run once started (90s, 5m); image pulls get 10 "
             "minutes on top.",
         ),
-    ] = "5m",
+    ] = f"{defaults.WAIT_S // 60}m",
     size_mb: Annotated[
         int,
         typer.Option("--size-mb", min=1, max=65536, help="Size of the KV-sized transfer, in MiB."),

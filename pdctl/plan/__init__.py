@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from pdctl import defaults
 from pdctl.errors import InputError, PdctlError
 from pdctl.hints import did_you_mean
 from pdctl.models import catalog
@@ -58,8 +59,8 @@ def make_plan(
     gpus: int,
     workload: Workload,
     *,
-    gpus_per_node: int = 8,
-    utilization: float = 0.9,
+    gpus_per_node: int = defaults.GPUS_PER_NODE,
+    utilization: float = defaults.GPU_MEMORY_UTILIZATION,
     kv_cache_dtype: str = "auto",
     max_model_len: int | None = None,
     hetero_tp: bool = True,

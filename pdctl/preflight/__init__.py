@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pdctl import pipeline
+from pdctl import defaults, pipeline
 from pdctl.cluster import connect
 from pdctl.errors import InputError
 from pdctl.preflight import jobs
@@ -44,13 +44,13 @@ __all__ = [
 class Options:
     values_files: tuple[str, ...]
     set_values: tuple[str, ...] = ()
-    release: str = "pd"
-    namespace: str = "default"
+    release: str = defaults.RELEASE
+    namespace: str = defaults.NAMESPACE
     chart: Path | None = None
     helm_path: str | None = None
     skip_validation: bool = False
     size_bytes: int = 256 << 20
-    timeout: int = 300  # seconds the probes may take once running
+    timeout: int = defaults.WAIT_S  # seconds the probes may take once running
     prefill_pool: str | None = None
     decode_pool: str | None = None
     gpu_type: str | None = None

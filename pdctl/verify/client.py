@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pdctl import defaults
+
 if TYPE_CHECKING:
     import httpx
 
@@ -177,7 +179,10 @@ class Http:
     """A small synchronous client (one connection pool for the whole verify run)."""
 
     def __init__(
-        self, timeout: float = 60.0, api_key: str | None = None, max_body: int = MAX_BODY
+        self,
+        timeout: float = defaults.VERIFY_TIMEOUT_S,
+        api_key: str | None = None,
+        max_body: int = MAX_BODY,
     ) -> None:
         import httpx
 
