@@ -77,8 +77,7 @@ def restated(path: Path, root: Path = ROOT) -> list[str]:
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
         for name, default in _defaults_of(node):
-            literal = isinstance(default, ast.Constant) and default.value is not None
-            if name in SHARED and isinstance(default, ast.Constant) and literal:
+            if name in SHARED and isinstance(default, ast.Constant) and default.value is not None:
                 where = path.relative_to(root)
                 found.append(f"{where}:{default.lineno} {name} = {default.value!r}")
     return found
