@@ -231,7 +231,8 @@ class PlanArgs:
         warning when the bench ran another model than `arch`."""
         if self.calibrate is None:
             return None, []
-        from pdctl.bench import calibrate, runs  # lazy: start-up
+        from pdctl.bench import runs  # lazy: start-up
+        from pdctl.plan import calibrate  # lazy: start-up
 
         path = self.calibrate
         data = runs.read(path).data

@@ -2,7 +2,8 @@
 
 `catalog` (GPUs and models), `model_config` (config.json to ModelArch, the hub), `sizing` (pure
 arithmetic: memory, KV, roofline, layout search, pods), `emit` (the values file, checked by the
-values pipeline). `resolve_model` and `make_plan` tie them together for the CLI.
+values pipeline), `calibrate` (the time estimates fitted to a `pdctl bench` run).
+`resolve_model` and `make_plan` tie them together for the CLI.
 """
 
 from __future__ import annotations
