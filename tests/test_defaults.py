@@ -14,7 +14,7 @@ import yaml
 from typer.core import TyperGroup
 
 from pdctl import defaults
-from pdctl.bench.workload import Workload as BenchWorkload
+from pdctl.bench.workload import BenchSettings
 from pdctl.cli.app import app
 from pdctl.plan.layout import Request
 from pdctl.plan.layout import Workload as PlanWorkload
@@ -117,10 +117,10 @@ def _fields(cls: type) -> dict[str, Any]:
     [
         (
             "bench",
-            BenchWorkload,
+            BenchSettings,
             ["input_len", "output_len", "max_in_flight", "prefix_share", "timeout"],
         ),
-        ("bench", BenchWorkload, ["slo_attainment", "seed", "connector", "model"]),
+        ("bench", BenchSettings, ["slo_attainment", "seed", "connector", "model"]),
         ("verify", Settings, ["requests", "max_tokens", "prompt_words", "timeout", "settle"]),
         ("plan", PlanWorkload, ["input_len", "output_len", "concurrency"]),
         ("init", PlanWorkload, ["input_len", "output_len", "concurrency"]),
@@ -141,7 +141,7 @@ def test_utilization_default_is_the_planners(command: str) -> None:
 
 
 def test_bench_steps_default_to_the_workloads() -> None:
-    options, fields = _options("bench"), _fields(BenchWorkload)
+    options, fields = _options("bench"), _fields(BenchSettings)
     assert (int(options["concurrency"]),) == fields["concurrency"]
     assert options["requests"] is None  # not given: the workload's count, unless --duration
     assert fields["requests"] == defaults.BENCH_REQUESTS

@@ -34,7 +34,7 @@ data picture practice piece land product doctor wall patient worker news test mo
 
 
 @dataclass(frozen=True)
-class Workload:
+class BenchSettings:
     """One bench run: every step sends `requests` requests (or sends for `duration` seconds) with
     `concurrency` in flight (closed loop) or arriving at `rate` per second (open loop, Poisson,
     at most `max_in_flight` at once), each a prompt of `input_len` words (the first

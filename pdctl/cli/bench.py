@@ -250,10 +250,10 @@ def bench(
     from pdctl.bench import dataset as datasets  # lazy: start-up
     from pdctl.bench import report as files  # lazy: start-up
     from pdctl.bench.run import run  # lazy: start-up
-    from pdctl.bench.workload import Workload, parse_concurrency, parse_rate  # lazy: start-up
+    from pdctl.bench.workload import BenchSettings, parse_concurrency, parse_rate  # lazy: start-up
     from pdctl.verify import apikey  # lazy: start-up
 
-    workload = Workload(
+    workload = BenchSettings(
         input_len=input_len,
         output_len=output_len,
         concurrency=parse_concurrency(concurrency),

@@ -21,7 +21,7 @@ from pdctl.preflight.orchestrate import Run, Runner
 from pdctl.preflight.verdict import (
     CHECKS,
     Assumption,
-    Finding,
+    ProbeFinding,
     Verdict,
     assumption,
     from_render,
@@ -31,7 +31,7 @@ from pdctl.preflight.verdict import (
 __all__ = [
     "Assumption",
     "DryRun",
-    "Finding",
+    "ProbeFinding",
     "Options",
     "Result",
     "Verdict",
@@ -61,7 +61,7 @@ class Options:
 
 @dataclass
 class Result:
-    plan: jobs.Plan
+    plan: jobs.ProbeJobs
     run: Run
     verdict: Verdict
     warnings: list[str] = field(default_factory=list)  # the values' own warnings
@@ -89,9 +89,9 @@ class Result:
 class DryRun:
     """What a preflight would create and judge, from the render alone (no cluster)."""
 
-    plan: jobs.Plan
+    plan: jobs.ProbeJobs
     assumed: Assumption
-    findings: list[Finding]  # what the render already shows
+    findings: list[ProbeFinding]  # what the render already shows
     warnings: list[str] = field(default_factory=list)  # the values' own warnings
 
     def as_dict(self) -> dict[str, Any]:
@@ -112,7 +112,7 @@ class DryRun:
         }
 
 
-def prepare(options: Options) -> tuple[jobs.Plan, list[str]]:
+def prepare(options: Options) -> tuple[jobs.ProbeJobs, list[str]]:
     """The values through the pipeline and the chart's render, then the plan of the probes
     (InputError when the values render no prefill/decode pair)."""
     prepared = pipeline.prepare(

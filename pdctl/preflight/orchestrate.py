@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pdctl.cluster import Cluster, Pod
-from pdctl.preflight.jobs import INITIATOR, PORT, TARGET, Plan
+from pdctl.preflight.jobs import INITIATOR, PORT, TARGET, ProbeJobs
 
 MARKER = "PDCTL-PREFLIGHT "  # the probe's report line (probe.MARKER)
 LOG_LINES = 40
@@ -74,7 +74,7 @@ class Runner:
     def __init__(
         self,
         cluster: Cluster,
-        plan: Plan,
+        plan: ProbeJobs,
         say: Callable[[str], None] = lambda _: None,
         poll: float = 2.0,
         sleep: Callable[[float], None] = time.sleep,
