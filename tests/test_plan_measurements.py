@@ -91,8 +91,8 @@ def test_entries_from_our_own_runs_cite_a_kept_record_holding_the_figure() -> No
     assert {e.use for e in own} == {"fit", "check"}
 
 
-# Issue 20's acceptance per model kind: estimated time within 10% of the measured (dense), 25%
-# (MoE), 35% (MLA).
+# The accuracy docs/sizing.md states per model kind: estimated time within 10% of the measured
+# (dense), 25% (MoE), 35% (MLA).
 TOLERANCE = {"dense": 0.10, "moe": 0.25, "mla": 0.35}
 
 
