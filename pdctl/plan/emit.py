@@ -24,7 +24,8 @@ from pdctl.values.loader import loads
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "values.yaml.j2"
 
-# The engine image: vLLM's official image, pinned. The chart's version checks read vX.Y.Z tags.
+# The engine image: vLLM's official image, pinned. The chart's version checks read its tag
+# (helm/files/vllm-image.yaml).
 ENGINE_REPOSITORY = "vllm/vllm-openai"
 ENGINE_VLLM_VERSION = "0.33.0"
 ENGINE_TAG = f"v{ENGINE_VLLM_VERSION}"
