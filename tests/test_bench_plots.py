@@ -293,10 +293,13 @@ def test_pareto_plot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_pareto_plot_points_and_the_plan_marked() -> None:
     from pdctl.plan import frontier_plot
     from pdctl.plan.frontier import Point
-    from pdctl.plan.layout import Pool
+    from pdctl.plan.layout import PlannedPool
 
-    def pd(prefill: tuple[int, int], decode: tuple[int, int]) -> tuple[Pool, ...]:
-        return (Pool("prefill", prefill[1], 1, prefill[0]), Pool("decode", decode[1], 1, decode[0]))
+    def pd(prefill: tuple[int, int], decode: tuple[int, int]) -> tuple[PlannedPool, ...]:
+        return (
+            PlannedPool("prefill", prefill[1], 1, prefill[0]),
+            PlannedPool("decode", decode[1], 1, decode[0]),
+        )
 
     finite = Point("pd", pd((1, 1), (1, 1)), 2, 900.0, 120.0, 9.0, (True,))
     unbounded = Point("pd", pd((1, 1), (2, 1)), 3, 1000.0, float("inf"), 8.0, (False,))

@@ -25,7 +25,7 @@ from pdctl.cli._options import (
 from pdctl.cli._output import OutputFormat
 
 if TYPE_CHECKING:
-    from pdctl.preflight import DryRun, Result
+    from pdctl.preflight import DryRun, PreflightResult
     from pdctl.preflight.jobs import ProbePool
     from pdctl.preflight.orchestrate import Side
 
@@ -140,7 +140,7 @@ def _show(found: Any, output: OutputFormat, text: Callable[[Any], None]) -> None
         text(found)
 
 
-def _print(result: Result) -> None:
+def _print(result: PreflightResult) -> None:
     plan, run, verdict = result.plan, result.run, result.verdict
     lines = [f"preflight {plan.run} in namespace {plan.namespace}, {plan.size_bytes >> 20} MiB:"]
     for side, pool in ((run.target, plan.target), (run.initiator, plan.initiator)):

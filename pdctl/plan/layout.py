@@ -181,7 +181,7 @@ class AggregatedEstimates:
 
 
 @dataclass(frozen=True)
-class Pool:
+class PlannedPool:
     """One pool of the chosen layout as the chart runs it: prefill, decode, or (aggregated) engine
     (each engine prefills and decodes); an engine spanning nodes is TP per node x PP nodes."""
 
@@ -206,7 +206,7 @@ class Choice:
 
     mode: str  # pd | aggregated
     asked: str  # --mode: auto | pd | aggregated
-    pools: tuple[Pool, ...]
+    pools: tuple[PlannedPool, ...]
     meets: tuple[bool, ...]  # --ttft, --itl, --rate (True where no such target is in force)
     why: tuple[str, ...]  # the comparison with the other mode, in words
     cost: str | None = None  # a forced --mode: what it costs against the mode auto would pick

@@ -17,7 +17,7 @@ from pdctl import defaults, pipeline
 from pdctl.cluster import connect
 from pdctl.errors import InputError
 from pdctl.preflight import jobs
-from pdctl.preflight.orchestrate import Run, Runner
+from pdctl.preflight.orchestrate import ProbeRun, Runner
 from pdctl.preflight.verdict import (
     CHECKS,
     Assumption,
@@ -60,9 +60,9 @@ class Options:
 
 
 @dataclass
-class Result:
+class PreflightResult:
     plan: jobs.ProbeJobs
-    run: Run
+    run: ProbeRun
     verdict: Verdict
     warnings: list[str] = field(default_factory=list)  # the values' own warnings
 
@@ -148,12 +148,12 @@ def prepare(options: Options) -> tuple[jobs.ProbeJobs, list[str]]:
     return plan, [line for finding in prepared.warnings for line in finding.lines()]
 
 
-def preflight(options: Options, say: Callable[[str], None] = lambda _: None) -> Result:
+def preflight(options: Options, say: Callable[[str], None] = lambda _: None) -> PreflightResult:
     plan, warnings = prepare(options)
     assumed = assumption(plan, options.gpu_type, options.network_gbps)
     cluster = connect()
     run = Runner(cluster, plan, say=say, poll=options.poll).run(keep=options.keep)
-    return Result(plan, run, judge(plan, run, assumed), warnings)
+    return PreflightResult(plan, run, judge(plan, run, assumed), warnings)
 
 
 def dry_run(options: Options) -> DryRun:

@@ -10,7 +10,7 @@ from typing import Any
 
 from pdctl.models import catalog, links
 from pdctl.preflight.jobs import INITIATOR, TARGET, ProbeJobs, ProbePool
-from pdctl.preflight.orchestrate import Run, Side
+from pdctl.preflight.orchestrate import ProbeRun, Side
 
 REFUSE, WARN = "refuse", "warn"
 # Every finding a verdict can give, in words (what `pdctl preflight --dry-run` lists).
@@ -110,7 +110,7 @@ def assumption(
     )
 
 
-def judge(plan: ProbeJobs, run: Run, assumed: Assumption) -> Verdict:
+def judge(plan: ProbeJobs, run: ProbeRun, assumed: Assumption) -> Verdict:
     findings: list[ProbeFinding] = []
     for side, pool in ((run.target, plan.target), (run.initiator, plan.initiator)):
         findings += _side(side, pool)

@@ -78,7 +78,7 @@ class Reply:
 
 
 @dataclass
-class Event:
+class StreamEvent:
     """One server-sent event: its data as JSON, and when it arrived (seconds after sending)."""
 
     at: float
@@ -90,7 +90,7 @@ class Stream:
     """A streamed response: its events in order, whether `data: [DONE]` came, and the end."""
 
     status: int | None
-    events: list[Event] = field(default_factory=list)
+    events: list[StreamEvent] = field(default_factory=list)
     done: bool = False
     ended_at: float = 0.0
     error: str | None = None
@@ -323,7 +323,7 @@ def _read_events(lines: Iterator[str], start: float, result: Stream) -> None:
             result.error = f"an event is not JSON: {payload[:200]}"
             return
         if isinstance(parsed, dict):
-            result.events.append(Event(time.perf_counter() - start, parsed))
+            result.events.append(StreamEvent(time.perf_counter() - start, parsed))
     if data:  # a last event without its blank line
         if "\n".join(data).strip() == "[DONE]":
             result.done = True
