@@ -1,6 +1,6 @@
 """The rendered PD release as processes on one host: each engine's and the router's command line
 and environment exactly as the chart rendered them, with only what running outside Kubernetes
-needs changed (issue 19's list, nothing else):
+needs changed (this list, nothing else):
 
 - addresses and ports: engines listen on 127.0.0.1 at ports of their own, and each engine gets a
   NIXL side-channel port of its own (pods each have their own network; processes share one);

@@ -133,10 +133,10 @@ def init_values(directory: Path, tag: str | None) -> Path:
 
 
 def render(values: Path, gpus: int) -> local.Layout:
-    from pdctl import pipeline
+    from pdctl import defaults, pipeline
 
     rendered = pipeline.render(pipeline.load_values([str(values)]))
-    return local.plan(rendered.objects, "pd", MODEL_DIR, gpus)
+    return local.plan(rendered.objects, defaults.RELEASE, MODEL_DIR, gpus)
 
 
 def render_difference(ours: local.Layout, other: local.Layout) -> dict[str, list[list[str]]]:

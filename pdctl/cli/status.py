@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from pdctl import defaults
 from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import HelmOpt, NamespaceOpt, OutputOpt, ReleaseOpt
@@ -17,8 +18,8 @@ if TYPE_CHECKING:
 
 @handle_errors
 def status(
-    release: ReleaseOpt = "pd",
-    namespace: NamespaceOpt = "default",
+    release: ReleaseOpt = defaults.RELEASE,
+    namespace: NamespaceOpt = defaults.NAMESPACE,
     events: Annotated[
         int, typer.Option("--events", min=0, help="How many recent warning events to show.")
     ] = 10,

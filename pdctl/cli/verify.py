@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from pdctl import defaults
 from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import (
@@ -82,8 +83,8 @@ def _print_text(report: Report, show_curl: bool) -> None:
 
 @handle_errors
 def verify(
-    release: ReleaseOpt = "pd",
-    namespace: NamespaceOpt = "default",
+    release: ReleaseOpt = defaults.RELEASE,
+    namespace: NamespaceOpt = defaults.NAMESPACE,
     url: RouterUrlOpt = None,
     prefill_url: PrefillUrlOpt = None,
     decode_url: DecodeUrlOpt = None,
@@ -99,15 +100,15 @@ def verify(
     requests: Annotated[
         int,
         typer.Option("--requests", min=1, max=1000, help="Streaming requests to time."),
-    ] = 1,
+    ] = defaults.VERIFY_REQUESTS,
     max_tokens: Annotated[
         int,
         typer.Option("--max-tokens", min=2, help="Output tokens per streaming request."),
-    ] = 32,
+    ] = defaults.VERIFY_MAX_TOKENS,
     prompt_words: Annotated[
         int,
         typer.Option("--prompt-words", min=32, help="Words in the PD proof's unique prompt."),
-    ] = 600,
+    ] = defaults.VERIFY_PROMPT_WORDS,
     timeout: Annotated[
         float,
         typer.Option(
@@ -116,7 +117,7 @@ def verify(
             help="Seconds each request may take, from sending to its last byte (engines are "
             "probed at once).",
         ),
-    ] = 60.0,
+    ] = defaults.VERIFY_TIMEOUT_S,
     settle: Annotated[
         float,
         typer.Option(
@@ -124,7 +125,7 @@ def verify(
             min=0.0,
             help="Seconds to wait for the engines' counters to show the PD probe.",
         ),
-    ] = 3.0,
+    ] = defaults.VERIFY_SETTLE_S,
     min_kv_gbps: Annotated[
         float | None,
         typer.Option(
@@ -134,8 +135,8 @@ def verify(
             "the slowest RDMA link, helm/files/links.yaml).",
         ),
     ] = None,
-    router_port: RouterPortOpt = 8000,
-    engine_port: EnginePortOpt = 8000,
+    router_port: RouterPortOpt = defaults.PORT,
+    engine_port: EnginePortOpt = defaults.PORT,
     api_key_file: ApiKeyFileOpt = None,
     show_curl: Annotated[
         bool, typer.Option("--show-curl", help="Print the curl command of each check.")
