@@ -1,6 +1,6 @@
-"""The real-engine harness's planning (benchmarks/real_engines/local.py) on a real render: what
-runs on the GPU machine is the rendered commands with only the host-level changes. The GPU run
-itself (benchmarks/real_engines/run.py) needs a GPU and vLLM, which this machine has not."""
+"""pdctl up's plan of the processes (pdctl.local.layout) on a real render: what runs is the
+rendered commands with only the host-level changes, for real vLLM (as the GPU harness,
+benchmarks/real_engines/run.py, runs it with dummy weights) and for the simulator."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from benchmarks.real_engines import local
 from pdctl import manifests, pipeline
 from pdctl.cli.app import app
+from pdctl.errors import InputError
 from pdctl.helm import Helm
+from pdctl.local import layout as local
 
 runner = CliRunner()
 
@@ -38,7 +39,8 @@ def rendered(helm4: Helm, tmp_path_factory: pytest.TempPathFactory) -> list[mani
 def test_engines_run_the_rendered_command_with_only_host_changes(
     rendered: list[manifests.Manifest],
 ) -> None:
-    layout = local.plan(rendered, "pd", Path("/models/llama"), gpus=1)
+    options = local.Options(devices=["0"], weights=Path("/models/llama"))
+    layout = local.plan(rendered, "pd", options)
     prefill, decode = layout.engines
     assert (prefill.role, decode.role) == ("prefill", "decode")
     for process, kv_role in ((prefill, "kv_producer"), (decode, "kv_consumer")):
@@ -53,6 +55,7 @@ def test_engines_run_the_rendered_command_with_only_host_changes(
         assert process.env["VLLM_NIXL_SIDE_CHANNEL_HOST"] == "127.0.0.1"
         assert process.env["PYTHONHASHSEED"] == "123"
         assert not {"HF_HOME", "HF_TOKEN_PATH"} & set(process.env)
+        assert process.env["CUDA_VISIBLE_DEVICES"] == "0"  # both on the one GPU
     assert prefill.port != decode.port
     assert prefill.env["VLLM_NIXL_SIDE_CHANNEL_PORT"] != decode.env["VLLM_NIXL_SIDE_CHANNEL_PORT"]
     assert any("0.9 -> 0.45" in change for change in layout.changes)
@@ -61,7 +64,7 @@ def test_engines_run_the_rendered_command_with_only_host_changes(
 def test_the_router_gets_the_engines_urls_instead_of_kubernetes_selectors(
     rendered: list[manifests.Manifest],
 ) -> None:
-    layout = local.plan(rendered, "pd", Path("/models/llama"), gpus=2)
+    layout = local.plan(rendered, "pd", local.Options(devices=["0", "1"]))
     router = layout.router
     assert router is not None
     argv = router.argv
@@ -71,11 +74,18 @@ def test_the_router_gets_the_engines_urls_instead_of_kubernetes_selectors(
     assert argv[argv.index("--decode") + 1] == layout.engines[1].url
     assert argv[argv.index("--kv-connector") + 1] == "nixl"  # rendered flags kept
     assert argv[argv.index("--policy") + 1] == "cache_aware"
-    # On two GPUs each engine keeps the rendered utilization.
-    assert (
-        layout.engines[0].argv[layout.engines[0].argv.index("--gpu-memory-utilization") + 1]
-        == "0.9"
-    )
+    # On two GPUs each engine keeps the rendered utilization and has a GPU of its own; without
+    # dummy weights the engines serve the rendered model (real weights).
+    for engine, device in zip(layout.engines, ("0", "1"), strict=True):
+        assert engine.argv[engine.argv.index("--gpu-memory-utilization") + 1] == "0.9"
+        assert engine.env["CUDA_VISIBLE_DEVICES"] == device
+        assert engine.argv[:3] == ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"]
+        assert "--load-format" not in engine.argv
+    ports = [router.port, *(e.port for e in layout.engines)]
+    ports += [int(argv[argv.index("--prometheus-port") + 1])]
+    ports += [int(e.env["VLLM_NIXL_SIDE_CHANNEL_PORT"]) for e in layout.engines]
+    assert len(set(ports)) == len(ports)  # every listener a port of its own
+    assert router.ready_path == "/readiness"  # the rendered readiness probe
 
 
 def test_the_default_values_are_rendered_for_the_vllm_that_runs_there(tmp_path: Path) -> None:
@@ -86,3 +96,27 @@ def test_the_default_values_are_rendered_for_the_vllm_that_runs_there(tmp_path: 
     pools = pipeline.load_values([str(values)]).data["servingEngineSpec"]["modelSpec"]
     assert {pool["tag"] for pool in pools} == {"v0.26.0"} and len(pools) == 2
     assert not pipeline.errors(pipeline.check(pipeline.load_values([str(values)])))
+
+
+def test_the_simulator_runs_the_rendered_arguments_without_gpus(
+    rendered: list[manifests.Manifest],
+) -> None:
+    layout = local.plan(rendered, "pd", local.Options(engine="sim"))
+    assert layout.engine == "sim" and layout.gated  # the render reads a token (gated model)
+    for engine in layout.engines:
+        assert engine.argv[:5] == [*local.SIMULATOR, "serve", "meta-llama/Llama-3.1-8B-Instruct"]
+        assert engine.argv[engine.argv.index("--gpu-memory-utilization") + 1] == "0.9"
+        assert "CUDA_VISIBLE_DEVICES" not in engine.env
+        assert "--kv-transfer-config" in engine.argv
+    assert any("simulator" in change for change in layout.changes)
+
+
+def test_an_engine_bigger_than_the_host_is_refused(rendered: list[manifests.Manifest]) -> None:
+    deployment = next(o for o in rendered if o["kind"] == "Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    container["resources"]["limits"]["nvidia.com/gpu"] = "4"
+    try:
+        with pytest.raises(InputError, match="needs 4 GPUs; this host has 2"):
+            local.plan(rendered, "pd", local.Options(devices=["0", "1"]))
+    finally:
+        container["resources"]["limits"]["nvidia.com/gpu"] = "1"
