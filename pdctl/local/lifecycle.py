@@ -40,7 +40,7 @@ Say = Callable[[str], None]
 class Source:
     """What to start: values files (rendered here through helm) or a rendered folder."""
 
-    values: Sequence[str] = ()
+    values: tuple[str, ...] = ()
     set_values: Sequence[str] = ()
     rendered: Path | None = None
     helm_path: str | None = None
