@@ -11,6 +11,7 @@ from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import (
     ApiKeyFileOpt,
+    ClusterOpt,
     DecodeUrlOpt,
     EnginePortOpt,
     ModelOpt,
@@ -239,6 +240,7 @@ def bench(
     router_port: RouterPortOpt = 8000,
     engine_port: EnginePortOpt = 8000,
     api_key_file: ApiKeyFileOpt = None,
+    cluster: ClusterOpt = False,
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Load-test the deployment through its router: latency, throughput, goodput per step.
@@ -270,10 +272,18 @@ def bench(
         connector=connector,
     )
     with resolve_targets(
-        url, prefill_url or [], decode_url or [], release, namespace, router_port, engine_port
+        url,
+        prefill_url or [],
+        decode_url or [],
+        release,
+        namespace,
+        router_port,
+        engine_port,
+        cluster=cluster,
     ) as found:
-        key = apikey.resolve(api_key_file, None if url else release, namespace)
-        result = run(found, workload, None if output is OutputFormat.json else _progress, key)
+        key = apikey.resolve(api_key_file, found.cluster_release, namespace)
+        progress = None if output is OutputFormat.json else _progress
+        result = run(found.targets, workload, progress, key)
     payload: dict[str, Any] = result.as_dict()
     if report is not None:
         written = files.write(result, report)

@@ -355,6 +355,34 @@ def down(release: str) -> Stopped:
     return Stopped(release, was_up, folder.logs)
 
 
+@dataclass(frozen=True)
+class Endpoints:
+    """A live local release's URLs, for verify and bench."""
+
+    release: str
+    router: str
+    engines: dict[str, list[str]]  # by role: prefill, decode, both
+    engine: str  # vllm or sim
+
+    def describe(self) -> str:
+        what = "the pd-stack simulator (not vLLM)" if self.engine == "sim" else "vLLM"
+        return (
+            f"local release {self.release} (pdctl up): router {self.router}, engines: {what}; "
+            "--cluster for the cluster's"
+        )
+
+
+def endpoints(release: str) -> Endpoints | None:
+    """The URLs of the local release when it is up and ready (and has a router), else None."""
+    found = state.live(release)
+    if found is None or not found.get("router"):
+        return None
+    by_role: dict[str, list[str]] = {role: [] for role in naming.ROLES}
+    for engine in found["engines"]:
+        by_role.setdefault(engine["role"], []).append(engine["url"])
+    return Endpoints(release, found["router"], by_role, found["engine"])
+
+
 def status(release: str) -> dict[str, Any] | None:
     """The local release's state (None when there is none), with `up` and each process's
     readiness now."""
