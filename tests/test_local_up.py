@@ -20,6 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pdctl.cli.app import app
+from pdctl.errors import EnvironmentProblem
 from pdctl.helm import Helm
 from pdctl.local import layout, lifecycle, state, supervisor
 
@@ -228,7 +229,7 @@ def test_the_engine_choice_says_why() -> None:
     engine, why = lifecycle.choose_engine(None, ["0"], None)
     assert engine == "sim" and "vLLM is not installed" in why
     for devices, vllm in (([], "0.33.0"), (["0"], None)):
-        with pytest.raises(lifecycle.EnvironmentProblem, match="--engine vllm"):
+        with pytest.raises(EnvironmentProblem, match="--engine vllm"):
             lifecycle.choose_engine("vllm", devices, vllm)
 
 
@@ -237,7 +238,7 @@ def test_real_vllm_on_gated_weights_needs_a_token(
 ) -> None:
     monkeypatch.delenv("HF_TOKEN", raising=False)
     plan = layout.Layout([], None, engine="vllm", gated=True)
-    with pytest.raises(lifecycle.EnvironmentProblem, match="gated"):
+    with pytest.raises(EnvironmentProblem, match="gated"):
         lifecycle._token_env(plan, None)
     token = tmp_path / "token"
     token.write_text("hf_secret\n")
