@@ -48,16 +48,18 @@ from __future__ import annotations
 import http.server
 import socket
 import threading
-import time
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pdctl.errors import UsageError
+from pdctl.plan.step import Chunk
 from pdctl.simulator import kv, metrics, openai
+from pdctl.simulator.core import Clock, Core, Delays, RealClock
 from pdctl.simulator.kv import KvStore
 from pdctl.simulator.openai import Recorded
+from pdctl.simulator.scheduler import Blocks, Scheduler, Sequence, StepCost
 
 BLOCK_SIZE = 16
 # What a PD router sends prefill with NixlConnector: compute the prompt, keep the KV blocks for a
@@ -71,7 +73,6 @@ PREFILL_REQUEST_PARAMS: dict[str, Any] = {
     "remote_host": None,
     "remote_port": None,
 }
-KV_USAGE_PER_REQUEST = 0.1  # vllm:kv_cache_usage_perc per running request; none wait
 
 
 @dataclass
@@ -130,16 +131,47 @@ class Shape:
     pp: int = 1
     kv_bytes_per_token: int = 2 * 28 * 8 * 128 * 2  # K and V, layers x kv heads x head dim x bf16
     max_model_len: int = 8192
-    clock: str = "real"
+    prefix_caching: bool = True
+
+
+def _instant(chunks: list[Chunk], contexts: list[int]) -> float:
+    return 0.0
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How the engine's scheduler times and fits requests: the step cost (pdctl.plan.step for a
+    model; `instant` by default: only injected delays take time), the KV blocks a sequence of n
+    tokens takes and how many the engine has, the token budget and --max-num-seqs."""
+
+    cost: StepCost = _instant
+    blocks_of: Blocks = lambda tokens: -(-tokens // BLOCK_SIZE)
+    blocks: int = 1 << 20
+    budget: int = 8192
+    max_seqs: int = 1024
+
+    def scheduler(self) -> Scheduler:
+        return Scheduler(self.cost, self.blocks_of, self.blocks, self.budget, self.max_seqs)
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """A request the engine accounted for: its prompt, the prompt tokens already in its KV cache
+    (prefix hits, transferred KV), the transfer's seconds, and a prefill's kv_transfer_params."""
+
+    prompt: int
+    cached: int
+    transfer_s: float
+    kv_transfer_params: dict[str, Any] | None
 
 
 @dataclass
 class _State:
     """What a process holds: gone when it is replaced."""
 
+    core: Core
     counters: metrics.Counters = field(default_factory=metrics.Counters)
     cache: set[int] = field(default_factory=set)
-    running: int = 0
 
 
 def _start(
@@ -163,6 +195,8 @@ class SimulatedEngine:
         behaviour: Behaviour | None = None,
         *,
         shape: Shape | None = None,
+        timing: Timing | None = None,
+        clock: Clock | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
         side_host: str = "127.0.0.1",
@@ -173,16 +207,22 @@ class SimulatedEngine:
         self.store = store or KvStore()
         self.behaviour = behaviour or Behaviour()
         self.shape = shape or Shape()
+        self.timing = timing or Timing()
+        self.clock: Clock = clock or RealClock()
         self.engine_id = f"{name}-{uuid.uuid4()}"
         self.requests: list[Recorded] = []
         self.host, self.port = host, port
         self.side_host, self.side_port = side_host, side_port
-        self._state = _State()
+        self._state = self._new_state()
         self._lock = threading.Lock()
         self._servers: list[http.server.ThreadingHTTPServer] = []
         self._connections: set[socket.socket] = set()
 
     # ---- lifecycle
+    def _new_state(self) -> _State:
+        b = lambda: Delays(self.behaviour.first_token_delay, self.behaviour.inter_token_delay)  # noqa: E731
+        return _State(Core(self.timing.scheduler(), self.clock, b))
+
     @property
     def registry(self) -> KvStore:
         """The store this engine keeps its blocks in (the test doubles' name for it)."""
@@ -198,6 +238,7 @@ class SimulatedEngine:
         api = _start(openai.handler(self), self.host, self.port)
         self.port = api.server_address[1]
         self._servers = [api, side]
+        self._state.core.start()
         return self
 
     def down(self) -> None:
@@ -207,6 +248,7 @@ class SimulatedEngine:
             server.shutdown()
             server.server_close()
         self._servers = []
+        self._state.core.stop()
         with self._lock:
             connections, self._connections = set(self._connections), set()
         for connection in connections:
@@ -220,7 +262,7 @@ class SimulatedEngine:
         self.store.drop(self.engine_id)
         self.engine_id = f"{self.name}-{uuid.uuid4()}"
         with self._lock:
-            self._state = _State()
+            self._state = self._new_state()
 
     def connected(self, connection: socket.socket, open_: bool) -> None:
         with self._lock:
@@ -264,11 +306,9 @@ class SimulatedEngine:
         c.descriptors.observe(float(blocks))
         return seconds
 
-    def admit(
-        self, tokens: list[str], params: dict[str, Any] | None
-    ) -> tuple[dict[str, Any] | None, float]:
-        """Account for the prompt as vLLM does; returns the kv_transfer_params to answer with
-        (a prefill's, or None) and the seconds the KV transfer takes."""
+    def admit(self, tokens: list[str], params: dict[str, Any] | None) -> Admitted:
+        """Account for the prompt as vLLM does: prefix cache hits, the KV read from a remote
+        prefill (or its failure), the tokens computed here."""
         b = self.behaviour
         n = len(tokens)
         remote = params if params and params.get("do_remote_prefill") else None
@@ -287,11 +327,10 @@ class SimulatedEngine:
             c.by_source["local_cache_hit"] += hit
             c.by_source["external_kv_transfer"] += external
             c.by_source["local_compute"] += n - hit - external
-            self._state.cache.update(hashes)
-            self._state.running += 1
-        if params and params.get("do_remote_decode"):
-            return self._keep(n), transfer_s
-        return None, transfer_s
+            if self.shape.prefix_caching:
+                self._state.cache.update(hashes)
+        kept = self._keep(n) if params and params.get("do_remote_decode") else None
+        return Admitted(n, hit + external, transfer_s, kept)
 
     def _keep(self, n: int) -> dict[str, Any]:
         """Keep a prefill's blocks for the remote decode; the params that say where they are."""
@@ -309,32 +348,37 @@ class SimulatedEngine:
             "tp_size": self.shape.tp,
         }
 
-    def tokens(self, prompt: int, max_tokens: int, transfer_s: float) -> Iterator[int]:
-        """Generate: yields each output token's index when it is ready (after the transfer,
-        the first-token delay, then an inter-token delay between tokens)."""
-        time.sleep(transfer_s + self.behaviour.first_token_delay)
-        for i in range(max_tokens):
-            if i:
-                time.sleep(self.behaviour.inter_token_delay)
-            with self._lock:
-                self._state.counters.generation_tokens += 1
-            yield i
+    def generate(self, admitted: Admitted, max_tokens: int) -> Iterator[int]:
+        """Run the request through the scheduler: yields each output token's index as its step
+        ends (after the KV transfer); its phases go to vLLM's histograms when it is done."""
+        core = self._state.core
+        core.wait(admitted.transfer_s)
+        emitted = 0
+        seq = None
+        for seq in core.generate(admitted.prompt, admitted.cached, max_tokens):
+            while emitted < seq.generated:
+                with self._lock:
+                    self._state.counters.generation_tokens += 1
+                yield emitted
+                emitted += 1
+        if seq is not None and seq.done:
+            self._finished(seq)
 
-    def finished(self, queue_s: float, prefill_s: float, decode_s: float) -> None:
-        """A request ended: its phases go to vLLM's request phase histograms."""
+    def _finished(self, seq: Sequence) -> None:
+        scheduled = seq.scheduled_at if seq.scheduled_at is not None else seq.arrival
+        first, last = seq.token_times[0], seq.token_times[-1]
+        phases = (scheduled - seq.arrival, first - scheduled, last - first)
         with self._lock:
             c = self._state.counters
             c.success["length"] += 1
-            self._state.running -= 1
-            for phase, seconds in zip(metrics.PHASES, (queue_s, prefill_s, decode_s), strict=True):
+            for phase, seconds in zip(metrics.PHASES, phases, strict=True):
                 c.phases[phase].observe(seconds)
 
     def metrics(self) -> str:
         s = self.shape
-        info = metrics.Info(s.model, s.gpu, s.tp, s.pp, s.clock)
+        info = metrics.Info(s.model, s.gpu, s.tp, s.pp, self.clock.name)
+        gauges = metrics.Gauges(*self._state.core.counts())
         with self._lock:
-            running = self._state.running
-            gauges = metrics.Gauges(running, 0, min(running * KV_USAGE_PER_REQUEST, 1.0))
             return metrics.render(
                 self.model, self._state.counters, gauges, info, self.behaviour.prompt_sources
             )

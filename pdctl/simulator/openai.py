@@ -8,6 +8,7 @@ import http.server
 import json
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -132,18 +133,14 @@ def handler(engine: SimulatedEngine) -> type[http.server.BaseHTTPRequestHandler]
             chat = self.path == "/v1/chat/completions"
             tokens = _prompt(body, chat)
             max_tokens = int(body.get("max_completion_tokens") or body.get("max_tokens") or 16)
-            arrived = time.perf_counter()
-            params, transfer_s = engine.admit(tokens, body.get("kv_transfer_params"))
-            generated = engine.tokens(len(tokens), max_tokens, transfer_s)
-            times: list[float] = []
+            admitted = engine.admit(tokens, body.get("kv_transfer_params"))
+            generated = engine.generate(admitted, max_tokens)
             if body.get("stream"):
-                self._stream(body, chat, len(tokens), max_tokens, generated, times)
+                self._stream(body, chat, len(tokens), max_tokens, generated)
             else:
                 for _ in generated:
-                    times.append(time.perf_counter())
-                self._whole(chat, len(tokens), max_tokens, params)
-            first = times[0] if times else arrived
-            engine.finished(0.0, first - arrived, time.perf_counter() - first)
+                    pass
+                self._whole(chat, len(tokens), max_tokens, admitted.kv_transfer_params)
 
         def _whole(self, chat: bool, prompt: int, n: int, params: Any) -> None:
             text = "".join(f" tok{i}" for i in range(n))
@@ -189,8 +186,7 @@ def handler(engine: SimulatedEngine) -> type[http.server.BaseHTTPRequestHandler]
             chat: bool,
             prompt: int,
             n: int,
-            generated: Any,
-            times: list[float],
+            generated: Iterator[int],
         ) -> None:
             options = body.get("stream_options") or {}
             usage_last = bool(options.get("include_usage"))
@@ -216,7 +212,6 @@ def handler(engine: SimulatedEngine) -> type[http.server.BaseHTTPRequestHandler]
                 self._chunk(b"data: " + json.dumps(payload).encode() + b"\n\n")
 
             for i in generated:
-                times.append(time.perf_counter())
                 finish = "length" if i == n - 1 else None
                 if chat:
                     if i == 0:

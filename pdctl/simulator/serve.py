@@ -12,6 +12,8 @@ from pdctl.errors import UsageError
 from pdctl.models import catalog, links
 from pdctl.models.memory import kv_layout
 from pdctl.plan import resolve_model
+from pdctl.simulator import model
+from pdctl.simulator.core import RealClock, VirtualClock
 from pdctl.simulator.engine import Behaviour, Shape, SimulatedEngine, with_faults
 from pdctl.simulator.options import Options
 
@@ -39,7 +41,17 @@ def build(options: Options) -> Built:
         pp=options.pp,
         kv_bytes_per_token=layout.per_token,
         max_model_len=options.max_model_len or 8192,
-        clock=options.clock,
+        prefix_caching=options.prefix_caching,
+    )
+    sized = model.timing(
+        arch,
+        gpu,
+        options.tp,
+        options.pp,
+        utilization=options.utilization,
+        kv_cache_dtype=options.kv_cache_dtype,
+        budget=options.max_num_batched_tokens,
+        max_seqs=options.max_num_seqs,
     )
     behaviour = with_faults(Behaviour(kv_gbps=link.gbps), options.faults)
     engine = SimulatedEngine(
@@ -47,6 +59,8 @@ def build(options: Options) -> Built:
         model=options.served_name,
         behaviour=behaviour,
         shape=shape,
+        timing=sized,
+        clock=VirtualClock() if options.clock == "virtual" else RealClock(),
         host=options.host,
         port=options.port,
         side_host=options.side_host,

@@ -1,0 +1,146 @@
+"""A PD deployment simulated in virtual time, in one process: prefill engines and decode engines
+(each the simulator's scheduler, pdctl.simulator.scheduler), the KV transfer between them, and a
+closed loop of clients (each sends its next request when the last one ends, as `vllm bench serve
+--max-concurrency`). A discrete-event loop: no sleeping, no threads, no HTTP. It is how the
+simulator's queueing is compared with the planner's (tests/test_simulator_vs_plan.py)."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import statistics
+from dataclasses import dataclass, field
+
+from pdctl.simulator.engine import Timing
+from pdctl.simulator.scheduler import Scheduler, Sequence
+
+
+@dataclass(frozen=True)
+class Pd:
+    """x prefill and y decode engines, the KV transfer's seconds per request, and a request's
+    time outside the GPUs before it reaches prefill (the planner's request overhead)."""
+
+    prefill: Timing
+    decode: Timing
+    transfer_s: float
+    overhead_s: float = 0.0
+    x: int = 1
+    y: int = 1
+
+
+@dataclass(frozen=True)
+class Served:
+    sent: float
+    token_times: tuple[float, ...]
+
+    @property
+    def ttft_s(self) -> float:
+        return self.token_times[0] - self.sent
+
+    @property
+    def gaps_s(self) -> list[float]:
+        t = self.token_times
+        return [b - a for a, b in itertools.pairwise(t)]
+
+
+@dataclass
+class _Engine:
+    scheduler: Scheduler
+    busy: bool = False
+
+
+@dataclass
+class _Loop:
+    pd: Pd
+    input_len: int
+    output_len: int
+    prefill: list[_Engine]
+    decode: list[_Engine]
+    events: list[tuple[float, int, str, object]] = field(default_factory=list)
+    order: itertools.count[int] = field(default_factory=itertools.count)
+    sent: dict[int, float] = field(default_factory=dict)  # decode sequence id -> send time
+    served: list[Served] = field(default_factory=list)
+    turn: itertools.count[int] = field(default_factory=itertools.count)
+
+    def at(self, time: float, kind: str, what: object) -> None:
+        heapq.heappush(self.events, (time, next(self.order), kind, what))
+
+    def send(self, now: float) -> None:
+        seq = Sequence(self.input_len, 1, arrival=now + self.pd.overhead_s)
+        self.at(seq.arrival, "prefill", (seq, now))
+
+    def _pick(self, engines: list[_Engine]) -> _Engine:
+        return engines[next(self.turn) % len(engines)]  # round robin, as the router's policy
+
+    def _run(self, engine: _Engine, now: float, role: str) -> None:
+        if engine.busy:
+            return
+        batch = engine.scheduler.schedule(now)
+        if batch:
+            engine.busy = True
+            self.at(now + batch.seconds, f"{role}-step", (engine, batch))
+
+    def handle(self, now: float, kind: str, what: object) -> None:
+        if kind == "prefill":
+            seq, sent = what  # type: ignore[misc]
+            engine = self._pick(self.prefill)
+            engine.scheduler.add(seq)
+            self.sent[seq.ident] = sent
+            self._run(engine, now, "prefill")
+        elif kind == "decode":
+            seq = what
+            engine = self._pick(self.decode)
+            engine.scheduler.add(seq)  # type: ignore[arg-type]
+            self._run(engine, now, "decode")
+        else:
+            engine, batch = what  # type: ignore[misc]
+            engine.busy = False
+            role = kind.removesuffix("-step")
+            for seq in engine.scheduler.complete(batch, now):
+                self._finished_token(seq, now, role)
+            for e in self.prefill if role == "prefill" else self.decode:
+                self._run(e, now, role)
+
+    def _finished_token(self, seq: Sequence, now: float, role: str) -> None:
+        if role == "prefill":
+            decode = Sequence(self.input_len, self.output_len, cached=self.input_len)
+            self.sent[decode.ident] = self.sent.pop(seq.ident)
+            self.at(now + self.pd.transfer_s, "decode", decode)
+        elif seq.done:
+            self.served.append(Served(self.sent.pop(seq.ident), tuple(seq.token_times)))
+            self.send(now)
+
+
+def run(
+    pd: Pd, *, input_len: int, output_len: int, concurrency: int, requests: int
+) -> list[Served]:
+    """Serve `requests` requests of `input_len` prompt and `output_len` output tokens with
+    `concurrency` clients; the requests in the order they ended."""
+    loop = _Loop(
+        pd,
+        input_len,
+        output_len,
+        [_Engine(pd.prefill.scheduler()) for _ in range(pd.x)],
+        [_Engine(pd.decode.scheduler()) for _ in range(pd.y)],
+    )
+    for _ in range(concurrency):
+        loop.send(0.0)
+    while loop.events and len(loop.served) < requests:
+        now, _, kind, what = heapq.heappop(loop.events)
+        loop.handle(now, kind, what)
+    return loop.served
+
+
+@dataclass(frozen=True)
+class Summary:
+    ttft_p50_s: float
+    itl_p50_s: float
+    requests: int
+
+
+def steady(served: list[Served], concurrency: int) -> Summary:
+    """TTFT and ITL medians with the first wave (the first `concurrency` requests to end)
+    dropped: what a steady closed loop sees."""
+    kept = served[concurrency:]
+    gaps = [g for s in kept for g in s.gaps_s]
+    return Summary(statistics.median(s.ttft_s for s in kept), statistics.median(gaps), len(kept))
