@@ -123,5 +123,6 @@ def down(release: ReleaseOpt = "pd") -> None:
         _output.info(f"stopped the local release {release}; logs kept in {stopped.logs}")
     else:
         _output.info(
-            f"the local release {release} was not running; logs of its last run: {stopped.logs}"
+            f"the local release {release} was not running (its last run: {stopped.last}); "
+            f"logs of that run: {stopped.logs}"
         )

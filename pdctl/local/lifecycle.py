@@ -320,6 +320,7 @@ class Stopped:
     release: str
     was_up: bool
     logs: Path
+    last: str  # how its last run ended, when it was not up: "failed: why" or "stopped: why"
 
 
 def _sweep(found: dict[str, Any]) -> None:
@@ -352,7 +353,13 @@ def down(release: str) -> Stopped:
                 time.sleep(0.1)
         found = folder.read_state() or found
     _sweep(found)
-    return Stopped(release, was_up, folder.logs)
+    return Stopped(release, was_up, folder.logs, _last_run(found))
+
+
+def _last_run(found: dict[str, Any]) -> str:
+    if found.get("status") in (state.STOPPED, state.FAILED):
+        return f"{found['status']}, {found.get('detail') or 'no reason recorded'}"
+    return "its supervisor ended without stopping it; what it left was stopped now"
 
 
 @dataclass(frozen=True)
