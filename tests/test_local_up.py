@@ -73,6 +73,25 @@ def wait_gone(pids: list[int], seconds: float = 30.0) -> list[int]:
     return [p for p in pids if running(p)]
 
 
+def listening(pids: list[int]) -> list[tuple[str, int]]:
+    """(address, port) the processes listen on over TCP (the address in hex, as /proc/net/tcp
+    writes it: 0100007F is 127.0.0.1)."""
+    inodes = set()
+    for pid in pids:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            target = os.readlink(fd) if fd.is_symlink() else ""
+            if target.startswith("socket:["):
+                inodes.add(target[len("socket:[") : -1])
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                address, port = fields[1].rsplit(":", 1)
+                found.append((address, int(port, 16)))
+    return found
+
+
 def up(source: list[str], *more: str) -> Any:
     result = runner.invoke(app, ["up", *source, "--engine", "sim", "--timeout", "120", *more])
     assert result.exit_code == 0, result.output
@@ -106,6 +125,13 @@ def test_up_runs_the_render_then_verify_bench_status_and_down(
         with urllib.request.urlopen(url + "/health", timeout=5) as response:
             assert response.status == 200
     assert {e["role"] for e in found["engines"]} == {"prefill", "decode"}
+    # Loopback only, at the planned ports: each process's HTTP, each engine's NIXL side channel.
+    sockets = listening(process_pids(found))
+    assert {address for address, _ in sockets} == {"0100007F"}, sockets
+    plan = state.Folder.of(RELEASE).read_layout()
+    planned = {p.port for p in [*plan.engines, plan.router] if p is not None}
+    planned |= {int(e.env[layout.NIXL_PORT_ENV]) for e in plan.engines}
+    assert planned <= {port for _, port in sockets}
 
     again = runner.invoke(app, ["up", str(rendered_dir), "--engine", "sim"])
     assert again.exit_code == 2 and "is up already" in again.stderr
