@@ -14,7 +14,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,20 +82,24 @@ class Pair:
     tmp: Path
 
     def verify(self, *decode_faults: str) -> Report:
+        """Verify with the decode process restarted on its port with these faults."""
         faults = [a for f in decode_faults for a in ("--sim-fault", f)]
-        log = self.tmp / "decode.log"
+        log = self.tmp / "decode-faults.log"
         with _engine(log, *faults, port=self.decode_port) as decode:
             return run(from_urls(self.router, [self.prefill], [decode]), QUICK)
 
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
+    """The router waits for healthy engines at start: it starts beside a healthy decode, which
+    then stops; each test starts a decode with its faults on that port."""
     tmp = tmp_path_factory.mktemp("sim")
     decode_port = free_port()
-    with _engine(tmp / "prefill.log") as prefill:
-        args = _pd_args(prefill, f"http://127.0.0.1:{decode_port}")
-        with _router(args, tmp / "router.log") as router:
-            yield Pair(router, prefill, decode_port, tmp)
+    with ExitStack() as stack:
+        prefill = stack.enter_context(_engine(tmp / "prefill.log"))
+        with _engine(tmp / "decode.log", port=decode_port) as decode:
+            router = stack.enter_context(_router(_pd_args(prefill, decode), tmp / "router.log"))
+        yield Pair(router, prefill, decode_port, tmp)
 
 
 def _check(report: Report, check_id: str) -> Check:
@@ -145,7 +149,7 @@ def test_slow_kv_warns_on_bandwidth(pair: Pair) -> None:
 def test_a_dead_engine_fails_the_health_check(pair: Pair) -> None:
     report = pair.verify("dead")
     health = _check(report, "engines-health")
-    assert health.status is Status.failed and "decode" in health.summary
+    assert health.status is Status.failed and "decode" in health.summary, health.summary
     assert not report.passed
 
 
