@@ -19,7 +19,8 @@ from pdctl.simulator.scheduler import Batch, Scheduler, Sequence
 @dataclass(frozen=True)
 class Pd:
     """x prefill and y decode engines, the KV transfer's seconds per request, and a request's
-    time outside the GPUs before it reaches prefill (the planner's request overhead)."""
+    time outside the GPUs before it reaches prefill (the planner's request overhead). With y 0,
+    aggregated serving: x engines that each prefill and decode their own requests."""
 
     prefill: Timing
     decode: Timing
@@ -68,7 +69,8 @@ class _Loop:
 
     def send(self, sent: float) -> None:
         """A client sends a request: it reaches a prefill engine after the overhead."""
-        seq = Sequence(self.input_len, 1, arrival=sent + self.pd.overhead_s)
+        output = 1 if self.decode else self.output_len  # PD: the prefill makes one token
+        seq = Sequence(self.input_len, output, arrival=sent + self.pd.overhead_s)
         self.at(seq.arrival, lambda now: self._arrive(self.prefill, seq, now, sent))
 
     def _arrive(self, engines: list[_Engine], seq: Sequence, now: float, sent: float) -> None:
@@ -88,7 +90,7 @@ class _Loop:
     def _step_ended(self, engine: _Engine, batch: Batch, now: float) -> None:
         engine.busy = False
         for seq in engine.scheduler.complete(batch, now):
-            if engine in self.prefill:
+            if engine in self.prefill and self.decode:
                 self._transfer(seq, engine.sent.pop(seq.ident), now)
             elif seq.done:
                 self.served.append(Served(engine.sent.pop(seq.ident), tuple(seq.token_times)))
@@ -111,7 +113,7 @@ def run(
         input_len,
         output_len,
         [_Engine(pd.prefill.scheduler()) for _ in range(pd.x)],
-        [_Engine(pd.decode.scheduler()) for _ in range(pd.y)],
+        [_Engine(pd.decode.scheduler()) for _ in range(pd.y)],  # none: aggregated
     )
     for _ in range(concurrency):
         loop.send(0.0)
