@@ -2,7 +2,8 @@
 no sleeping, no HTTP): one prefill and one decode engine of Llama-3.1-8B on H100-80GB, the KV
 transfer timed as the planner times it, a steady closed loop of 10 x concurrency requests after
 a first wave that is dropped. TTFT and ITL medians come within 15% of `pdctl plan`'s estimates
-for the same workload, except TTFT at 32 in flight (see the xfail below)."""
+for the same workload, except TTFT at 32 in flight, where the planner's queueing is the one a
+real-engine record contradicts (the xfail below; docs/simulator.md)."""
 
 from __future__ import annotations
 
@@ -59,8 +60,9 @@ def test_ttft_p50_within_15_percent_of_the_plan(concurrency: int) -> None:
     strict=True,
     reason="at 32 in flight the simulator's prefill queueing (vLLM's scheduler: several prompts "
     "in one step, up to --max-num-batched-tokens) and the planner's (M/D/1, one prompt after "
-    "another, Poisson arrivals) disagree by more than 15%; no real-engine record at this load "
-    "on a fast link decides yet which one is fixed",
+    "another, Poisson arrivals) disagree by more than 15%; the real-engine record sides with the "
+    "simulator (docs/simulator.md, benchmarks/records/simulator-vs-plan.txt): the planner's "
+    "queueing is to be fixed",
 )
 def test_ttft_p50_at_32_in_flight_within_15_percent_of_the_plan() -> None:
     planned, simulated = _compare(32)

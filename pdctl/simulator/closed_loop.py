@@ -9,16 +9,18 @@ from __future__ import annotations
 import heapq
 import itertools
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pdctl.simulator.engine import Timing
-from pdctl.simulator.scheduler import Scheduler, Sequence
+from pdctl.simulator.scheduler import Batch, Scheduler, Sequence
 
 
 @dataclass(frozen=True)
 class Pd:
     """x prefill and y decode engines, the KV transfer's seconds per request, and a request's
-    time outside the GPUs before it reaches prefill (the planner's request overhead)."""
+    time outside the GPUs before it reaches prefill (the planner's request overhead). With y 0,
+    aggregated serving: x engines that each prefill and decode their own requests."""
 
     prefill: Timing
     decode: Timing
@@ -43,10 +45,11 @@ class Served:
         return [b - a for a, b in itertools.pairwise(t)]
 
 
-@dataclass
+@dataclass(eq=False)
 class _Engine:
     scheduler: Scheduler
     busy: bool = False
+    sent: dict[int, float] = field(default_factory=dict)  # sequence id -> its client's send time
 
 
 @dataclass
@@ -56,59 +59,48 @@ class _Loop:
     output_len: int
     prefill: list[_Engine]
     decode: list[_Engine]
-    events: list[tuple[float, int, str, object]] = field(default_factory=list)
+    events: list[tuple[float, int, Callable[[float], None]]] = field(default_factory=list)
     order: itertools.count[int] = field(default_factory=itertools.count)
-    sent: dict[int, float] = field(default_factory=dict)  # decode sequence id -> send time
     served: list[Served] = field(default_factory=list)
     turn: itertools.count[int] = field(default_factory=itertools.count)
 
-    def at(self, time: float, kind: str, what: object) -> None:
-        heapq.heappush(self.events, (time, next(self.order), kind, what))
+    def at(self, time: float, action: Callable[[float], None]) -> None:
+        heapq.heappush(self.events, (time, next(self.order), action))
 
-    def send(self, now: float) -> None:
-        seq = Sequence(self.input_len, 1, arrival=now + self.pd.overhead_s)
-        self.at(seq.arrival, "prefill", (seq, now))
+    def send(self, sent: float) -> None:
+        """A client sends a request: it reaches a prefill engine after the overhead."""
+        output = 1 if self.decode else self.output_len  # PD: the prefill makes one token
+        seq = Sequence(self.input_len, output, arrival=sent + self.pd.overhead_s)
+        self.at(seq.arrival, lambda now: self._arrive(self.prefill, seq, now, sent))
 
-    def _pick(self, engines: list[_Engine]) -> _Engine:
-        return engines[next(self.turn) % len(engines)]  # round robin, as the router's policy
+    def _arrive(self, engines: list[_Engine], seq: Sequence, now: float, sent: float) -> None:
+        engine = engines[next(self.turn) % len(engines)]  # round robin, as the router's policy
+        engine.scheduler.add(seq)
+        engine.sent[seq.ident] = sent
+        self._run(engine, now)
 
-    def _run(self, engine: _Engine, now: float, role: str) -> None:
+    def _run(self, engine: _Engine, now: float) -> None:
         if engine.busy:
             return
         batch = engine.scheduler.schedule(now)
         if batch:
             engine.busy = True
-            self.at(now + batch.seconds, f"{role}-step", (engine, batch))
+            self.at(now + batch.seconds, lambda end: self._step_ended(engine, batch, end))
 
-    def handle(self, now: float, kind: str, what: object) -> None:
-        if kind == "prefill":
-            seq, sent = what  # type: ignore[misc]
-            engine = self._pick(self.prefill)
-            engine.scheduler.add(seq)
-            self.sent[seq.ident] = sent
-            self._run(engine, now, "prefill")
-        elif kind == "decode":
-            seq = what
-            engine = self._pick(self.decode)
-            engine.scheduler.add(seq)  # type: ignore[arg-type]
-            self._run(engine, now, "decode")
-        else:
-            engine, batch = what  # type: ignore[misc]
-            engine.busy = False
-            role = kind.removesuffix("-step")
-            for seq in engine.scheduler.complete(batch, now):
-                self._finished_token(seq, now, role)
-            for e in self.prefill if role == "prefill" else self.decode:
-                self._run(e, now, role)
+    def _step_ended(self, engine: _Engine, batch: Batch, now: float) -> None:
+        engine.busy = False
+        for seq in engine.scheduler.complete(batch, now):
+            if engine in self.prefill and self.decode:
+                self._transfer(seq, engine.sent.pop(seq.ident), now)
+            elif seq.done:
+                self.served.append(Served(engine.sent.pop(seq.ident), tuple(seq.token_times)))
+                self.send(now)
+        self._run(engine, now)
 
-    def _finished_token(self, seq: Sequence, now: float, role: str) -> None:
-        if role == "prefill":
-            decode = Sequence(self.input_len, self.output_len, cached=self.input_len)
-            self.sent[decode.ident] = self.sent.pop(seq.ident)
-            self.at(now + self.pd.transfer_s, "decode", decode)
-        elif seq.done:
-            self.served.append(Served(self.sent.pop(seq.ident), tuple(seq.token_times)))
-            self.send(now)
+    def _transfer(self, prefilled: Sequence, sent: float, now: float) -> None:
+        """The prompt's KV moves to a decode engine, which generates the output."""
+        seq = Sequence(self.input_len, self.output_len, cached=self.input_len)
+        self.at(now + self.pd.transfer_s, lambda then: self._arrive(self.decode, seq, then, sent))
 
 
 def run(
@@ -121,13 +113,13 @@ def run(
         input_len,
         output_len,
         [_Engine(pd.prefill.scheduler()) for _ in range(pd.x)],
-        [_Engine(pd.decode.scheduler()) for _ in range(pd.y)],
+        [_Engine(pd.decode.scheduler()) for _ in range(pd.y)],  # none: aggregated
     )
     for _ in range(concurrency):
         loop.send(0.0)
     while loop.events and len(loop.served) < requests:
-        now, _, kind, what = heapq.heappop(loop.events)
-        loop.handle(now, kind, what)
+        now, _, action = heapq.heappop(loop.events)
+        action(now)
     return loop.served
 
 

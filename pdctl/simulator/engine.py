@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import http.server
 import socket
+import sys
 import threading
 import uuid
 from collections.abc import Iterable, Iterator
@@ -174,10 +175,17 @@ class _State:
     cache: set[int] = field(default_factory=set)
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away is no error of the engine's (uvicorn logs none either)."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 def _start(
     handler: type[http.server.BaseHTTPRequestHandler], host: str, port: int
 ) -> http.server.ThreadingHTTPServer:
-    server = http.server.ThreadingHTTPServer((host, port), handler)
+    server = _Server((host, port), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
