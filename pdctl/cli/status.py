@@ -83,7 +83,8 @@ def _local(found: dict[str, Any], output: OutputFormat) -> None:
     else:
         from rich.table import Table  # lazy: start-up
 
-        what = "the pd-stack simulator (not vLLM)" if found["engine"] == "sim" else "vLLM"
+        from pdctl.local.lifecycle import engines_named  # lazy: start-up
+
         table = Table("process", "role", "URL", "pid", "ready")
         roles = {e["name"]: (e["role"], e["url"]) for e in found["engines"]}
         if found.get("router"):
@@ -91,6 +92,7 @@ def _local(found: dict[str, Any], output: OutputFormat) -> None:
         for name, (role, url) in roles.items():
             mark = "yes" if found["ready"].get(name) else "no"
             table.add_row(name, role, url, str(found["pids"].get(name, "")), mark)
+        what = engines_named(found["engine"])
         screen = _output.Screen()
         screen.table(
             table,

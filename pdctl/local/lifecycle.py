@@ -362,6 +362,11 @@ def _last_run(found: dict[str, Any]) -> str:
     return "its supervisor ended without stopping it; what it left was stopped now"
 
 
+def engines_named(engine: str) -> str:
+    """What the engines are, as every command names them."""
+    return "the pd-stack simulator (not vLLM)" if engine == "sim" else "vLLM"
+
+
 @dataclass(frozen=True)
 class Endpoints:
     """A live local release's URLs, for verify and bench."""
@@ -372,10 +377,9 @@ class Endpoints:
     engine: str  # vllm or sim
 
     def describe(self) -> str:
-        what = "the pd-stack simulator (not vLLM)" if self.engine == "sim" else "vLLM"
         return (
-            f"local release {self.release} (pdctl up): router {self.router}, engines: {what}; "
-            "--cluster for the cluster's"
+            f"local release {self.release} (pdctl up): router {self.router}, engines: "
+            f"{engines_named(self.engine)}; --cluster for the cluster's"
         )
 
 
