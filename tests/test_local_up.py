@@ -149,6 +149,9 @@ def test_up_runs_the_render_then_verify_bench_status_and_down(
     assert "local release pd (pdctl up)" in done.stderr
     assert (report / "plot-ttft.png").stat().st_size > 0
 
+    shown_text = runner.invoke(app, ["status"])
+    assert shown_text.exit_code == 0, shown_text.output
+    assert "local release pd (pdctl up), engines: the pd-stack simulator" in shown_text.stdout
     status = runner.invoke(app, ["status", "-o", "json"])
     assert status.exit_code == 0, status.output
     shown = json.loads(status.stdout)
