@@ -4,6 +4,7 @@ benchmarks/real_engines/run.py, runs it with dummy weights) and for the simulato
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -120,3 +121,16 @@ def test_an_engine_bigger_than_the_host_is_refused(rendered: list[manifests.Mani
             local.plan(rendered, "pd", local.Options(devices=["0", "1"]))
     finally:
         container["resources"]["limits"]["nvidia.com/gpu"] = "1"
+
+
+def test_env_from_the_clusters_secrets_is_left_out_and_said(
+    rendered: list[manifests.Manifest],
+) -> None:
+    objects = copy.deepcopy(rendered)
+    deployment = next(o for o in objects if o["kind"] == "Deployment")
+    secret = {"secretKeyRef": {"name": "pd-secrets", "key": "vllmApiKey"}}
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    container["env"].append({"name": "VLLM_API_KEY", "valueFrom": secret})
+    layout = local.plan(objects, "pd", local.Options(engine="sim"))
+    assert not any("VLLM_API_KEY" in e.env for e in layout.engines)
+    assert "env read from the cluster's Secrets left out: VLLM_API_KEY" in layout.changes

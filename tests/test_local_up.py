@@ -252,6 +252,11 @@ def test_a_render_of_another_release_is_refused(rendered_dir: Path, state_home: 
     assert "a render of release pd, not other" in result.stderr and "--release pd" in result.stderr
 
 
+def test_a_rendered_folder_runs_alone(rendered_dir: Path) -> None:
+    result = runner.invoke(app, ["up", str(rendered_dir), "--set", "routerSpec.replicaCount=2"])
+    assert result.exit_code == 2 and "a rendered folder is run as it is" in result.stderr
+
+
 def test_the_engine_choice_says_why() -> None:
     assert lifecycle.choose_engine(None, ["0"], "0.33.0")[0] == "vllm"
     engine, why = lifecycle.choose_engine(None, [], "0.33.0")

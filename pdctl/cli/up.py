@@ -31,10 +31,15 @@ def _source(
 ) -> Source:
     """A folder given alone is a rendered release; anything else is values files."""
     from pdctl.cli._options import values_files  # lazy: start-up
+    from pdctl.errors import UsageError  # lazy: start-up
     from pdctl.local.lifecycle import Source  # lazy: start-up
 
     given = [*(files or []), *(values or [])]
-    if len(given) == 1 and given[0].is_dir() and not set_values:
+    if any(path.is_dir() for path in given):
+        if len(given) > 1 or set_values:
+            raise UsageError(
+                "a rendered folder is run as it is: name it alone, without other files or --set"
+            )
         return Source(rendered=given[0])
     return Source(values_files(files, values), set_values or [], None, helm, chart)
 

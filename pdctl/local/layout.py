@@ -145,6 +145,15 @@ def _env(container: dict[str, Any], pod: str) -> dict[str, str]:
     return env
 
 
+def _from_secrets(container: dict[str, Any]) -> list[str]:
+    """The env names the pod reads from a Secret (left out on the host)."""
+    return [
+        entry["name"]
+        for entry in container.get("env", [])
+        if "secretKeyRef" in (entry.get("valueFrom") or {})
+    ]
+
+
 def _gated(container: dict[str, Any]) -> bool:
     return any(entry["name"] in TOKEN_ENV for entry in container.get("env", []))
 
@@ -285,6 +294,13 @@ def plan(
             layout.engines.append(
                 engine(deployment, name, pool.role, ports, options, utilization, devices)
             )
+    secret_env = set()
+    for deployment in objects:
+        if deployment.get("kind") == "Deployment":
+            secret_env.update(_from_secrets(_container(deployment)))
+    if secret_env:
+        left_out = ", ".join(sorted(secret_env))
+        layout.changes.append(f"env read from the cluster's Secrets left out: {left_out}")
     if summary.router:
         found = manifests.find(objects, "Deployment", summary.router["name"])
         layout.router = router(found, ports(), ports(), layout.engines)

@@ -50,7 +50,7 @@ class Folder:
     def claim(self, release: str) -> int:
         """Take the release's lock (an open file descriptor holding it): UsageError when its
         supervisor runs already."""
-        self.path.mkdir(parents=True, exist_ok=True)
+        self.path.mkdir(parents=True, exist_ok=True, mode=0o700)  # the processes' env and logs
         fd = os.open(self.path / "lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
