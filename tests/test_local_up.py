@@ -292,3 +292,19 @@ def test_a_tag_other_than_the_installed_vllm_is_warned_about() -> None:
 def test_cluster_and_url_together_are_a_usage_error() -> None:
     result = runner.invoke(app, ["verify", "--url", "http://127.0.0.1:1", "--cluster"])
     assert result.exit_code == 2 and "--cluster and --url" in result.stderr
+
+
+def test_make_demo_runs_the_loop_and_always_stops_it() -> None:
+    """`make demo` (dry run): after the render, up with the simulator, verify, bench with a
+    report, in one shell whose EXIT trap runs `pdctl down` once up has succeeded (so a failed
+    verify or bench leaves no process running); this file's tests run the same commands."""
+    from tests.helpers import ROOT
+
+    dry = subprocess.run(
+        ["make", "-s", "-n", "demo"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.replace("\\\n", " ")  # one shell: its lines joined as make joins them
+    loop = next(line for line in dry.splitlines() if "run .venv/bin/pdctl up " in line)
+    trap = loop.index("trap '[ -z \"$up\" ] || run .venv/bin/pdctl down --release demo' EXIT")
+    steps = [loop.index(f"run .venv/bin/pdctl {step} ") for step in ("up", "verify", "bench")]
+    assert trap < steps[0] < steps[1] < steps[2] and "set -e" in loop
+    assert "--engine sim; up=1;" in loop and "--report build/demo-report" in loop
