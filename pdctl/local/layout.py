@@ -78,6 +78,11 @@ class Layout:
     gated: bool = False  # the engines read a Hugging Face token in the cluster
     images: dict[str, str] = field(default_factory=dict)  # by pool, the rendered engine image
 
+    @property
+    def processes(self) -> list[Process]:
+        """The engines, then the router (the order they start in)."""
+        return [*self.engines, *([self.router] if self.router else [])]
+
 
 @dataclass(frozen=True)
 class Options:

@@ -402,15 +402,8 @@ def status(release: str) -> dict[str, Any] | None:
     if found is None:
         return None
     found["up"] = folder.held()
-    urls = [(e["name"], e["url"]) for e in found.get("engines", [])]
-    if found.get("router"):
-        urls.append(("router", found["router"]))
-    plan_ = folder.read_layout()
-    paths = {
-        p.name: p.ready_path for p in [*plan_.engines, *([plan_.router] if plan_.router else [])]
-    }
     found["ready"] = {
-        name: found["up"] and supervisor.answers(url + paths.get(name, "/health"))
-        for name, url in urls
+        p.name: found["up"] and supervisor.answers(p.url + p.ready_path)
+        for p in folder.read_layout().processes
     }
     return found

@@ -138,7 +138,7 @@ class Supervisor:
         }
         self.record(state.STARTING)
         deadline = time.monotonic() + timeout
-        for group in (layout.engines, [layout.router] if layout.router else []):
+        for group in (layout.engines, [layout.router] if layout.router else []):  # router last
             started = [(p, launch(p, self.folder.log(p.name))) for p in group]
             self.running += started
             self.state["pids"] = {p.name: popen.pid for p, popen in self.running}
