@@ -133,6 +133,7 @@ class Shape:
     kv_bytes_per_token: int = 2 * 28 * 8 * 128 * 2  # K and V, layers x kv heads x head dim x bf16
     max_model_len: int = 8192
     prefix_caching: bool = True
+    nixl: bool = True  # NixlConnector configured; without it kv_transfer_params are ignored
 
 
 def _instant(chunks: list[Chunk], contexts: list[int]) -> float:
@@ -319,6 +320,7 @@ class SimulatedEngine:
         prefill (or its failure), the tokens computed here."""
         b = self.behaviour
         n = len(tokens)
+        params = params if self.shape.nixl else None
         remote = params if params and params.get("do_remote_prefill") else None
         read = remote is not None and not b.recompute and self._read_remote(remote)
         transfer_s = 0.0

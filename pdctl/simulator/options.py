@@ -105,6 +105,13 @@ def _connector(text: str | None) -> str | None:
     return CONNECTOR
 
 
+def _side_port() -> int:
+    text = os.environ.get("VLLM_NIXL_SIDE_CHANNEL_PORT") or str(SIDE_CHANNEL_PORT)
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise UsageError(f"VLLM_NIXL_SIDE_CHANNEL_PORT={text!r} is not a port number")
+    return int(text)
+
+
 def parse(argv: list[str]) -> Options:
     """The options of `argv` (without the program name). vLLM flags the simulator does not
     model are ignored; a refused connector or a malformed flag raises UsageError."""
@@ -129,7 +136,7 @@ def parse(argv: list[str]) -> Options:
         prefix_caching=args.enable_prefix_caching,
         connector=_connector(args.kv_transfer_config),
         side_host=os.environ.get("VLLM_NIXL_SIDE_CHANNEL_HOST") or SIDE_CHANNEL_HOST,
-        side_port=int(os.environ.get("VLLM_NIXL_SIDE_CHANNEL_PORT") or SIDE_CHANNEL_PORT),
+        side_port=_side_port(),
         gpu=args.sim_gpu,
         model_config=args.sim_model_config,
         clock=args.sim_clock,
