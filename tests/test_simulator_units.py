@@ -5,6 +5,7 @@ an engine without NixlConnector ignoring kv_transfer_params."""
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.request
 
 import pytest
@@ -97,3 +98,19 @@ def test_without_nixl_the_engine_ignores_kv_transfer_params() -> None:
     engine = SimulatedEngine("alone", shape=Shape(nixl=False))
     admitted = engine.admit(["w"] * 40, {"do_remote_decode": True})
     assert admitted.kv_transfer_params is None and admitted.cached == 0
+
+
+def test_a_request_longer_than_max_model_len_is_refused_as_vllm_does() -> None:
+    engine = SimulatedEngine("short", model="m", shape=Shape(max_model_len=100)).up()
+    try:
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            _complete(engine.url, "m", 90, 20)
+        answer = json.load(refused.value)
+        assert _complete(engine.url, "m", 80, 20)["usage"] is not None  # 100: fits
+    finally:
+        engine.down()
+    assert refused.value.code == 400
+    assert answer["message"].startswith("This model's maximum context length is 100 tokens.")
+    assert (
+        "you requested 110 tokens (90 in the messages, 20 in the completion)" in answer["message"]
+    )

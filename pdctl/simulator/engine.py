@@ -315,6 +315,19 @@ class SimulatedEngine:
         c.descriptors.observe(float(blocks))
         return seconds
 
+    def too_long(self, prompt: int, max_tokens: int) -> str | None:
+        """vLLM's refusal of a request longer than --max-model-len (or than the KV cache holds,
+        which vLLM refuses at start), or None."""
+        limit = self.shape.max_model_len
+        total = prompt + max_tokens
+        if total > limit or self.timing.blocks_of(total) > self.timing.blocks:
+            return (
+                f"This model's maximum context length is {limit} tokens. However, you requested "
+                f"{total} tokens ({prompt} in the messages, {max_tokens} in the completion). "
+                "Please reduce the length of the messages or completion."
+            )
+        return None
+
     def admit(self, tokens: list[str], params: dict[str, Any] | None) -> Admitted:
         """Account for the prompt as vLLM does: prefix cache hits, the KV read from a remote
         prefill (or its failure), the tokens computed here."""
