@@ -114,3 +114,12 @@ def test_a_request_longer_than_max_model_len_is_refused_as_vllm_does() -> None:
     assert (
         "you requested 110 tokens (90 in the messages, 20 in the completion)" in answer["message"]
     )
+
+
+def test_help_says_what_it_reads_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as ended:
+        main(["--help"])
+    assert ended.value.code == 0
+    out = capsys.readouterr().out
+    assert "pd-stack's engine simulator (not vLLM)" in out
+    assert "every other vLLM flag is accepted and ignored" in out and "--sim-fault" in out

@@ -78,13 +78,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--kv-transfer-config", default=None)
     sim = p.add_argument_group("simulator (not vLLM flags)")
-    sim.add_argument("--sim-gpu", default=DEFAULT_GPU, help="the catalog GPU simulated")
+    sim.add_argument(
+        "--sim-gpu", default=DEFAULT_GPU, help=f"the catalog GPU simulated ({DEFAULT_GPU})"
+    )
     sim.add_argument(
         "--sim-model-config", type=Path, default=None, help="a config.json (else the catalog)"
     )
     sim.add_argument("--sim-clock", choices=CLOCKS, default="real", help="real or virtual time")
     sim.add_argument("--sim-fault", action="append", default=[], help=FAULTS_HELP)
-    sim.add_argument("--sim-link", default=None, help="the link table's id KV moves over")
+    sim.add_argument(
+        "--sim-link",
+        default=None,
+        help="the link table's id KV moves over (the GPU's usual network)",
+    )
     return p
 
 
@@ -118,7 +124,9 @@ def parse(argv: list[str]) -> Options:
     parser = _parser()
     try:
         args, _ignored = parser.parse_known_args(argv)
-    except SystemExit as stop:  # argparse printed its message
+    except SystemExit as stop:  # argparse printed its message (or --help)
+        if not stop.code:
+            raise
         raise UsageError("invalid command line (see the message above)") from stop
     served = args.served_model_name[0] if args.served_model_name else args.model
     return Options(

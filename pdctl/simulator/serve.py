@@ -51,7 +51,7 @@ def build(options: Options) -> Built:
         tp=options.tp,
         pp=options.pp,
         kv_bytes_per_token=layout.per_token,
-        max_model_len=options.max_model_len or 8192,
+        max_model_len=options.max_model_len or arch.max_positions,  # vLLM: the config's
         prefix_caching=options.prefix_caching,
         nixl=options.connector is not None,
     )
