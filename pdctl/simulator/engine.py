@@ -85,7 +85,9 @@ class Behaviour:
     slow_kv_s: float = 0.0
     legacy_last_token: bool = False
     prompt_sources: bool = True
-    dead: bool = False  # /health 503, requests 500: a vLLM whose engine core died
+    # /health 503 (as vLLM's on EngineDeadError, vllm/entrypoints/serve/instrumentator/health.py),
+    # requests 500: a vLLM whose engine core died
+    dead: bool = False
     # The KV bandwidth of the link transfers run over (GB/s per GPU): NVLink-class by default.
     kv_gbps: float = 300.0
 
