@@ -1,6 +1,6 @@
 """The simulator's queueing beside the planner's, and both beside a real engine's record.
 
-1. PD, in virtual time (pdctl/simulator/closed_loop.py, as tests/test_simulator_vs_plan.py): one
+1. PD, in virtual time (pdctl/simulator/closed_loop.py, as tests/test_plan_simulator.py): one
    prefill and one decode engine of Llama-3.1-8B on H100-80GB, 1024-token prompts, 128 out, a
    steady closed loop of 10 x concurrency requests after a dropped first wave, against `pdctl
    plan`'s TTFT and ITL for the same workload.

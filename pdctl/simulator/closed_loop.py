@@ -2,7 +2,7 @@
 (each the simulator's scheduler, pdctl.simulator.scheduler), the KV transfer between them, and a
 closed loop of clients (each sends its next request when the last one ends, as `vllm bench serve
 --max-concurrency`). A discrete-event loop: no sleeping, no threads, no HTTP. It is how the
-simulator's queueing is compared with the planner's (tests/test_simulator_vs_plan.py)."""
+simulator's queueing is compared with the planner's (tests/test_plan_simulator.py)."""
 
 from __future__ import annotations
 

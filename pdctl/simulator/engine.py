@@ -85,7 +85,9 @@ class Behaviour:
     slow_kv_s: float = 0.0
     legacy_last_token: bool = False
     prompt_sources: bool = True
-    dead: bool = False  # /health 503, requests 500: a vLLM whose engine core died
+    # /health 503 (as vLLM's on EngineDeadError, vllm/entrypoints/serve/instrumentator/health.py),
+    # requests 500: a vLLM whose engine core died
+    dead: bool = False
     # The KV bandwidth of the link transfers run over (GB/s per GPU): NVLink-class by default.
     kv_gbps: float = 300.0
 
@@ -133,6 +135,7 @@ class Shape:
     kv_bytes_per_token: int = 2 * 28 * 8 * 128 * 2  # K and V, layers x kv heads x head dim x bf16
     max_model_len: int = 8192
     prefix_caching: bool = True
+    nixl: bool = True  # NixlConnector configured; without it kv_transfer_params are ignored
 
 
 def _instant(chunks: list[Chunk], contexts: list[int]) -> float:
@@ -314,11 +317,25 @@ class SimulatedEngine:
         c.descriptors.observe(float(blocks))
         return seconds
 
+    def too_long(self, prompt: int, max_tokens: int) -> str | None:
+        """vLLM's refusal of a request longer than --max-model-len (or than the KV cache holds,
+        which vLLM refuses at start), or None."""
+        limit = self.shape.max_model_len
+        total = prompt + max_tokens
+        if total > limit or self.timing.blocks_of(total) > self.timing.blocks:
+            return (
+                f"This model's maximum context length is {limit} tokens. However, you requested "
+                f"{total} tokens ({prompt} in the messages, {max_tokens} in the completion). "
+                "Please reduce the length of the messages or completion."
+            )
+        return None
+
     def admit(self, tokens: list[str], params: dict[str, Any] | None) -> Admitted:
         """Account for the prompt as vLLM does: prefix cache hits, the KV read from a remote
         prefill (or its failure), the tokens computed here."""
         b = self.behaviour
         n = len(tokens)
+        params = params if self.shape.nixl else None
         remote = params if params and params.get("do_remote_prefill") else None
         read = remote is not None and not b.recompute and self._read_remote(remote)
         transfer_s = 0.0

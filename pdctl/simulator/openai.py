@@ -133,6 +133,10 @@ def handler(engine: SimulatedEngine) -> type[http.server.BaseHTTPRequestHandler]
             chat = self.path == "/v1/chat/completions"
             tokens = _prompt(body, chat)
             max_tokens = int(body.get("max_completion_tokens") or body.get("max_tokens") or 16)
+            too_long = engine.too_long(len(tokens), max_tokens)
+            if too_long:
+                self._json(400, _error(too_long, 400))
+                return
             admitted = engine.admit(tokens, body.get("kv_transfer_params"))
             generated = engine.generate(admitted, max_tokens)
             if body.get("stream"):

@@ -78,13 +78,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--enable-prefix-caching", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--kv-transfer-config", default=None)
     sim = p.add_argument_group("simulator (not vLLM flags)")
-    sim.add_argument("--sim-gpu", default=DEFAULT_GPU, help="the catalog GPU simulated")
+    sim.add_argument(
+        "--sim-gpu", default=DEFAULT_GPU, help=f"the catalog GPU simulated ({DEFAULT_GPU})"
+    )
     sim.add_argument(
         "--sim-model-config", type=Path, default=None, help="a config.json (else the catalog)"
     )
     sim.add_argument("--sim-clock", choices=CLOCKS, default="real", help="real or virtual time")
     sim.add_argument("--sim-fault", action="append", default=[], help=FAULTS_HELP)
-    sim.add_argument("--sim-link", default=None, help="the link table's id KV moves over")
+    sim.add_argument(
+        "--sim-link",
+        default=None,
+        help="the link table's id KV moves over (the GPU's usual network)",
+    )
     return p
 
 
@@ -105,13 +111,22 @@ def _connector(text: str | None) -> str | None:
     return CONNECTOR
 
 
+def _side_port() -> int:
+    text = os.environ.get("VLLM_NIXL_SIDE_CHANNEL_PORT") or str(SIDE_CHANNEL_PORT)
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise UsageError(f"VLLM_NIXL_SIDE_CHANNEL_PORT={text!r} is not a port number")
+    return int(text)
+
+
 def parse(argv: list[str]) -> Options:
     """The options of `argv` (without the program name). vLLM flags the simulator does not
     model are ignored; a refused connector or a malformed flag raises UsageError."""
     parser = _parser()
     try:
         args, _ignored = parser.parse_known_args(argv)
-    except SystemExit as stop:  # argparse printed its message
+    except SystemExit as stop:  # argparse printed its message (or --help)
+        if not stop.code:
+            raise
         raise UsageError("invalid command line (see the message above)") from stop
     served = args.served_model_name[0] if args.served_model_name else args.model
     return Options(
@@ -129,7 +144,7 @@ def parse(argv: list[str]) -> Options:
         prefix_caching=args.enable_prefix_caching,
         connector=_connector(args.kv_transfer_config),
         side_host=os.environ.get("VLLM_NIXL_SIDE_CHANNEL_HOST") or SIDE_CHANNEL_HOST,
-        side_port=int(os.environ.get("VLLM_NIXL_SIDE_CHANNEL_PORT") or SIDE_CHANNEL_PORT),
+        side_port=_side_port(),
         gpu=args.sim_gpu,
         model_config=args.sim_model_config,
         clock=args.sim_clock,

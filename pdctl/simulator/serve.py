@@ -8,7 +8,7 @@ import signal
 import threading
 from dataclasses import dataclass
 
-from pdctl.errors import UsageError
+from pdctl.errors import InputError, UsageError
 from pdctl.models import catalog, links
 from pdctl.models.memory import kv_layout
 from pdctl.plan import resolve_model
@@ -26,8 +26,19 @@ class Built:
 
 def build(options: Options) -> Built:
     """The engine the options describe, not yet listening."""
+    if options.model_config is None and catalog.find_model(options.model) is None:
+        raise InputError(
+            f"{options.model} is not in the planner's model catalog",
+            hint="pass --sim-model-config PATH (its config.json); `pdctl catalog models` lists "
+            "the catalog",
+        )
     arch = resolve_model(options.model, options.model_config, offline=True)
-    gpu = catalog.gpu(options.gpu)
+    try:
+        gpu = catalog.gpu(options.gpu)
+    except UsageError as error:  # catalog.gpu names pdctl's option: name the simulator's
+        raise UsageError(
+            f"--sim-gpu {options.gpu!r} is not in the GPU catalog", error.hint
+        ) from None
     try:
         link = links.load().by_id(options.link or gpu.network)
     except ValueError as error:
@@ -40,8 +51,9 @@ def build(options: Options) -> Built:
         tp=options.tp,
         pp=options.pp,
         kv_bytes_per_token=layout.per_token,
-        max_model_len=options.max_model_len or 8192,
+        max_model_len=options.max_model_len or arch.max_positions,  # vLLM: the config's
         prefix_caching=options.prefix_caching,
+        nixl=options.connector is not None,
     )
     sized = model.timing(
         arch,
