@@ -12,6 +12,7 @@ from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import (
     ApiKeyFileOpt,
+    ClusterOpt,
     DecodeUrlOpt,
     EnginePortOpt,
     ModelOpt,
@@ -242,6 +243,7 @@ def bench(
     router_port: RouterPortOpt = defaults.PORT,
     engine_port: EnginePortOpt = defaults.PORT,
     api_key_file: ApiKeyFileOpt = None,
+    cluster: ClusterOpt = False,
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Load-test the deployment through its router: latency, throughput, goodput per step.
@@ -275,10 +277,18 @@ def bench(
         connector=connector,
     )
     with resolve_targets(
-        url, prefill_url or [], decode_url or [], release, namespace, router_port, engine_port
+        url,
+        prefill_url or [],
+        decode_url or [],
+        release,
+        namespace,
+        router_port,
+        engine_port,
+        cluster=cluster,
     ) as found:
-        key = apikey.resolve(api_key_file, None if url else release, namespace)
-        result = run(found, workload, None if output is OutputFormat.json else _progress, key)
+        key = apikey.resolve(api_key_file, found.cluster_release, namespace)
+        progress = None if output is OutputFormat.json else _progress
+        result = run(found.targets, workload, progress, key)
     payload: dict[str, Any] = result.as_dict()
     if report is not None:
         written = files.write(result, report)

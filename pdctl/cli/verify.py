@@ -12,6 +12,7 @@ from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import (
     ApiKeyFileOpt,
+    ClusterOpt,
     DecodeUrlOpt,
     EnginePortOpt,
     EngineUrlOpt,
@@ -138,6 +139,7 @@ def verify(
     router_port: RouterPortOpt = defaults.PORT,
     engine_port: EnginePortOpt = defaults.PORT,
     api_key_file: ApiKeyFileOpt = None,
+    cluster: ClusterOpt = False,
     show_curl: Annotated[
         bool, typer.Option("--show-curl", help="Print the curl command of each check.")
     ] = False,
@@ -170,9 +172,10 @@ def verify(
         router_port,
         engine_port,
         engine_url,
+        cluster,
     ) as found:
-        key = apikey.resolve(api_key_file, None if url else release, namespace)
-        report = run(found, dataclasses.replace(settings, api_key=key))
+        key = apikey.resolve(api_key_file, found.cluster_release, namespace)
+        report = run(found.targets, dataclasses.replace(settings, api_key=key))
     if output is OutputFormat.json:
         _output.as_json(report.as_dict())
     else:
