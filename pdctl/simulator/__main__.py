@@ -12,6 +12,7 @@ from pdctl.simulator import options, serve
 def main(argv: list[str] | None = None) -> int:
     try:
         built = serve.build(options.parse(sys.argv[1:] if argv is None else argv))
+        stop = serve.on_signals()
         built.engine.up()
     except PdctlError as error:
         print(f"error: {error.message}", file=sys.stderr)
@@ -22,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: cannot listen: {error}", file=sys.stderr)
         return 3
     print(serve.banner(built), flush=True)
-    serve.run_until_signal(built.engine)
+    serve.serve_until(built.engine, stop)
     return 0
 
 

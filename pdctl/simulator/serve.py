@@ -89,11 +89,17 @@ def banner(built: Built) -> str:
     )
 
 
-def run_until_signal(engine: SimulatedEngine) -> None:
-    """Serve until SIGTERM or SIGINT, then stop listening."""
+def on_signals() -> threading.Event:
+    """An event SIGTERM and SIGINT set from now on (installed before the engine says it is up,
+    so that a signal right after the banner still ends it cleanly)."""
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
+    return stop
+
+
+def serve_until(engine: SimulatedEngine, stop: threading.Event) -> None:
+    """Serve until `stop` is set, then stop listening."""
     try:
         stop.wait()
     finally:
