@@ -55,3 +55,7 @@ VERIFY_MAX_TOKENS = 32  # output tokens of the completion and streaming checks
 VERIFY_PROMPT_WORDS = 600  # words of the PD proof's unique prompt
 VERIFY_TIMEOUT_S = 60.0  # one request, from sending to its last byte
 VERIFY_SETTLE_S = 3.0  # wait for the engines' counters to show the PD probe
+
+# pdctl up: seconds for every local process to be ready (a first vLLM start compiles and captures
+# CUDA graphs for minutes).
+UP_TIMEOUT_S = 900.0

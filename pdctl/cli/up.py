@@ -81,7 +81,7 @@ def up(
     timeout: Annotated[
         float,
         typer.Option("--timeout", min=1.0, help="Seconds for every process to be ready."),
-    ] = 900.0,
+    ] = defaults.UP_TIMEOUT_S,
     hf_token_file: Annotated[
         Path | None,
         typer.Option(

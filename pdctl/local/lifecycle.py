@@ -51,7 +51,7 @@ class Source:
 class UpOptions:
     release: str = defaults.RELEASE
     engine: str | None = None  # vllm, sim, or None: choose
-    timeout: float = 900.0  # seconds for every process to be ready
+    timeout: float = defaults.UP_TIMEOUT_S  # seconds for every process to be ready
     hf_token_file: Path | None = None
     foreground: bool = False
 
