@@ -44,6 +44,18 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.fail(item.stash[MISPLACED], pytrace=False)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def helm_homes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """helm's cache, config and data folders in this session's temporary folder, never the
+    user's (~/.cache/helm, ~/.config/helm, ~/.local/share/helm), which a suite running at the
+    same time in another checkout would share."""
+    base = tmp_path_factory.mktemp("helm-homes")
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("CACHE", "CONFIG", "DATA"):
+            patch.setenv(f"HELM_{name}_HOME", str(base / name.lower()))
+        yield
+
+
 @pytest.fixture(scope="session")
 def helm3() -> Helm:
     return pinned_helm("3.17.2")
