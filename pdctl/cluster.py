@@ -190,7 +190,7 @@ class Cluster:
             ),
         )
         pods = sorted((_pod(item) for item in found.items), key=lambda pod: pod.name)
-        return pods, str(found.metadata.resource_version)
+        return pods, str(found.metadata.resource_version if found.metadata else "")
 
     def pod_changes(
         self, namespace: str, selector: dict[str, str], since: str
@@ -202,7 +202,7 @@ class Cluster:
         from kubernetes import watch
 
         def replay() -> list[tuple[str, Pod]]:
-            stream = watch.Watch().stream(
+            stream = watch.Watch().stream(  # type: ignore[no-untyped-call]
                 self.core.list_namespaced_pod,
                 namespace,
                 label_selector=naming.selector_text(selector),
