@@ -45,14 +45,16 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def helm_homes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """helm's cache, config and data folders in this session's temporary folder, never the
-    user's (~/.cache/helm, ~/.config/helm, ~/.local/share/helm), which a suite running at the
-    same time in another checkout would share."""
-    base = tmp_path_factory.mktemp("helm-homes")
+def own_homes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """helm's cache, config and data folders and matplotlib's in this session's temporary
+    folder, never the user's (~/.cache/helm, ~/.config/helm, ~/.local/share/helm,
+    ~/.cache/matplotlib), which a suite running at the same time in another checkout would
+    share."""
+    base = tmp_path_factory.mktemp("homes")
     with pytest.MonkeyPatch.context() as patch:
         for name in ("CACHE", "CONFIG", "DATA"):
-            patch.setenv(f"HELM_{name}_HOME", str(base / name.lower()))
+            patch.setenv(f"HELM_{name}_HOME", str(base / f"helm-{name.lower()}"))
+        patch.setenv("MPLCONFIGDIR", str(base / "matplotlib"))
         yield
 
 
