@@ -95,7 +95,7 @@ test: setup lint $(VENV)/.nixl $(REGISTRY) $(PROMTOOL) ## lint, then the whole t
 
 # The unit tier (tests/tiers.py): the library and the CLI in-process, no helm, no server; what to
 # run after a one-line change. `make test` runs every tier.
-test-fast: setup ## the unit tests only (no helm, no servers): about a minute
+test-fast: setup ## the unit tier alone: no helm, no child process, no server (README "Tests")
 	$(BIN)/python -m pytest -n 2 -q -m unit
 
 # checkov (Kubernetes checks) over the chart rendered with every tutorial asset: at most 6 distinct
