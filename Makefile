@@ -21,7 +21,7 @@ DIST ?= dist
 
 export PDCTL_HELM ?= $(CURDIR)/$(HELM4)
 
-.PHONY: help demo test lint schema docs corpus golden setup helm package clean checkov
+.PHONY: help demo test test-fast lint schema docs corpus golden setup helm package clean checkov
 
 # `make help` lists the targets whose line carries a `## what it does` comment.
 help:
@@ -109,6 +109,11 @@ $(REGISTRY) $(PROMTOOL): scripts/install_debian_tools.py
 
 test: setup lint $(VENV)/.nixl $(REGISTRY) $(PROMTOOL) ## lint, then the whole test suite (what CI runs, with checkov)
 	$(BIN)/python -m pytest -n 2 -q
+
+# The unit tier (tests/tiers.py): the library and the CLI in-process, no helm, no server; what to
+# run after a one-line change. `make test` runs every tier.
+test-fast: setup ## the unit tier alone: no helm, no child process, no server (README "Tests")
+	$(BIN)/python -m pytest -n 2 -q -m unit
 
 # checkov (Kubernetes checks) over the chart rendered with every tutorial asset: at most 6 distinct
 # failed checks, each listed with its reason in docs/production-checklist.md

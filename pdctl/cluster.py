@@ -24,6 +24,7 @@ from pdctl.errors import EnvironmentProblem
 
 T = TypeVar("T")
 REQUEST_TIMEOUT = 15  # seconds, each API call
+REPLAY_SECONDS = 1  # how long the API server holds a replaying watch open (its least)
 
 # Container waiting reasons that mean the pod will not become Ready by itself.
 STUCK = {
@@ -176,6 +177,10 @@ class Cluster:
 
     # ---- pods, events, logs
     def pods(self, namespace: str, selector: dict[str, str]) -> list[Pod]:
+        return self.pod_list(namespace, selector)[0]
+
+    def pod_list(self, namespace: str, selector: dict[str, str]) -> tuple[list[Pod], str]:
+        """The selected pods by name, and the list's resourceVersion (where pod_changes starts)."""
         found = self._call(
             "listing pods",
             lambda: self.core.list_namespaced_pod(
@@ -184,7 +189,30 @@ class Cluster:
                 _request_timeout=REQUEST_TIMEOUT,
             ),
         )
-        return sorted((_pod(item) for item in found.items), key=lambda pod: pod.name)
+        pods = sorted((_pod(item) for item in found.items), key=lambda pod: pod.name)
+        return pods, str(found.metadata.resource_version if found.metadata else "")
+
+    def pod_changes(
+        self, namespace: str, selector: dict[str, str], since: str
+    ) -> list[tuple[str, Pod]]:
+        """Every change of the selected pods after resourceVersion `since`, oldest first, as
+        (ADDED, MODIFIED or DELETED, the pod's state), those of pods deleted since included: a
+        watch from that version, which the API server answers from its history (then holds open
+        for REPLAY_SECONDS before it ends)."""
+        from kubernetes import watch
+
+        def replay() -> list[tuple[str, Pod]]:
+            stream = watch.Watch().stream(  # type: ignore[no-untyped-call]
+                self.core.list_namespaced_pod,
+                namespace,
+                label_selector=naming.selector_text(selector),
+                resource_version=since,
+                timeout_seconds=REPLAY_SECONDS,
+                _request_timeout=REQUEST_TIMEOUT,
+            )
+            return [(change["type"], _pod(change["object"])) for change in stream]
+
+        return self._call("replaying pod changes", replay)
 
     def events(self, namespace: str, warnings_only: bool = True) -> list[Event]:
         """Events in the namespace, newest last."""

@@ -225,6 +225,11 @@ class Release:
         return {INSTANCE: self.name, COMPONENT: ROUTER}
 
     @property
+    def pods_selector(self) -> dict[str, str]:
+        """Every pod of the release: engines, router and canary."""
+        return {INSTANCE: self.name}
+
+    @property
     def canary_selector(self) -> dict[str, str]:
         return {INSTANCE: self.name, COMPONENT: CANARY}
 

@@ -1,4 +1,5 @@
-"""Fixtures only: the pinned helm binaries and a render cache. Helpers are in tests/helpers.py.
+"""Fixtures: the pinned helm binaries, a render cache, the Kubernetes API double; and the hook
+that marks each test with its module's tier (tests/tiers.py). Helpers are in tests/helpers.py.
 
 The binaries are looked up in the tools folder through pdctl.helm.tools_dirs(), so
 $PDCTL_TOOLS_DIR points the suite at another one; a missing version fails the tests that need it
@@ -15,8 +16,48 @@ import pytest
 
 from pdctl import manifests
 from pdctl.helm import Helm
+from tests import tiers
 from tests.doubles.kube_api import KubeAPIDouble, serving
 from tests.helpers import HELM_VERSIONS, Render, pinned_helm, render_file
+
+MISPLACED = pytest.StashKey[str]()
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by the marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each test gets its module's tier as a mark; a module in no tier, or a test that uses a
+    fixture beyond its module's tier, fails (at setup, with the reason)."""
+    for item in items:
+        try:
+            tier = tiers.tier(item.path.stem)
+        except tiers.TierError as error:
+            item.stash[MISPLACED] = str(error)
+            continue
+        item.add_marker(getattr(pytest.mark, tier))
+        why = tiers.misplaced(tier, list(getattr(item, "fixturenames", [])))
+        if why:
+            item.stash[MISPLACED] = why
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if MISPLACED in item.stash:
+        pytest.fail(item.stash[MISPLACED], pytrace=False)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def own_homes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """helm's cache, config and data folders, matplotlib's, and the state folder of `pdctl up`'s
+    local releases in this session's temporary folder, never the user's (~/.cache/helm,
+    ~/.config/helm, ~/.local/share/helm, ~/.cache/matplotlib, ~/.local/state/pdctl), which a
+    suite running at the same time in another checkout would share, and where a release the
+    user started with `pdctl up` would answer the tests' verify, bench and status."""
+    base = tmp_path_factory.mktemp("homes")
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("CACHE", "CONFIG", "DATA"):
+            patch.setenv(f"HELM_{name}_HOME", str(base / f"helm-{name.lower()}"))
+        patch.setenv("MPLCONFIGDIR", str(base / "matplotlib"))
+        patch.setenv("XDG_STATE_HOME", str(base / "state"))
+        yield
 
 
 @pytest.fixture(scope="session")

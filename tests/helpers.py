@@ -31,6 +31,11 @@ VALUES_FILES = sorted(ASSETS.glob("*.yaml")) + sorted(CI.glob("*.yaml"))
 HELM_VERSIONS = ["3.17.2", "4.1.4"]
 KUBE_VERSIONS = ["1.29.0", "1.35.0"]
 
+# How long a started server (vllm-router, the registry) may take to answer before a test gives
+# up on it: a bound against hanging, not a timing check (it ends as soon as the server answers or
+# exits). A loaded 2-core machine once took more than 30 s to start vllm-router.
+STARTUP_LIMIT = 600
+
 # What conftest's `rendered` fixture gives: rendered(helm, values_file) -> the objects.
 Render = Callable[[Helm, Path], list[manifests.Manifest]]
 

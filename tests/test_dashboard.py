@@ -21,7 +21,15 @@ import pytest
 from pdctl import connectors, manifests, naming
 from pdctl.helm import Helm
 from tests.doubles.vllm_engine import KvRegistry, VllmEngineDouble
-from tests.helpers import ASSETS, CHART, load_values, render_file, stop, write_values
+from tests.helpers import (
+    ASSETS,
+    CHART,
+    STARTUP_LIMIT,
+    load_values,
+    render_file,
+    stop,
+    write_values,
+)
 
 DASHBOARD = CHART / "files" / "dashboards" / "pd-stack.json"
 RELEASE = naming.Release("pd")
@@ -216,7 +224,7 @@ def test_vllm_router_exports_them(tmp_path: Path) -> None:
         proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + STARTUP_LIMIT
         while True:
             assert proc.poll() is None, log.read_text()[-2000:]
             assert time.monotonic() < deadline, log.read_text()[-2000:]

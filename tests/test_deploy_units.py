@@ -12,7 +12,7 @@ import pytest
 from pdctl import helm as helm_mod
 from pdctl import manifests, naming
 from pdctl.cli._release_view import change_lines, evidence, why
-from pdctl.cluster import Pod
+from pdctl.cluster import Event, Pod
 from pdctl.errors import EnvironmentProblem, InputError, UsageError
 from pdctl.helm import Helm, ReleaseNotFound, UpgradeRequest
 from pdctl.release import Change, Group, diff_objects, groups_of, parse_timeout
@@ -185,9 +185,9 @@ class _PodsOnly:
     def events(self, namespace: str) -> list[object]:
         return []
 
-    def pods(self, namespace: str, selector: dict[str, str]) -> list[Pod]:
+    def pod_list(self, namespace: str, selector: dict[str, str]) -> tuple[list[Pod], str]:
         self.selectors.append(selector)
-        return self._pods.get(selector.get("model", "router"), [])
+        return self._pods.get(selector.get("model", "router"), []), "1"
 
     def deployment(self, namespace: str, name: str) -> None:
         raise AssertionError(f"a multi-node pool has no Deployment {name} to read")
@@ -223,3 +223,64 @@ def test_multi_node_pools_are_ready_when_every_pod_of_every_group_is(
         assert kube.selectors == [names.pool_pods_selector(group.name)]
     short = _PodsOnly({group.name: pods(wanted)[:-1]})  # a worker not created yet
     assert not Watch(short, names, [group]).observe()[0].rolled_out  # type: ignore[arg-type]
+
+
+class _History:
+    """A stand-in for pdctl.cluster.Cluster (a test double): no pod at any look, and a history of
+    pod changes since the first one."""
+
+    def __init__(self, changes: list[tuple[str, Pod]]) -> None:
+        self.changes = changes
+        self.since: list[str] = []
+
+    def events(self, namespace: str) -> list[Event]:
+        warning = ("Warning", "FailedScheduling", "1 Insufficient gpu", "Pod", "pd-p-1", 1, None)
+        return [Event(*warning)]
+
+    def pod_list(self, namespace: str, selector: dict[str, str]) -> tuple[list[Pod], str]:
+        return [], "41"
+
+    def pod_changes(
+        self, namespace: str, selector: dict[str, str], since: str
+    ) -> list[tuple[str, Pod]]:
+        assert selector == naming.Release("pd").pods_selector
+        self.since.append(since)
+        return self.changes
+
+    def deployment(self, namespace: str, name: str) -> None:
+        return None
+
+    def logs(self, namespace: str, pod: str, lines: int) -> list[str]:
+        return []
+
+
+def test_a_stuck_pod_no_look_saw_is_evidence_from_the_history() -> None:
+    """However late the looks come, the pods' history since the first one is replayed: a pod
+    the rollback deleted is reported as it was when last stuck, with its warnings, though it ran
+    in between (the rollback freed its GPUs); a pod that is Ready at the end is not, nor a pod of
+    no watched group."""
+    from pdctl.release import Watch
+
+    names = naming.Release("pd")
+    labels = names.pool_selector("p")
+    group = Group("p", "prefill", "pd-p-deployment-vllm", 1)
+    unschedulable = Pod("pd-p-1", labels, "Pending", False, 0, "Unschedulable", "1 Insufficient")
+    changes = [
+        ("ADDED", Pod("pd-p-1", labels, "Pending", False, 0)),
+        ("MODIFIED", unschedulable),
+        ("ADDED", Pod("pd-p-2", labels, "Pending", False, 0, "Unschedulable", "1 Insufficient")),
+        ("MODIFIED", Pod("pd-p-1", labels, "Running", True, 0)),
+        ("MODIFIED", Pod("pd-p-2", labels, "Running", True, 0)),
+        ("MODIFIED", Pod("pd-p-1", labels, "Running", True, 0, "Terminating", terminating=True)),
+        ("DELETED", Pod("pd-p-1", labels, "Running", True, 0, "Terminating", terminating=True)),
+        ("ADDED", Pod("pd-other-1", {**labels, naming.POOL: "other"}, "Pending", False, 0)),
+    ]
+    kube = _History(changes)
+    watch = Watch(kube, names, [group])  # type: ignore[arg-type]
+    watch.observe()
+    assert watch.stuck() == []  # no look saw a pod
+    watch.replay()
+    assert kube.since == ["41"]  # from the first look's list on
+    ((found_group, pod),) = watch.stuck()
+    assert (found_group.name, pod.name, pod.reason) == ("p", "pd-p-1", "Unschedulable")
+    assert pod.events == ["FailedScheduling: 1 Insufficient gpu"]

@@ -207,7 +207,9 @@ def test_hung_engines_are_probed_at_once(path: str) -> None:
             hung.released.set()
     assert hung.most == 4  # all four held at once: the whole check costs one timeout
     text = "; ".join(problems)
-    assert text.count("no complete answer within 1.5 s") == 4, text
+    # Each fails by the timeout; whether the headers came before it ("no complete answer") or
+    # not ("no answer") is the machine's pace, not the behaviour under test.
+    assert text.count(" answer within 1.5 s") == 4, text
 
 
 # ---- +Inf and NaN counters ----------------------------------------------------------------

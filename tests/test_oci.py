@@ -24,7 +24,7 @@ import pdctl
 from pdctl import naming
 from pdctl.helm import Helm
 from tests.doubles.kube_api import KubeAPIDouble
-from tests.helpers import ROOT, TUTORIAL_VALUES
+from tests.helpers import ROOT, STARTUP_LIMIT, TUTORIAL_VALUES
 
 sys.path.insert(0, str(ROOT / "scripts"))  # as `python scripts/package_chart.py` has it
 import install_debian_tools  # noqa: E402
@@ -57,7 +57,7 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         [str(REGISTRY), "serve", str(work / "config.yml")], stdout=log, stderr=log
     )
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + STARTUP_LIMIT
         while True:
             try:
                 with urllib.request.urlopen(f"http://{address}/v2/", timeout=2):

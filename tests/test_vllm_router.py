@@ -28,7 +28,7 @@ from vllm_router import launch_router  # type: ignore[import-untyped]  # noqa: E
 
 from pdctl import manifests
 from pdctl.helm import Helm
-from tests.helpers import ASSETS, CI, Render, container, stop
+from tests.helpers import ASSETS, CI, STARTUP_LIMIT, Render, container, stop
 
 VLLM_ROUTER_FILES = {
     "nixl-k8s": ASSETS / "values-17-nixl-vllm-router.yaml",
@@ -223,7 +223,7 @@ def test_router_starts_with_static_urls(
             [str(binary), *args], stdout=out, stderr=subprocess.STDOUT, env={**os.environ}
         )
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + STARTUP_LIMIT
         ready = None
         while time.monotonic() < deadline and proc.poll() is None:
             try:

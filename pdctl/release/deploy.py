@@ -377,6 +377,7 @@ def deploy(options: DeployOptions, reporter: Reporter | None = None) -> DeployRe
             result.status = "deployed"
     result.elapsed = time.monotonic() - started
     if not result.ok:
+        watch.replay()
         result.stuck = watch.stuck()
         result.groups = look()
     return result

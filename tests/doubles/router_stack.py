@@ -20,7 +20,7 @@ from pathlib import Path
 from pdctl.verify.report import Targets
 from pdctl.verify.targets import from_urls
 from tests.doubles.vllm_engine import Behaviour, KvRegistry, VllmEngineDouble
-from tests.helpers import stop
+from tests.helpers import STARTUP_LIMIT, stop
 
 # The venv's console script; VLLM_ROUTER names another (the GPU host installs it elsewhere).
 ROUTER = Path(os.environ.get("VLLM_ROUTER") or Path(sys.executable).parent / "vllm-router")
@@ -65,7 +65,7 @@ def _router(args: list[str], log: Path) -> Iterator[str]:
         proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env={**os.environ})
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + STARTUP_LIMIT
         while True:
             assert proc.poll() is None, f"vllm-router exited: {log.read_text()[-2000:]}"
             assert time.monotonic() < deadline, f"vllm-router not up: {log.read_text()[-2000:]}"
