@@ -1,0 +1,99 @@
+"""The simulator's queueing beside the planner's, and both beside a real engine's record.
+
+1. PD, in virtual time (pdctl/simulator/closed_loop.py, as tests/test_plan_simulator.py): one
+   prefill and one decode engine of Llama-3.1-8B on H100-80GB, 1024-token prompts, 128 out, a
+   steady closed loop of 10 x concurrency requests after a dropped first wave, against `pdctl
+   plan`'s TTFT and ITL for the same workload.
+2. Aggregated, against the real-engine record benchmarks/records/real-engines-h200-1gpu-bench.json
+   (`pdctl bench` to one vLLM 0.26.0 engine of Llama-3.1-8B on an H200, 2,048-token prompts, 128
+   out, 16 requests at each of 1, 4 and 16 in flight): the simulator runs that load as the bench
+   did (16 requests, none dropped) and the planner estimates it (pdctl/plan/aggregated.py).
+
+Not a test: it prints where the two models part and what the real engine did.
+
+    python benchmarks/simulator_vs_plan.py
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from pdctl.models import catalog  # noqa: E402
+from pdctl.models.config import ModelArch  # noqa: E402
+from pdctl.plan import aggregated, sizing  # noqa: E402
+from pdctl.plan.layout import Engine, Request, Workload  # noqa: E402
+from pdctl.plan.roofline import request_overhead_seconds  # noqa: E402
+from pdctl.simulator import closed_loop, model  # noqa: E402
+
+MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+RECORD = ROOT / "benchmarks/records/real-engines-h200-1gpu-bench.json"
+
+
+def _engine(req: Request) -> Engine:
+    return next(e for e in sizing.engines(req) if e.tp == 1)
+
+
+def _arch() -> ModelArch:
+    entry = catalog.find_model(MODEL)
+    assert entry is not None
+    return entry.arch
+
+
+def pd_rows() -> None:
+    gpu = catalog.gpu("H100-80GB")
+    print("PD, H100-80GB, 1024 in / 128 out, steady closed loop (ms, p50)")
+    print("in flight  TTFT plan  TTFT sim   ITL plan  ITL sim")
+    for concurrency in (1, 8, 32):
+        workload = Workload(input_len=1024, output_len=128, concurrency=concurrency)
+        req = Request(_arch(), gpu, gpus=2, workload=workload)
+        engine = _engine(req)
+        planned = sizing.evaluate_layout(req, engine, 1, engine, 1)
+        timing = model.timing(req.arch, gpu, 1)
+        pd = closed_loop.Pd(
+            timing, timing, planned.kv_transfer_ms / 1000, request_overhead_seconds(gpu)
+        )
+        served = closed_loop.run(
+            pd, input_len=1024, output_len=128, concurrency=concurrency, requests=11 * concurrency
+        )
+        sim = closed_loop.steady(served, concurrency)
+        print(
+            f"{concurrency:9}  {planned.ttft_ms:9.1f}  {sim.ttft_p50_s * 1000:8.1f}  "
+            f"{planned.itl_ms:8.2f}  {sim.itl_p50_s * 1000:7.2f}"
+        )
+
+
+def aggregated_rows() -> None:
+    record = json.loads(RECORD.read_text())
+    steps = record["bench"]["alone"]["result"]["steps"]
+    gpu = catalog.gpu("H200")
+    print(f"\nAggregated, H200, beside {RECORD.relative_to(ROOT)} (ms, p50)")
+    print("in flight  TTFT real  TTFT plan  TTFT sim   ITL real  ITL plan  ITL sim")
+    for step in steps:
+        concurrency, requests = step["concurrency"], step["requests"]
+        prompt = round(step["prompt_tokens"] / requests)
+        output = round(step["completion_tokens"] / requests)
+        workload = Workload(input_len=prompt, output_len=output, concurrency=concurrency)
+        req = Request(_arch(), gpu, gpus=1, workload=workload)
+        planned = aggregated.aggregated(req, [_engine(req)])
+        assert planned is not None and planned.replicas == 1
+        timing = model.timing(req.arch, gpu, 1)
+        pd = closed_loop.Pd(timing, timing, 0.0, request_overhead_seconds(gpu), x=1, y=0)
+        served = closed_loop.run(
+            pd, input_len=prompt, output_len=output, concurrency=concurrency, requests=requests
+        )
+        sim = closed_loop.steady(served, 0)  # as the bench ran: nothing dropped
+        print(
+            f"{concurrency:9}  {step['ttft_ms']['p50']:9.1f}  {planned.ttft_ms:9.1f}  "
+            f"{sim.ttft_p50_s * 1000:8.1f}  {step['itl_ms']['p50']:8.2f}  "
+            f"{planned.itl_ms:8.2f}  {sim.itl_p50_s * 1000:7.2f}"
+        )
+
+
+if __name__ == "__main__":
+    pd_rows()
+    aggregated_rows()

@@ -1,0 +1,138 @@
+"""A PD deployment simulated in virtual time, in one process: prefill engines and decode engines
+(each the simulator's scheduler, pdctl.simulator.scheduler), the KV transfer between them, and a
+closed loop of clients (each sends its next request when the last one ends, as `vllm bench serve
+--max-concurrency`). A discrete-event loop: no sleeping, no threads, no HTTP. It is how the
+simulator's queueing is compared with the planner's (tests/test_plan_simulator.py)."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pdctl.simulator.engine import Timing
+from pdctl.simulator.scheduler import Batch, Scheduler, Sequence
+
+
+@dataclass(frozen=True)
+class Pd:
+    """x prefill and y decode engines, the KV transfer's seconds per request, and a request's
+    time outside the GPUs before it reaches prefill (the planner's request overhead). With y 0,
+    aggregated serving: x engines that each prefill and decode their own requests."""
+
+    prefill: Timing
+    decode: Timing
+    transfer_s: float
+    overhead_s: float = 0.0
+    x: int = 1
+    y: int = 1
+
+
+@dataclass(frozen=True)
+class Served:
+    sent: float
+    token_times: tuple[float, ...]
+
+    @property
+    def ttft_s(self) -> float:
+        return self.token_times[0] - self.sent
+
+    @property
+    def gaps_s(self) -> list[float]:
+        t = self.token_times
+        return [b - a for a, b in itertools.pairwise(t)]
+
+
+@dataclass(eq=False)
+class _Engine:
+    scheduler: Scheduler
+    busy: bool = False
+    sent: dict[int, float] = field(default_factory=dict)  # sequence id -> its client's send time
+
+
+@dataclass
+class _Loop:
+    pd: Pd
+    input_len: int
+    output_len: int
+    prefill: list[_Engine]
+    decode: list[_Engine]
+    events: list[tuple[float, int, Callable[[float], None]]] = field(default_factory=list)
+    order: itertools.count[int] = field(default_factory=itertools.count)
+    served: list[Served] = field(default_factory=list)
+    turn: itertools.count[int] = field(default_factory=itertools.count)
+
+    def at(self, time: float, action: Callable[[float], None]) -> None:
+        heapq.heappush(self.events, (time, next(self.order), action))
+
+    def send(self, sent: float) -> None:
+        """A client sends a request: it reaches a prefill engine after the overhead."""
+        output = 1 if self.decode else self.output_len  # PD: the prefill makes one token
+        seq = Sequence(self.input_len, output, arrival=sent + self.pd.overhead_s)
+        self.at(seq.arrival, lambda now: self._arrive(self.prefill, seq, now, sent))
+
+    def _arrive(self, engines: list[_Engine], seq: Sequence, now: float, sent: float) -> None:
+        engine = engines[next(self.turn) % len(engines)]  # round robin, as the router's policy
+        engine.scheduler.add(seq)
+        engine.sent[seq.ident] = sent
+        self._run(engine, now)
+
+    def _run(self, engine: _Engine, now: float) -> None:
+        if engine.busy:
+            return
+        batch = engine.scheduler.schedule(now)
+        if batch:
+            engine.busy = True
+            self.at(now + batch.seconds, lambda end: self._step_ended(engine, batch, end))
+
+    def _step_ended(self, engine: _Engine, batch: Batch, now: float) -> None:
+        engine.busy = False
+        for seq in engine.scheduler.complete(batch, now):
+            if engine in self.prefill and self.decode:
+                self._transfer(seq, engine.sent.pop(seq.ident), now)
+            elif seq.done:
+                self.served.append(Served(engine.sent.pop(seq.ident), tuple(seq.token_times)))
+                self.send(now)
+        self._run(engine, now)
+
+    def _transfer(self, prefilled: Sequence, sent: float, now: float) -> None:
+        """The prompt's KV moves to a decode engine, which generates the output."""
+        seq = Sequence(self.input_len, self.output_len, cached=self.input_len)
+        self.at(now + self.pd.transfer_s, lambda then: self._arrive(self.decode, seq, then, sent))
+
+
+def run(
+    pd: Pd, *, input_len: int, output_len: int, concurrency: int, requests: int
+) -> list[Served]:
+    """Serve `requests` requests of `input_len` prompt and `output_len` output tokens with
+    `concurrency` clients; the requests in the order they ended."""
+    loop = _Loop(
+        pd,
+        input_len,
+        output_len,
+        [_Engine(pd.prefill.scheduler()) for _ in range(pd.x)],
+        [_Engine(pd.decode.scheduler()) for _ in range(pd.y)],  # none: aggregated
+    )
+    for _ in range(concurrency):
+        loop.send(0.0)
+    while loop.events and len(loop.served) < requests:
+        now, _, action = heapq.heappop(loop.events)
+        action(now)
+    return loop.served
+
+
+@dataclass(frozen=True)
+class Summary:
+    ttft_p50_s: float
+    itl_p50_s: float
+    requests: int
+
+
+def steady(served: list[Served], concurrency: int) -> Summary:
+    """TTFT and ITL medians with the first wave (the first `concurrency` requests to end)
+    dropped: what a steady closed loop sees."""
+    kept = served[concurrency:]
+    gaps = [g for s in kept for g in s.gaps_s]
+    return Summary(statistics.median(s.ttft_s for s in kept), statistics.median(gaps), len(kept))

@@ -1,0 +1,106 @@
+"""One simulator process: the engine that `python -m pdctl.simulator serve` runs, built from its
+options (the model from the catalog or --sim-model-config, offline; the GPU from the catalog; the
+KV link from the link table), until SIGTERM or SIGINT."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from dataclasses import dataclass
+
+from pdctl.errors import InputError, UsageError
+from pdctl.models import catalog, links
+from pdctl.models.memory import kv_layout
+from pdctl.plan import resolve_model
+from pdctl.simulator import model
+from pdctl.simulator.core import RealClock, VirtualClock
+from pdctl.simulator.engine import Behaviour, Shape, SimulatedEngine, with_faults
+from pdctl.simulator.options import Options
+
+
+@dataclass(frozen=True)
+class Built:
+    engine: SimulatedEngine
+    link: links.Link
+
+
+def build(options: Options) -> Built:
+    """The engine the options describe, not yet listening."""
+    if options.model_config is None and catalog.find_model(options.model) is None:
+        raise InputError(
+            f"{options.model} is not in the planner's model catalog",
+            hint="pass --sim-model-config PATH (its config.json); `pdctl catalog models` lists "
+            "the catalog",
+        )
+    arch = resolve_model(options.model, options.model_config, offline=True)
+    try:
+        gpu = catalog.gpu(options.gpu)
+    except UsageError as error:  # catalog.gpu names pdctl's option: name the simulator's
+        raise UsageError(
+            f"--sim-gpu {options.gpu!r} is not in the GPU catalog", error.hint
+        ) from None
+    try:
+        link = links.load().by_id(options.link or gpu.network)
+    except ValueError as error:
+        ids = ", ".join(link.id for link in links.load().links)
+        raise UsageError(f"--sim-link: {error}", hint=f"one of {ids}") from None
+    layout = kv_layout(arch, options.tp, options.pp, options.kv_cache_dtype)
+    shape = Shape(
+        model=options.model,
+        gpu=gpu.name,
+        tp=options.tp,
+        pp=options.pp,
+        kv_bytes_per_token=layout.per_token,
+        max_model_len=options.max_model_len or arch.max_positions,  # vLLM: the config's
+        prefix_caching=options.prefix_caching,
+        nixl=options.connector is not None,
+    )
+    sized = model.timing(
+        arch,
+        gpu,
+        options.tp,
+        options.pp,
+        utilization=options.utilization,
+        kv_cache_dtype=options.kv_cache_dtype,
+        budget=options.max_num_batched_tokens,
+        max_seqs=options.max_num_seqs,
+    )
+    behaviour = with_faults(Behaviour(kv_gbps=link.gbps), options.faults)
+    engine = SimulatedEngine(
+        options.served_name,
+        model=options.served_name,
+        behaviour=behaviour,
+        shape=shape,
+        timing=sized,
+        clock=VirtualClock() if options.clock == "virtual" else RealClock(),
+        host=options.host,
+        port=options.port,
+        side_host=options.side_host,
+        side_port=options.side_port,
+    )
+    return Built(engine, link)
+
+
+def banner(built: Built) -> str:
+    e, s = built.engine, built.engine.shape
+    return (
+        f"pd-stack simulator (not vLLM): {s.model} on {s.gpu}, TP {s.tp}/PP {s.pp}, "
+        f"port {e.port} (KV side channel {e.side_host}:{e.side_port}, {built.link.name})"
+    )
+
+
+def on_signals() -> threading.Event:
+    """An event SIGTERM and SIGINT set from now on (installed before the engine says it is up,
+    so that a signal right after the banner still ends it cleanly)."""
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    return stop
+
+
+def serve_until(engine: SimulatedEngine, stop: threading.Event) -> None:
+    """Serve until `stop` is set, then stop listening."""
+    try:
+        stop.wait()
+    finally:
+        engine.down()

@@ -1,0 +1,125 @@
+"""The simulator's command line and engine in this process (pdctl/simulator; not vLLM): bad
+flags answered with a message and an exit code, the vLLM flags it reads, the virtual clock, and
+an engine without NixlConnector ignoring kv_transfer_params."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+
+from pdctl.simulator import options, serve
+from pdctl.simulator.__main__ import main
+from pdctl.simulator.engine import Shape, SimulatedEngine
+
+MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "message"),
+    [
+        (["serve", "nobody/nothing"], 1, "nobody/nothing is not in the planner's model catalog"),
+        (["serve", MODEL, "--sim-gpu", "Z80"], 2, "--sim-gpu 'Z80' is not in the GPU catalog"),
+        (["serve", MODEL, "--sim-link", "warp"], 2, "--sim-link: links.yaml: no link 'warp'"),
+        (["serve", MODEL, "--kv-transfer-config", "{"], 2, "--kv-transfer-config is not JSON"),
+        (["serve", MODEL, "--sim-clock", "sundial"], 2, "invalid command line"),
+    ],
+)
+def test_bad_input_is_one_message_and_an_exit_code(
+    argv: list[str], code: int, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == code
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_a_bad_side_channel_port_is_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("VLLM_NIXL_SIDE_CHANNEL_PORT", "56OO")
+    assert main(["serve", MODEL]) == 2
+    assert "VLLM_NIXL_SIDE_CHANNEL_PORT='56OO' is not a port number" in capsys.readouterr().err
+
+
+def test_it_reads_the_vllm_flags_it_models_and_ignores_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("VLLM_NIXL_SIDE_CHANNEL_HOST", "10.0.0.7")
+    monkeypatch.setenv("VLLM_NIXL_SIDE_CHANNEL_PORT", "5601")
+    argv = ["serve", MODEL, "--served-model-name", "llama", "alias", "-tp", "2"]
+    argv += ["--max-num-batched-tokens", "2048", "--no-enable-prefix-caching"]
+    argv += ["--block-size", "32", "--enforce-eager", "--swap-space=4"]  # not modelled
+    parsed = options.parse(argv)
+    assert (parsed.served_name, parsed.tp, parsed.max_num_batched_tokens) == ("llama", 2, 2048)
+    assert not parsed.prefix_caching and parsed.connector is None
+    assert (parsed.side_host, parsed.side_port) == ("10.0.0.7", 5601)
+    built = serve.build(parsed)
+    assert built.engine.timing.budget == 2048 and built.engine.shape.tp == 2
+    assert built.link.id == "ib-ndr"  # the H100's usual network, from the GPU catalog
+
+
+def _complete(url: str, model: str, words: int, max_tokens: int) -> dict[str, object]:
+    body = {"model": model, "prompt": " ".join(["w"] * words), "max_tokens": max_tokens}
+    request = urllib.request.Request(
+        f"{url}/v1/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        answer: dict[str, object] = json.load(response)
+    return answer
+
+
+def test_on_the_virtual_clock_it_reports_the_modelled_times() -> None:
+    """The decode phase of 64 tokens of Llama-3.1-8B on an H100 takes 63 modelled decode steps
+    (several ms each), reported in vLLM's histogram, whatever the wall clock did."""
+    argv = ["serve", MODEL, "--host", "127.0.0.1", "--port", "0", "--sim-clock", "virtual"]
+    built = serve.build(options.parse(argv))
+    engine = built.engine.up()
+    try:
+        answer = _complete(engine.url, MODEL, 1000, 64)
+        page = engine.metrics()
+    finally:
+        engine.down()
+    assert answer["usage"] == {
+        "prompt_tokens": 1000,
+        "completion_tokens": 64,
+        "total_tokens": 1064,
+        "prompt_tokens_details": None,
+    }
+    step = engine.timing.cost([], [1000])
+    (line,) = [x for x in page.splitlines() if x.startswith("vllm:request_decode_time_seconds_sum")]
+    decode = float(line.rsplit(" ", 1)[1])
+    assert decode == pytest.approx(63 * step, rel=0.05) and step > 0.003
+    assert 'clock="virtual"' in page
+
+
+def test_without_nixl_the_engine_ignores_kv_transfer_params() -> None:
+    engine = SimulatedEngine("alone", shape=Shape(nixl=False))
+    admitted = engine.admit(["w"] * 40, {"do_remote_decode": True})
+    assert admitted.kv_transfer_params is None and admitted.cached == 0
+
+
+def test_a_request_longer_than_max_model_len_is_refused_as_vllm_does() -> None:
+    engine = SimulatedEngine("short", model="m", shape=Shape(max_model_len=100)).up()
+    try:
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            _complete(engine.url, "m", 90, 20)
+        answer = json.load(refused.value)
+        assert _complete(engine.url, "m", 80, 20)["usage"] is not None  # 100: fits
+    finally:
+        engine.down()
+    assert refused.value.code == 400
+    assert answer["message"].startswith("This model's maximum context length is 100 tokens.")
+    assert (
+        "you requested 110 tokens (90 in the messages, 20 in the completion)" in answer["message"]
+    )
+
+
+def test_help_says_what_it_reads_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as ended:
+        main(["--help"])
+    assert ended.value.code == 0
+    out = capsys.readouterr().out
+    assert "pd-stack's engine simulator (not vLLM)" in out
+    assert "every other vLLM flag is accepted and ignored" in out and "--sim-fault" in out
