@@ -71,9 +71,7 @@ def _evaluate_aggregated(req: Request, e: Engine, n: int, batch: int) -> Aggrega
             chunks = [Chunk(w.input_len)] * whole + ([Chunk(part)] if part else [])
             return engine.cost(chunks, decoding).seconds
 
-        median = queueing.wave_median(
-            wave, w.input_len, full_budget, sum(chunk_steps), full_step
-        )
+        median = queueing.wave_median(wave, w.input_len, full_budget, sum(chunk_steps), full_step)
         queue_s = max(queue_s, median - sum(chunk_steps))
         wave_steps = math.ceil((wave - 1) * w.input_len / full_budget)
         itl_s = step_s if 2 * wave_steps < w.output_len - 1 else max(chunk_steps)
