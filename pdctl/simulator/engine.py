@@ -255,8 +255,11 @@ class SimulatedEngine:
     def down(self) -> None:
         """Stop listening and drop every open connection (the router keeps connections alive:
         a process that died would reset them too)."""
-        for server in self._servers:
-            server.shutdown()
+        stopping = [threading.Thread(target=server.shutdown) for server in self._servers]
+        for thread in stopping:  # together: each waits up to its server's poll interval
+            thread.start()
+        for thread, server in zip(stopping, self._servers, strict=True):
+            thread.join()
             server.server_close()
         self._servers = []
         self._state.core.stop()
