@@ -50,17 +50,33 @@ $(HELM4) $(HELM3): scripts/install_helm.py
 	$(PYTHON) scripts/install_helm.py
 	touch $(HELM4) $(HELM3)
 
-demo: setup ## plan, validate and render a Llama-3.1-8B layout (the first command to try)
+# The local loop of `make demo`: the planned release as processes on this machine, the engines
+# the pd-stack simulator (not vLLM; pdctl up), proven, measured and stopped. The trap stops the
+# release however a step ends, so no process is left running.
+DEMO_RELEASE := demo
+DEMO_REPORT := build/demo-report
+DEMO_BENCH := --concurrency 1,4 --requests 8 --input-len 2000 --output-len 64
+
+demo: setup ## plan a Llama-3.1-8B layout, then run it here on the simulator: verify, bench, down
 	$(BIN)/pdctl init --model meta-llama/Llama-3.1-8B-Instruct --gpus 8 --gpu-type H100-80GB \
 		--input-len 16000 --output-len 500 --offline --out $(DEMO_OUT) --force
 	$(BIN)/pdctl validate $(DEMO_OUT) --release pd
 	$(BIN)/pdctl template -f $(DEMO_OUT) --release pd --summary
 	@echo
+	rm -rf $(DEMO_REPORT)
+	@run() { echo "$$*"; "$$@"; }; up=; set -e; \
+	trap '[ -z "$$up" ] || run $(BIN)/pdctl down --release $(DEMO_RELEASE)' EXIT; \
+	run $(BIN)/pdctl up -f $(DEMO_OUT) --release $(DEMO_RELEASE) --engine sim; up=1; \
+	run $(BIN)/pdctl verify --release $(DEMO_RELEASE); \
+	run $(BIN)/pdctl bench --release $(DEMO_RELEASE) $(DEMO_BENCH) --report $(DEMO_REPORT)
+	@echo
+	@echo "The bench report (PNG plots, CSV, JSON): $(CURDIR)/$(DEMO_REPORT)/plot-ttft.png and beside it"
 	@echo "Next: pdctl and the pinned helm are in this checkout, not on PATH. Run them as"
 	@echo "  $(BIN)/pdctl --help"
 	@echo "  $(HELM4) version"
 	@echo "or put both on PATH for this shell:"
 	@echo "  export PATH=\"$(CURDIR)/$(BIN):$(CURDIR)/$(dir $(HELM4)):\$$PATH\""
+	@echo "On a machine with GPUs and vLLM, pdctl up -f $(DEMO_OUT) runs real vLLM engines instead."
 
 lint: setup ## ruff, formatting, mypy and the import layers
 	$(BIN)/ruff check $(PY_DIRS)

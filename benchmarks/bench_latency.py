@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pdctl.bench.run import run  # noqa: E402
-from pdctl.bench.workload import Workload, parse_concurrency  # noqa: E402
+from pdctl.bench.workload import BenchSettings, parse_concurrency  # noqa: E402
 from pdctl.verify.targets import from_urls  # noqa: E402
 from tests.doubles.router_stack import Stack, pd_stack  # noqa: E402
 
@@ -54,7 +54,7 @@ def main() -> int:
     parser.add_argument("--output-len", type=int, default=16)
     parser.add_argument("--same-process", action="store_true", help="doubles beside bench")
     args = parser.parse_args()
-    workload = Workload(
+    workload = BenchSettings(
         input_len=64,
         output_len=args.output_len,
         concurrency=parse_concurrency(args.concurrency),

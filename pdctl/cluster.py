@@ -83,7 +83,7 @@ class Event:
 
 
 @dataclass
-class Deployment:
+class DeploymentRollout:
     name: str
     replicas: int  # wanted
     ready: int
@@ -217,7 +217,7 @@ class Cluster:
         return []
 
     # ---- workloads, services, claims
-    def deployment(self, namespace: str, name: str) -> Deployment | None:
+    def deployment(self, namespace: str, name: str) -> DeploymentRollout | None:
         found = self._find(
             f"reading Deployment {name}",
             lambda: self.apps.read_namespaced_deployment(
@@ -423,9 +423,9 @@ def _pod(item: Any) -> Pod:
     return pod
 
 
-def _deployment(item: Any) -> Deployment:
+def _deployment(item: Any) -> DeploymentRollout:
     spec, status = item.spec, item.status
-    return Deployment(
+    return DeploymentRollout(
         name=item.metadata.name,
         replicas=spec.replicas if spec.replicas is not None else 1,
         ready=status.ready_replicas or 0,

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pdctl import process
+from pdctl import defaults, process
 from pdctl.chart import REPO_ROOT
 from pdctl.errors import EnvironmentProblem, InputError
 
@@ -68,8 +68,8 @@ def deadline(args: list[str]) -> float:
 @dataclass(frozen=True)
 class TemplateRequest:
     chart: Path
-    release: str = "pd"
-    namespace: str = "default"
+    release: str = defaults.RELEASE
+    namespace: str = defaults.NAMESPACE
     values_files: tuple[Path, ...] = ()
     set_values: tuple[str, ...] = ()
     kube_version: str | None = None

@@ -33,7 +33,7 @@ def find(objects: list[Manifest], kind: str, name: str) -> Manifest:
 
 
 @dataclass
-class Pool:
+class RenderedPool:
     name: str
     role: str
     replicas: int
@@ -49,7 +49,7 @@ class Pool:
 
 @dataclass
 class Summary:
-    pools: list[Pool] = field(default_factory=list)
+    pools: list[RenderedPool] = field(default_factory=list)
     router: dict[str, str] = field(default_factory=dict)
     services: dict[str, list[int]] = field(default_factory=dict)
     objects: dict[str, int] = field(default_factory=dict)
@@ -86,10 +86,10 @@ def _router(obj: Manifest, container: Manifest) -> dict[str, str]:
     return {"name": obj["metadata"]["name"], "image": container["image"], "routing": routing}
 
 
-def _pool(obj: Manifest, container: Manifest, labels: dict[str, str]) -> Pool:
+def _pool(obj: Manifest, container: Manifest, labels: dict[str, str]) -> RenderedPool:
     args = [str(arg) for arg in container.get("args", [])]
     transfer = json.loads(_flag(args, "--kv-transfer-config") or "{}")
-    return Pool(
+    return RenderedPool(
         name=labels[naming.POOL],
         role=labels.get(naming.ROLE, "both"),
         replicas=obj["spec"].get("replicas", 1),

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pdctl import topology
+from pdctl import defaults, topology
 from pdctl.errors import UsageError
 
 NAME_LIMIT = 63  # Kubernetes names of Services (DNS-1035 labels) and label values
@@ -53,7 +53,7 @@ VLLM_PORT = "vllm"
 @dataclass(frozen=True)
 class Release:
     name: str
-    namespace: str = "default"
+    namespace: str = defaults.NAMESPACE
 
     # ---- engine pools
     def pool_prefix(self, pool: str) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pdctl import manifests, render_dir, secrets
+from pdctl import defaults, manifests, render_dir, secrets
 from pdctl.chart import bundled_chart_dir
 from pdctl.errors import InputError
 from pdctl.findings import Finding, Severity
@@ -140,7 +140,10 @@ def _from_files(
 
 
 def check(
-    values: Values, release: str = "pd", chart: Path | None = None, namespace: str = "default"
+    values: Values,
+    release: str = defaults.RELEASE,
+    chart: Path | None = None,
+    namespace: str = defaults.NAMESPACE,
 ) -> list[Finding]:
     """The chart's schema and the PD rules; each finding located in its file and line, or at
     the --set assignment that wrote its key."""
@@ -175,8 +178,8 @@ class Prepared:
 def prepare(
     files: FileNames,
     set_values: Sequence[str] = (),
-    release: str = "pd",
-    namespace: str = "default",
+    release: str = defaults.RELEASE,
+    namespace: str = defaults.NAMESPACE,
     chart: Path | None = None,
     skip_validation: bool = False,
 ) -> Prepared:
@@ -208,8 +211,8 @@ def merged_file(values: Values) -> Iterator[Path]:
 
 def render(
     values: Values,
-    release: str = "pd",
-    namespace: str = "default",
+    release: str = defaults.RELEASE,
+    namespace: str = defaults.NAMESPACE,
     chart: Path | None = None,
     output_dir: Path | None = None,
     helm_path: str | None = None,
@@ -247,10 +250,10 @@ def render(
 class ValidateOptions:
     set_values: Sequence[str] = ()
     ignore: frozenset[str] = frozenset()  # warning rule ids to leave out
-    release: str = "pd"
-    namespace: str = "default"
+    release: str = defaults.RELEASE
+    namespace: str = defaults.NAMESPACE
     render: bool = False
-    kube_version: str = "1.35"
+    kube_version: str = defaults.KUBE_VERSION
     helm_path: str | None = None
     chart: Path | None = None
 

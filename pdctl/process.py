@@ -96,11 +96,11 @@ class Child:
         background job ignores SIGINT)."""
         if self._process.poll() is not None:
             return
-        _signal_group(self._process.pid, signum)
+        signal_group(self._process.pid, signum)
         try:
             self._group_ends(GRACE)
         finally:  # also when a second signal interrupts the grace period
-            _signal_group(self._process.pid, signal.SIGKILL)
+            signal_group(self._process.pid, signal.SIGKILL)
             self._process.wait()
 
     def _group_ends(self, seconds: float) -> None:
@@ -109,7 +109,7 @@ class Child:
             self._process.wait(timeout=seconds)
         except subprocess.TimeoutExpired:
             return
-        while _now() < ends and _signal_group(self._process.pid, 0):
+        while _now() < ends and signal_group(self._process.pid, 0):
             time.sleep(0.05)
 
     def result(self) -> subprocess.CompletedProcess[str]:
@@ -162,7 +162,7 @@ def _output_file() -> IO[str]:
     return tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
 
 
-def _signal_group(pgid: int, signum: int) -> bool:
+def signal_group(pgid: int, signum: int) -> bool:
     """Whether the group still had a member to signal."""
     try:
         os.killpg(pgid, signum)

@@ -52,7 +52,7 @@ class EngineForm:
 
 
 @dataclass(frozen=True)
-class Table:
+class WorkloadTable:
     raw: dict[str, Any]
 
     @property
@@ -93,12 +93,12 @@ class Table:
         return None
 
 
-def parse(data: dict[str, Any]) -> Table:
-    return Table(raw=data)
+def parse(data: dict[str, Any]) -> WorkloadTable:
+    return WorkloadTable(raw=data)
 
 
 @functools.cache
-def load(chart_dir: Path | None = None) -> Table:
+def load(chart_dir: Path | None = None) -> WorkloadTable:
     """The table of a chart directory, else the bundled chart's."""
     own = chart_dir / TABLE if chart_dir else None
     path = own if own and own.is_file() else bundled_chart_dir() / TABLE

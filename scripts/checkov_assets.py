@@ -3,7 +3,7 @@
 Each tutorials/assets/*.yaml is rendered by the pinned Helm 4 into namespace pd-stack (a release's
 own namespace, as docs/production-checklist.md advises; checkov's CKV_K8S_21 flags `default`), and
 checkov's Kubernetes checks run over the renders. The run fails when:
-- more than MAX_FAILED distinct checks fail (issue 9's bar);
+- more than MAX_FAILED distinct checks fail (the bar docs/production-checklist.md states);
 - a check fails that docs/production-checklist.md does not list with its reason;
 - the page lists a check that no longer fails (so that the page stays true);
 - a check is suppressed in a rendered object (checkov.io/skip annotations) that the page does not

@@ -34,11 +34,10 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pdctl import pipeline  # noqa: E402
+from pdctl import defaults, pipeline  # noqa: E402
 from pdctl.helm import find_helm  # noqa: E402
 
 TABLE = ROOT / "helm" / "files" / "production-stack.yaml"
-RELEASE = "pd"
 
 
 @dataclass(frozen=True)
@@ -156,16 +155,18 @@ def main() -> int:
         chart = production_stack_chart(args.production_stack, Path(tmp))
         files = sorted((args.production_stack / "tutorials" / "assets").glob("values-*.yaml"))
         for path in files:
-            report = pipeline.validate([str(path)], pipeline.ValidateOptions(release=RELEASE))
+            report = pipeline.validate(
+                [str(path)], pipeline.ValidateOptions(release=defaults.RELEASE)
+            )
             if not report.passed():
                 print(f"{path.name}: refused by pdctl validate ({report.errors[0].message})")
                 continue
             theirs = subprocess.run(
-                [str(helm.path), "template", RELEASE, str(chart), "-f", str(path)],
+                [str(helm.path), "template", defaults.RELEASE, str(chart), "-f", str(path)],
                 capture_output=True, text=True, check=True,
             ).stdout  # fmt: skip
             values = pipeline.load_values([str(path)])
-            ours = pipeline.render(values, release=RELEASE, helm_path=str(helm.path)).text
+            ours = pipeline.render(values, release=defaults.RELEASE, helm_path=str(helm.path)).text
             differences = list(compare(path.name, theirs, ours))
             found += differences
             print(f"{path.name}: accepted, {len(differences)} difference(s)")

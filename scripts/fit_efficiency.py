@@ -44,7 +44,7 @@ DECODE = (  # field, search range
 def ratios(factors: efficiency.Efficiency, entries: list[measurements.Measurement]) -> list[float]:
     efficiency.GENERATIONS["H200"] = factors
     return [
-        measurements.Comparison(e, metric, value, measurements.estimate_ms(e, metric)).ratio
+        measurements.EstimateComparison(e, metric, value, measurements.estimate_ms(e, metric)).ratio
         for e in entries
         for metric, value in e.measured.items()
     ]

@@ -15,6 +15,8 @@ COMMANDS = [
     "init",
     "validate",
     "template",
+    "up",
+    "down",
     "preflight",
     "deploy",
     "status",

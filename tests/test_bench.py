@@ -21,9 +21,9 @@ from pdctl.bench.gauges import Sampler
 from pdctl.bench.run import run
 from pdctl.bench.summary import meets_slo, summarize
 from pdctl.bench.workload import (
+    BenchSettings,
     DatasetRequests,
     Prompts,
-    Workload,
     parse_concurrency,
     parse_rate,
 )
@@ -52,7 +52,7 @@ def _timed(ttft: float, gaps: list[float], tokens: int = 3) -> Timed:
 def test_percentiles_throughput_and_goodput_are_exact() -> None:
     timed = [_timed(t, [10.0, 20.0]) for t in (100.0, 200.0, 300.0, 400.0, 500.0)]
     timed.append(Timed("HTTP 500: boom"))
-    workload = Workload(concurrency=(2,), slo_ttft_ms=300.0, slo_itl_ms=15.0)
+    workload = BenchSettings(concurrency=(2,), slo_ttft_ms=300.0, slo_itl_ms=15.0)
     step = summarize(2, timed, 2.0, workload)
     assert (step["requests"], step["succeeded"], step["errors"]) == (6, 5, 1)
     assert step["error_samples"] == ["1 x HTTP 500: boom"]
@@ -97,7 +97,7 @@ def test_gauges_sum_queues_over_a_role_and_average_kv_usage() -> None:
 
 
 def test_no_slo_no_goodput() -> None:
-    step = summarize(1, [_timed(1.0, [1.0])], 1.0, Workload())
+    step = summarize(1, [_timed(1.0, [1.0])], 1.0, BenchSettings())
     assert (step["goodput"], step["good_requests"], step["slo_met"]) == (None, None, None)
 
 
@@ -107,7 +107,7 @@ def test_workload_options() -> None:
         with pytest.raises(UsageError):
             parse_concurrency(bad)
     with pytest.raises(UsageError):
-        Workload(requests=4, duration=1.0)
+        BenchSettings(requests=4, duration=1.0)
     one, two = Prompts(50, 7), Prompts(50, 7)
     first, output_len = one.next()
     assert len(first.split()) == 50 and first == two.next()[0] and one.next()[0] != first
@@ -118,11 +118,11 @@ def test_workload_options() -> None:
             parse_rate(bad)
     for bad_share in (-0.1, 1.0):
         with pytest.raises(UsageError):
-            Workload(prefix_share=bad_share)
+            BenchSettings(prefix_share=bad_share)
     with pytest.raises(UsageError, match="prefix-share"):
-        Workload(prefix_share=0.5, dataset=(Entry("x"),))
-    assert Workload(rate=(2.0,)).steps == [(None, 2.0)]
-    assert Workload(concurrency=(1, 4)).steps == [(1, None), (4, None)]
+        BenchSettings(prefix_share=0.5, dataset=(Entry("x"),))
+    assert BenchSettings(rate=(2.0,)).steps == [(None, 2.0)]
+    assert BenchSettings(concurrency=(1, 4)).steps == [(1, None), (4, None)]
 
 
 def test_prefix_share_makes_a_step_share_its_prompts_first_words() -> None:
@@ -141,9 +141,9 @@ def test_dataset_lines_in_order_with_their_output_len_then_wrapped(tmp_path: Pat
     assert [source.next() for _ in range(2)] == [("a b", 3), ("c", None)]
     assert not source.wrapped
     assert source.next() == ("a b", 3) and source.wrapped
-    body = Workload(output_len=9).body("m", "c", None)
+    body = BenchSettings(output_len=9).body("m", "c", None)
     assert body["max_tokens"] == body["min_tokens"] == 9
-    assert Workload().body("m", "a b", 3)["max_tokens"] == 3
+    assert BenchSettings().body("m", "a b", 3)["max_tokens"] == 3
 
 
 @pytest.mark.parametrize(
@@ -197,7 +197,7 @@ def stack(shared: Stack) -> Iterator[Stack]:
 
 
 def test_latencies_are_at_least_the_injected_delays(stack: Stack) -> None:
-    workload = Workload(input_len=40, output_len=OUTPUT, concurrency=(1, 3), requests=6)
+    workload = BenchSettings(input_len=40, output_len=OUTPUT, concurrency=(1, 3), requests=6)
     result = run(stack.targets(), workload)
     assert result.model == "double-model" and result.connector == "NixlConnector"
     for step in result.steps:
@@ -231,13 +231,15 @@ def test_latencies_are_at_least_the_injected_delays(stack: Stack) -> None:
 
 
 def test_goodput_all_under_a_loose_slo_none_under_a_tight_one(stack: Stack) -> None:
-    loose = Workload(
+    loose = BenchSettings(
         input_len=20, output_len=4, requests=4, slo_ttft_ms=60_000.0, slo_itl_ms=60_000.0
     )
     (step,) = run(stack.targets(), loose).steps
     assert step["good_requests"] == 4 and step["slo_met"] is True
     assert step["goodput"] == pytest.approx(4 / step["duration_s"], rel=1e-3)
-    tight = Workload(input_len=20, output_len=4, requests=4, slo_ttft_ms=1.0)  # below injection
+    tight = BenchSettings(
+        input_len=20, output_len=4, requests=4, slo_ttft_ms=1.0
+    )  # below injection
     result = run(stack.targets(), tight)
     assert result.steps[0]["good_requests"] == 0 and result.steps[0]["goodput"] == 0.0
     assert result.slo_missed_everywhere
@@ -273,13 +275,13 @@ def test_cli_json_csv_and_exit_code(stack: Stack, tmp_path: Path) -> None:
 
 
 def test_open_loop_steps_and_a_dataset_through_the_router(stack: Stack, tmp_path: Path) -> None:
-    workload = Workload(input_len=30, output_len=OUTPUT, rate=(50.0,), requests=5, seed=1)
+    workload = BenchSettings(input_len=30, output_len=OUTPUT, rate=(50.0,), requests=5, seed=1)
     (step,) = run(stack.targets(), workload).steps
     assert (step["concurrency"], step["rate"], step["succeeded"]) == (None, 50.0, 5)
     assert step["held_arrivals"] == 0 and step["dataset_wrapped"] is None
     assert step["ttft_ms"]["min"] >= (PREFILL_DELAY + DECODE_FIRST) * 1000
     assert step["engines"]["prefill"]["prompt_tokens"] == 5 * 30
-    held = Workload(input_len=5, output_len=2, rate=(1000.0,), requests=4, max_in_flight=1)
+    held = BenchSettings(input_len=5, output_len=2, rate=(1000.0,), requests=4, max_in_flight=1)
     assert run(stack.targets(), held).steps[0]["held_arrivals"] > 0
     path = tmp_path / "requests.jsonl"
     path.write_text('{"prompt": "one two three", "output_len": 2}\n{"prompt": "four five"}\n')

@@ -23,7 +23,7 @@ from pdctl.bench import plots, report
 from pdctl.bench.run import Result
 from pdctl.bench.runs import TTFT_P50, Run, load_axis, read_all
 from pdctl.bench.summary import summarize
-from pdctl.bench.workload import Workload
+from pdctl.bench.workload import BenchSettings
 from pdctl.cli.app import app
 from pdctl.errors import EnvironmentProblem, UsageError
 from pdctl.verify.timing import Timed
@@ -38,7 +38,7 @@ def step(concurrency: int, ttft: float, rate: float | None = None, slo: bool = F
         Timed(None, ttft_ms=t, e2e_ms=t * 2, gaps_ms=[t / 10] * 3, completion_tokens=4)
         for t in (ttft, 2 * ttft)
     ]
-    workload = Workload(concurrency=(concurrency,), slo_ttft_ms=ttft * 1.5 if slo else None)
+    workload = BenchSettings(concurrency=(concurrency,), slo_ttft_ms=ttft * 1.5 if slo else None)
     done = summarize(concurrency, timed, 2.0, workload)
     if rate is not None:
         done["rate"] = rate
@@ -113,7 +113,7 @@ def test_load_is_the_rate_only_when_every_step_has_one() -> None:
 
 
 def test_report_folder_keeps_each_run_and_plots_them_all(tmp_path: Path) -> None:
-    workload = Workload(concurrency=(1, 4))
+    workload = BenchSettings(concurrency=(1, 4))
     first = Result("http://r", "m", "NixlConnector", workload, [step(1, 10.0), step(4, 30.0)])
     second = Result("http://r", "m", "NixlConnector", workload, [step(1, 12.0), step(4, 20.0)])
     report.write(first, tmp_path)
@@ -138,7 +138,7 @@ def test_the_step_csv_has_the_rate_of_open_loop_steps(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(plotting, "available", lambda: False)  # the CSV alone, faster
-    done = Result("http://r", "m", None, Workload(), [step(8, 10.0, rate=2.0)])
+    done = Result("http://r", "m", None, BenchSettings(), [step(8, 10.0, rate=2.0)])
     table = report.write(done, tmp_path)[0]
     (row,) = csv.DictReader(table.open())
     assert list(row)[:2] == ["concurrency", "rate"] and row["rate"] == "2.0"
@@ -162,14 +162,14 @@ def test_the_sweep_still_runs_without_a_subcommand(
     import pdctl.bench.run
     import pdctl.cli.bench
 
-    calls: list[Workload] = []
+    calls: list[BenchSettings] = []
 
     @contextlib.contextmanager
     def targets(*args: Any) -> Iterator[None]:
         yield None
 
     def sweep(
-        found: Any, workload: Workload, progress: Any = None, api_key: str | None = None
+        found: Any, workload: BenchSettings, progress: Any = None, api_key: str | None = None
     ) -> Result:
         calls.append(workload)
         steps = [step(c, 10.0 * c) for c in workload.concurrency]
@@ -293,10 +293,13 @@ def test_pareto_plot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_pareto_plot_points_and_the_plan_marked() -> None:
     from pdctl.plan import frontier_plot
     from pdctl.plan.frontier import Point
-    from pdctl.plan.layout import Pool
+    from pdctl.plan.layout import PlannedPool
 
-    def pd(prefill: tuple[int, int], decode: tuple[int, int]) -> tuple[Pool, ...]:
-        return (Pool("prefill", prefill[1], 1, prefill[0]), Pool("decode", decode[1], 1, decode[0]))
+    def pd(prefill: tuple[int, int], decode: tuple[int, int]) -> tuple[PlannedPool, ...]:
+        return (
+            PlannedPool("prefill", prefill[1], 1, prefill[0]),
+            PlannedPool("decode", decode[1], 1, decode[0]),
+        )
 
     finite = Point("pd", pd((1, 1), (1, 1)), 2, 900.0, 120.0, 9.0, (True,))
     unbounded = Point("pd", pd((1, 1), (2, 1)), 3, 1000.0, float("inf"), 8.0, (False,))

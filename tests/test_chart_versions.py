@@ -83,7 +83,7 @@ def test_nixl_without_known_version_leaves_the_policy_out(helm4: Helm, tmp_path:
 
 
 def test_tutorial_render_is_unchanged(helm: Helm) -> None:
-    """The PD tutorial renders byte for byte as before issue 3 (golden: the skeleton's output)."""
+    """The PD tutorial renders byte for byte as the golden file (tests/golden) records it."""
     golden = (ROOT / "tests" / "golden" / "values-16-disagg-prefill.yaml").read_text()
     result = helm.run(["template", "pd", str(CHART), "-f", str(TUTORIAL_VALUES)])
     assert result.returncode == 0, result.stderr

@@ -124,7 +124,7 @@ def test_every_queried_metric_is_listed_with_its_source() -> None:
 
 
 def test_the_pd_views_are_there() -> None:
-    """Issue 9's panels: TTFT and ITL percentiles per role, running and waiting requests, KV cache
+    """The PD panels: TTFT and ITL percentiles per role, running and waiting requests, KV cache
     usage, prompt tokens by source, KV transfer time, bytes and failures, prefill vs decode."""
     text = "\n".join(_exprs(_load()))
     for metric in ("vllm:time_to_first_token_seconds", "vllm:inter_token_latency_seconds"):

@@ -1,4 +1,4 @@
-"""The engine rollout that keeps helm's own --wait truthful (issue 11): a one-replica pool is
+"""The engine rollout that keeps helm's own --wait truthful: a one-replica pool is
 replaced with Recreate, a larger one rolls with maxSurge 0 / maxUnavailable 1, and what helm's
 wait makes of it against the Kubernetes API server test double (tests/doubles/kube_api.py):
 Helm 3's legacy check (readyReplicas >= replicas - maxUnavailable) now fails when the engine

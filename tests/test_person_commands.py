@@ -18,7 +18,7 @@ from pdctl.cli.app import app
 from pdctl.helm import Helm
 from pdctl.preflight import jobs
 from pdctl.preflight.verdict import CHECKS
-from pdctl.verify.client import Event, Stream
+from pdctl.verify.client import Stream, StreamEvent
 from pdctl.verify.report import Endpoint, Settings
 from pdctl.verify.ttft import compare
 from tests.doubles.kube_api import KubeAPIDouble
@@ -235,8 +235,8 @@ class TimedHttpDouble:
     def stream(self, url: str, body: dict[str, Any]) -> Stream:
         at = next(t for prefix, t in self.first_token_at.items() if url.startswith(prefix))
         events = [
-            Event(at, {"choices": [{"text": "hi"}]}),
-            Event(at, {"choices": [], "usage": {"completion_tokens": 2, "prompt_tokens": 9}}),
+            StreamEvent(at, {"choices": [{"text": "hi"}]}),
+            StreamEvent(at, {"choices": [], "usage": {"completion_tokens": 2, "prompt_tokens": 9}}),
         ]
         return Stream(status=200, events=events, done=True, ended_at=at)
 

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from typer.testing import Result as Invoked
 
 from pdctl.bench.run import Result
-from pdctl.bench.workload import Workload
+from pdctl.bench.workload import BenchSettings
 from pdctl.cli.app import COMMANDS, app
 from pdctl.cli.bench import _print_text as print_bench
 from pdctl.cli.bench_compare import compare
@@ -228,7 +228,7 @@ SWEEP = Result(
     router="http://router",
     model="meta-llama/Llama-3.1-8B-Instruct",
     connector="NixlConnector",
-    workload=Workload(
+    workload=BenchSettings(
         input_len=512, output_len=128, concurrency=(1, 16), requests=32, slo_ttft_ms=2000.0
     ),
     steps=[_step(1, 153.25, True), _step(16, 3204.5, False)],

@@ -13,11 +13,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from pdctl.bench import calibrate
 from pdctl.cli.app import app
 from pdctl.errors import InputError
 from pdctl.models import catalog
-from pdctl.plan import resolve_model
+from pdctl.plan import calibrate, resolve_model
 from pdctl.plan.layout import Request
 
 RECORD = Path(__file__).parent.parent / "benchmarks/records/real-engines-h200-1gpu-bench"

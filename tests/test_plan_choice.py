@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from pdctl import defaults
 from pdctl.cli.app import app
 from pdctl.models import catalog
 from pdctl.plan import aggregated, objective, sizing
@@ -152,11 +153,11 @@ def test_llama_70b_on_8_h200_meets_the_default_ttft_target() -> None:
         "plan", "-m", "meta-llama/Llama-3.1-70B-Instruct", "--gpus", "8", "--gpu-type", "H200"
     )
     slo, source = data["objective"]["slo"], data["objective"]["source"]
-    assert (slo["ttft_ms"], source["ttft_ms"]) == (objective.DEFAULT_TTFT_MS, "default")
-    assert (slo["itl_ms"], source["itl_ms"]) == (objective.DEFAULT_ITL_MS, "default")
+    assert (slo["ttft_ms"], source["ttft_ms"]) == (defaults.TTFT_MS, "default")
+    assert (slo["itl_ms"], source["itl_ms"]) == (defaults.ITL_MS, "default")
     assert data["objective"]["met"]["ttft"] is True
     chosen = data["aggregated"] if data["choice"]["mode"] == "aggregated" else data["estimates"]
-    assert chosen["ttft_ms"] <= objective.DEFAULT_TTFT_MS
+    assert chosen["ttft_ms"] <= defaults.TTFT_MS
 
 
 def test_targets_are_labelled_changed_and_removed() -> None:

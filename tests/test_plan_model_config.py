@@ -54,7 +54,7 @@ def test_gpt_oss_alternating_layers_mxfp4_moe() -> None:
 
 def test_deepseek_is_mla_despite_its_kv_heads() -> None:
     raw = config("deepseek-v3.json")
-    assert raw["num_key_value_heads"] == 128  # the trap of sizing-bench A1
+    assert raw["num_key_value_heads"] == 128  # MLA: the config's KV heads are not what vLLM caches
     arch = from_hf_config(raw, "x")
     assert arch.mla == Mla(512, 64, 128, 128, 1536)
     assert arch.moe == Moe(256, 8, 2048, 1, 2048, 3)

@@ -1,5 +1,6 @@
-"""The planner's arithmetic against the reference's figures (shared/reference/sizing-bench.md)
-and its invariants (property tests)."""
+"""The planner's arithmetic against published figures (each test names its source: a model's
+config.json, llm-d-planner 0.3.3's accuracy report, aiconfigurator) and its invariants (property
+tests)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def request(model: str, gpu: str, gpus: int, **kw: object) -> Request:
     return Request(arch=arch(model), gpu=catalog.gpu(gpu), gpus=gpus, **kw)  # type: ignore[arg-type]
 
 
-# ---- KV bytes per token (the issue's acceptance figures, sizing-bench A8)
+# ---- KV bytes per token (from each model's config.json)
 
 
 @pytest.mark.parametrize(
@@ -114,8 +115,9 @@ def test_disabling_the_hybrid_manager_keeps_an_all_sliding_model_windowed() -> N
 
 
 def test_llama_8b_on_one_h100_matches_vllms_measured_kv_pool() -> None:
-    """sizing-bench A2: vLLM 0.19 measured 58.11 GiB = 476,016 tokens for Llama-3.1-8B, TP 1,
-    --gpu-memory-utilization 0.95 on an H100 (weights 14.99, activation 1.89, non-torch 0.25)."""
+    """llm-d-planner 0.3.3's accuracy report: vLLM 0.19 measured 58.11 GiB = 476,016 tokens for
+    Llama-3.1-8B, TP 1, --gpu-memory-utilization 0.95 on an H100 (weights 14.99, activation 1.89,
+    non-torch 0.25)."""
     llama = arch("llama-3.1-8b")
     used = memory.memory(llama, catalog.gpu("H100-80GB"), 1, 0.95)
     assert used.kv_pool == pytest.approx(58.11, rel=0.05)
@@ -126,7 +128,7 @@ def test_llama_8b_on_one_h100_matches_vllms_measured_kv_pool() -> None:
 
 @pytest.mark.parametrize(
     ("model", "gpu", "tp", "weights", "pool"),
-    [  # sizing-bench A8 "Worked capacity examples" (util 0.9)
+    [  # worked capacity examples by the same formula (util 0.9; docs/sizing.md)
         ("llama-3.1-8b", "H100-80GB", 1, 15.0, 54.2),
         ("llama-3.1-70b", "H100-80GB", 4, 32.9, 34.4),
         ("llama-3.1-70b", "H100-80GB", 8, 16.4, 50.9),
@@ -149,7 +151,7 @@ def test_valid_tps_follow_heads_and_kv_heads() -> None:
     assert memory.valid_tps(arch("llama-3.2-3b"), 8) == [1, 2, 4, 8]  # 24 heads, 8 KV heads
 
 
-# ---- the roofline against the reference's illustration (sizing-bench A6)
+# ---- the roofline against a hand calculation (docs/sizing.md, "Compared with a hand calculation")
 
 
 def test_roofline_close_to_the_reference_illustration() -> None:

@@ -24,7 +24,7 @@ runner = CliRunner()
 RDMA_VALUES = CI / "nixl-rdma-hetero-tp-values.yaml"  # rdma/ib, IPC_LOCK, UCX_*, nodeSelector
 
 
-def plan_of(values: Path, helm: Helm) -> jobs.Plan:
+def plan_of(values: Path, helm: Helm) -> jobs.ProbeJobs:
     options = preflight.Options(values_files=(str(values),), helm_path=str(helm.path))
     return preflight.prepare(options)[0]
 

@@ -1,4 +1,4 @@
-"""Production readiness (issue 9): secure defaults, probes per pool, drain and grace periods,
+"""Production readiness: secure defaults, probes per pool, drain and grace periods,
 PodDisruptionBudgets, topology spread, image pinning; each rendered when on (or by default) and
 absent when off, and every render valid for strict Kubernetes 1.29 and 1.35 schemas."""
 

@@ -14,7 +14,8 @@ from typing import Any
 import jinja2
 import pytest
 
-from benchmarks.real_engines import local, measure, model_dir, models, run
+from benchmarks.real_engines import measure, model_dir, models, run
+from pdctl.local import layout as local
 from pdctl.models import catalog
 from pdctl.models.config import from_hf_config
 from pdctl.models.memory import weight_bytes

@@ -18,7 +18,7 @@ from pdctl import connectors
 from pdctl.cli.app import app
 from pdctl.errors import UsageError
 from pdctl.verify import judge
-from pdctl.verify.client import Event, Http, Stream, curl
+from pdctl.verify.client import Http, Stream, StreamEvent, curl
 from pdctl.verify.judge import Connector, Evidence, Moves, kv_transfer
 from pdctl.verify.proof import probe_prompt, resolve_connector
 from pdctl.verify.report import Endpoint, Status, percentile, stats
@@ -144,11 +144,11 @@ def _chunk(text: str | None, usage: dict[str, int] | None = None) -> dict[str, o
 def test_measure_times_text_chunks_and_uses_server_usage() -> None:
     stream = Stream(status=200, done=True, ended_at=0.5)
     stream.events = [
-        Event(0.010, {"choices": [{"delta": {"role": "assistant", "content": ""}}]}),
-        Event(0.100, _chunk(" a")),
-        Event(0.130, _chunk(" b c")),  # one chunk, two tokens
-        Event(0.190, _chunk(" d")),
-        Event(0.191, _chunk(None, {"prompt_tokens": 9, "completion_tokens": 4})),
+        StreamEvent(0.010, {"choices": [{"delta": {"role": "assistant", "content": ""}}]}),
+        StreamEvent(0.100, _chunk(" a")),
+        StreamEvent(0.130, _chunk(" b c")),  # one chunk, two tokens
+        StreamEvent(0.190, _chunk(" d")),
+        StreamEvent(0.191, _chunk(None, {"prompt_tokens": 9, "completion_tokens": 4})),
     ]
     timed = measure(stream)
     assert timed.problem is None
@@ -160,7 +160,7 @@ def test_measure_times_text_chunks_and_uses_server_usage() -> None:
 
 
 def test_measure_names_what_is_missing() -> None:
-    stream = Stream(status=200, done=False, ended_at=0.2, events=[Event(0.1, _chunk("x"))])
+    stream = Stream(status=200, done=False, ended_at=0.2, events=[StreamEvent(0.1, _chunk("x"))])
     problem = measure(stream).problem or ""
     assert "no usage in the stream" in problem and "did not end with data: [DONE]" in problem
     assert measure(Stream(status=503, text="busy")).problem == "HTTP 503: busy"

@@ -36,7 +36,8 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.real_engines import local, measure, model_dir, run, steady  # noqa: E402
+from benchmarks.real_engines import measure, model_dir, run, steady  # noqa: E402
+from pdctl.local import layout as local  # noqa: E402
 
 CONFIGS = ROOT / "tests/fixtures/configs"
 GIB = 1024**3

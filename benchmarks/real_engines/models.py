@@ -26,7 +26,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.real_engines import local, measure, model_dir, run, steady  # noqa: E402
+from benchmarks.real_engines import measure, model_dir, run, steady  # noqa: E402
+from pdctl.local import layout as local  # noqa: E402
 
 CONFIGS = ROOT / "tests/fixtures/configs"
 KV_CACHE_BYTES = 2 * 1024**3  # per engine: over 40k tokens on every model here (64 x 320 needed)

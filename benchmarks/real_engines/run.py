@@ -33,7 +33,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.real_engines import local, measure, model_dir, recovery, steady  # noqa: E402
+from benchmarks.real_engines import measure, model_dir, recovery, steady  # noqa: E402
+from pdctl.local import layout as local  # noqa: E402
+from pdctl.local import supervisor  # noqa: E402
 
 PDCTL = [sys.executable, "-m", "pdctl"]
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
@@ -132,11 +134,18 @@ def init_values(directory: Path, tag: str | None) -> Path:
     return tagged
 
 
+# Ports of the processes: fixed, as the plan is made where helm is and run where the GPUs are.
+FIRST_PORT = 18000
+
+
 def render(values: Path, gpus: int) -> local.Layout:
-    from pdctl import pipeline
+    """`pdctl up`'s plan of the processes (pdctl.local.layout) on `gpus` GPUs, with dummy weights
+    from the generated model folder."""
+    from pdctl import defaults, pipeline
 
     rendered = pipeline.render(pipeline.load_values([str(values)]))
-    return local.plan(rendered.objects, "pd", MODEL_DIR, gpus)
+    options = local.Options(devices=[str(i) for i in range(gpus)], weights=MODEL_DIR)
+    return local.plan(rendered.objects, defaults.RELEASE, options, local.counting(FIRST_PORT))
 
 
 def render_difference(ours: local.Layout, other: local.Layout) -> dict[str, list[list[str]]]:
@@ -176,39 +185,30 @@ def plan_command(args: argparse.Namespace) -> int:
 
 
 class Processes:
-    """Started processes with their logs; stopped (process group and all) on exit."""
+    """Started processes with their logs (pdctl up's launch, readiness and stop:
+    pdctl.local.supervisor); stopped (process group and all) on exit."""
 
     def __init__(self, logs: Path) -> None:
         self.logs = logs
         self.running: list[tuple[local.Process, subprocess.Popen[bytes]]] = []
 
+    def log(self, process: local.Process) -> Path:
+        return self.logs / f"{process.name}.log"
+
     def launch(self, process: local.Process, extra_env: dict[str, str]) -> subprocess.Popen[bytes]:
-        log = (self.logs / f"{process.name}.log").open("ab")
-        env = {**os.environ, **process.env, **extra_env}
-        popen = subprocess.Popen(
-            process.argv, env=env, stdout=log, stderr=log, start_new_session=True
-        )
+        popen = supervisor.launch(process, self.log(process), extra_env)
         self.running.append((process, popen))
         return popen
 
     def wait_healthy(
         self, process: local.Process, popen: subprocess.Popen[bytes], deadline: float
     ) -> None:
-        """Until `process` answers /health; SystemExit (with its log's tail) when it exits or
-        the monotonic `deadline` passes."""
-        while True:  # asked at least once, even past the deadline
-            if popen.poll() is not None:
-                raise SystemExit(
-                    f"{process.name} exited with {popen.returncode}: {self.tail(process)}"
-                )
-            try:
-                with urllib.request.urlopen(f"{process.url}/health", timeout=2):
-                    return
-            except OSError:
-                if time.monotonic() >= deadline:
-                    break
-                time.sleep(2)
-        raise SystemExit(f"{process.name} not healthy in time: {self.tail(process)}")
+        """Until `process` is ready; SystemExit (with its log's tail) when it exits or the
+        monotonic `deadline` passes."""
+        try:
+            supervisor.wait_ready(process, popen, deadline, self.log(process))
+        except supervisor.StartFailed as failed:
+            raise SystemExit(str(failed)) from None
 
     def start(self, process: local.Process, timeout: float, extra_env: dict[str, str]) -> None:
         self.wait_healthy(process, self.launch(process, extra_env), time.monotonic() + timeout)
@@ -245,23 +245,12 @@ class Processes:
         """None while the process runs (or was never started)."""
         return next((p.poll() for e, p in self.running if e.name == name), None)
 
-    def tail(self, process: local.Process) -> str:
-        lines = (self.logs / f"{process.name}.log").read_text(errors="replace").splitlines()
-        return "\n".join(lines[-30:])
-
     def kept_lines(self, process: local.Process) -> list[str]:
         text = (self.logs / f"{process.name}.log").read_text(errors="replace")
         return [line[-300:] for line in text.splitlines() if KEPT_LOG.search(line)][:40]
 
     def stop(self) -> None:
-        for _, popen in self.running:
-            if popen.poll() is None:
-                os.killpg(popen.pid, signal.SIGTERM)
-        for _, popen in self.running:
-            try:
-                popen.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(popen.pid, signal.SIGKILL)
+        supervisor.stop([popen for _, popen in self.running])
         self.running.clear()
 
 

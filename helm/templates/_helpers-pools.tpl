@@ -58,17 +58,27 @@ kvTransfer.kvRole the same way; otherwise both (aggregated serving).
 {{- toJson $found -}}
 {{- end -}}
 
+{{/* Loads files/vllm-image.yaml (what an image's tag says about its vLLM) into the root context
+as .pdStackVllmImage, once per template; outputs nothing. */}}
+{{- define "pd-stack.vllmImage" -}}
+{{- if not (hasKey . "pdStackVllmImage") -}}
+{{- $_ := set . "pdStackVllmImage" (.Files.Get "files/vllm-image.yaml" | fromYaml) -}}
+{{- end -}}
+{{- end -}}
+
 {{/*
-vLLM version inside a pool's image as "X.Y.Z", or "" when unknown: modelSpec.vllmVersion, else
-the semver-like tag (vX.Y.Z...) of the official vllm/vllm-openai image. Other images (for
-example lmcache/vllm-openai, whose tags name LMCache builds) say nothing about vLLM.
+vLLM version inside a pool's image as "X.Y.Z", or "" when unknown, as files/vllm-image.yaml
+reads it: modelSpec.vllmVersion, else a tag of the official image. Other images (for example
+lmcache/vllm-openai, whose tags name LMCache builds) say nothing about vLLM.
 */}}
 {{- define "pd-stack.vllmVersion" -}}
-{{- if .spec.vllmVersion -}}
-{{- .spec.vllmVersion -}}
-{{- else if regexMatch "(^|/)vllm/vllm-openai$" .spec.repository -}}
-{{- trimPrefix "v" (regexFind "^v?[0-9]+\\.[0-9]+\\.[0-9]+" (toString .spec.tag)) -}}
+{{- include "pd-stack.vllmImage" .root -}}
+{{- $image := .root.pdStackVllmImage -}}
+{{- $text := "" -}}
+{{- if .spec.vllmVersion -}}{{- $text = toString .spec.vllmVersion -}}
+{{- else if regexMatch $image.officialRepository (toString (.spec.repository | default "")) -}}{{- $text = toString (.spec.tag | default "") -}}
 {{- end -}}
+{{- trimPrefix "v" (regexFind $image.versionPattern $text) -}}
 {{- end -}}
 
 {{/* "true" when the pool's vLLM version is known and satisfies the constraint .c (e.g. ">=0.11.1"). */}}

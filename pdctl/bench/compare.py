@@ -48,7 +48,7 @@ class Row:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class RunComparison:
     runs: list[Run]
     axis: str  # "concurrency" or "rate"
     metrics: tuple[Metric, ...]
@@ -111,7 +111,7 @@ def _at(run: Run, axis: str) -> dict[float, dict[str, Any]]:
     return steps
 
 
-def compare(runs: list[Run]) -> Comparison:
+def compare(runs: list[Run]) -> RunComparison:
     """The runs' metrics at each load any of them measured, the first run the baseline."""
     axis = load_axis(runs)
     metrics = METRICS + ((GOODPUT,) if any(r.slo for r in runs) else ())
@@ -126,10 +126,10 @@ def compare(runs: list[Run]) -> Comparison:
         for metric in metrics
         for load in loads
     ]
-    return Comparison(runs, axis, metrics, rows)
+    return RunComparison(runs, axis, metrics, rows)
 
 
-def write(comparison: Comparison, directory: Path) -> list[Path]:
+def write(comparison: RunComparison, directory: Path) -> list[Path]:
     """compare.csv (the joined rows) and the runs' plots (pdctl.bench.plots) in `directory`."""
     directory.mkdir(parents=True, exist_ok=True)
     table = plots.write_csv(comparison.csv_rows(), directory / CSV)

@@ -13,7 +13,7 @@ from typing import Any
 from pdctl.bench import engines, summary
 from pdctl.bench.gauges import Sampler
 from pdctl.bench.load import run_open_step, run_step
-from pdctl.bench.workload import DatasetRequests, Prompts, Source, Workload
+from pdctl.bench.workload import BenchSettings, DatasetRequests, Prompts, Source
 from pdctl.errors import EnvironmentProblem, InputError
 from pdctl.verify.checks import listed_model
 from pdctl.verify.client import Http
@@ -26,7 +26,7 @@ class Result:
     router: str
     model: str
     connector: str | None
-    workload: Workload
+    workload: BenchSettings
     steps: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # engines whose /metrics could not be read
 
@@ -74,7 +74,7 @@ def _model(http: Http, targets: Targets) -> str:
     return found
 
 
-def _seed(workload: Workload, load: float) -> int | None:
+def _seed(workload: BenchSettings, load: float) -> int | None:
     """Per step: a fixed --seed gives each step its own prompts (and arrival times), the same on
     every run."""
     if workload.seed is None:
@@ -82,13 +82,13 @@ def _seed(workload: Workload, load: float) -> int | None:
     return zlib.crc32(f"{workload.seed}:{load:g}".encode())
 
 
-def _body(workload: Workload, model: str, source: Source) -> dict[str, Any]:
+def _body(workload: BenchSettings, model: str, source: Source) -> dict[str, Any]:
     return workload.body(model, *source.next())
 
 
 def _step(
     url: str,
-    workload: Workload,
+    workload: BenchSettings,
     model: str,
     concurrency: int | None,
     rate: float | None,
@@ -130,7 +130,7 @@ Progress = Callable[[int, int, "dict[str, Any] | None", "int | None", "float | N
 
 def run(
     targets: Targets,
-    workload: Workload,
+    workload: BenchSettings,
     progress: Progress | None = None,
     api_key: str | None = None,
 ) -> Result:

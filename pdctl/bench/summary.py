@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from pdctl.bench.workload import Workload
+from pdctl.bench.workload import BenchSettings
 from pdctl.verify.report import stats
 from pdctl.verify.timing import Timed
 
@@ -33,7 +33,7 @@ def meets_slo(timed: Timed, slo_ttft_ms: float | None, slo_itl_ms: float | None)
 
 
 def summarize(
-    concurrency: int | None, timed: list[Timed], wall_s: float, workload: Workload
+    concurrency: int | None, timed: list[Timed], wall_s: float, workload: BenchSettings
 ) -> dict[str, Any]:
     """The step's numbers (its `-o json` entry, less the engines' counters)."""
     good = [t for t in timed if t.problem is None]

@@ -10,6 +10,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pdctl import defaults
 from pdctl.bench.dataset import Entry
 from pdctl.errors import UsageError
 
@@ -33,29 +34,29 @@ data picture practice piece land product doctor wall patient worker news test mo
 
 
 @dataclass(frozen=True)
-class Workload:
+class BenchSettings:
     """One bench run: every step sends `requests` requests (or sends for `duration` seconds) with
     `concurrency` in flight (closed loop) or arriving at `rate` per second (open loop, Poisson,
     at most `max_in_flight` at once), each a prompt of `input_len` words (the first
     `prefix_share` of them the same for every request of a step) or the next request of
     `dataset`, asking for `output_len` tokens unless the dataset line says."""
 
-    input_len: int = 512
-    output_len: int = 128
-    concurrency: tuple[int, ...] = (1,)
+    input_len: int = defaults.BENCH_INPUT_LEN
+    output_len: int = defaults.BENCH_OUTPUT_LEN
+    concurrency: tuple[int, ...] = (defaults.BENCH_CONCURRENCY,)
     rate: tuple[float, ...] | None = None  # requests/s per step; None: closed loop
-    max_in_flight: int = 512  # open loop: arrivals wait while this many are in flight
+    max_in_flight: int = defaults.BENCH_MAX_IN_FLIGHT
     prefix_share: float = 0.0
     dataset: tuple[Entry, ...] | None = None
     dataset_name: str | None = None  # where the dataset came from, for the report
-    requests: int | None = 32  # per step; None when duration is set
+    requests: int | None = defaults.BENCH_REQUESTS  # None when duration is set
     duration: float | None = None  # seconds per step
     model: str | None = None
-    timeout: float = 600.0  # seconds for one request
+    timeout: float = defaults.BENCH_TIMEOUT_S
     seed: int | None = None  # None: fresh prompts every run
     slo_ttft_ms: float | None = None
     slo_itl_ms: float | None = None
-    slo_attainment: float = 0.9  # share of a step's requests that must meet the SLOs
+    slo_attainment: float = defaults.SLO_ATTAINMENT
     connector: str | None = None  # None: detect from the engines' metrics
 
     def __post_init__(self) -> None:

@@ -132,3 +132,11 @@ ApiKeyFileOpt = Annotated[
         "$VLLM_API_KEY, else in cluster mode the release's Secret where RBAC allows).",
     ),
 ]
+# A live local release (`pdctl up`) wins over the cluster unless this is given.
+ClusterOpt = Annotated[
+    bool,
+    typer.Option(
+        "--cluster",
+        help="Talk to the release in the cluster even when `pdctl up` runs one of that name here.",
+    ),
+]

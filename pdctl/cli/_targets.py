@@ -1,16 +1,24 @@
-"""The router and engines that verify and bench talk to: the URLs given, or the release's pods
-through port-forwards (cluster mode)."""
+"""The router and engines that verify and bench talk to: the URLs given, a live local release
+(`pdctl up`), or the release's pods through port-forwards (cluster mode)."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pdctl.cli import _output
 from pdctl.errors import UsageError
 
 if TYPE_CHECKING:
     from pdctl.verify.report import Targets
+
+
+@dataclass(frozen=True)
+class Found:
+    targets: Targets
+    cluster_release: str | None  # the release whose Secret may hold the API key (cluster mode)
 
 
 @contextlib.contextmanager
@@ -23,23 +31,40 @@ def resolve_targets(
     router_port: int,
     engine_port: int,
     engine_urls: list[str] | None = None,
-) -> Iterator[Targets]:
+    cluster: bool = False,
+) -> Iterator[Found]:
+    """--url and the engines' URLs when given; else the local release `release` when it is up
+    (unless --cluster), said on stderr; else the cluster."""
     from pdctl.verify import targets  # lazy: start-up
 
-    if url is None:
-        if prefill_urls or decode_urls or engine_urls:
-            raise UsageError("--prefill-url, --decode-url and --engine-url need --url (the router)")
-        from pdctl import cluster  # lazy: start-up
-        from pdctl import release as releases  # lazy: start-up
+    if url is not None:
+        if cluster:
+            raise UsageError("--cluster and --url: choose one")
+        yield Found(targets.from_urls(url, prefill_urls, decode_urls, engine_urls or ()), None)
+        return
+    if prefill_urls or decode_urls or engine_urls:
+        raise UsageError("--prefill-url, --decode-url and --engine-url need --url (the router)")
+    if not cluster:
+        from pdctl.local import lifecycle  # lazy: start-up
 
-        with targets.from_cluster(
-            release,
-            namespace,
-            releases.release_pods,
-            cluster.port_forward,
-            router_port,
-            engine_port,
-        ) as found:
-            yield found
-    else:
-        yield targets.from_urls(url, prefill_urls, decode_urls, engine_urls or ())
+        local = lifecycle.endpoints(release)
+        if local is not None:
+            _output.info(local.describe())
+            engines = local.engines
+            found = targets.from_urls(
+                local.router, engines["prefill"], engines["decode"], engines["both"]
+            )
+            yield Found(found, None)
+            return
+    from pdctl import cluster as clusters  # lazy: start-up
+    from pdctl import release as releases  # lazy: start-up
+
+    with targets.from_cluster(
+        release,
+        namespace,
+        releases.release_pods,
+        clusters.port_forward,
+        router_port,
+        engine_port,
+    ) as in_cluster:
+        yield Found(in_cluster, release)

@@ -18,6 +18,7 @@ from pdctl.cli.preflight import preflight
 from pdctl.cli.status import status
 from pdctl.cli.template import template
 from pdctl.cli.uninstall import uninstall
+from pdctl.cli.up import down, up
 from pdctl.cli.validate import validate
 from pdctl.cli.verify import verify
 from pdctl.cli.version import version
@@ -68,8 +69,8 @@ def root(
     _errors.DEBUG["enabled"] = debug
 
 
-# In the order of the work: size, write, check, render, probe the nodes, install, watch, prove,
-# remove.
+# In the order of the work: size, write, check, render, run on this machine, probe the nodes,
+# install, watch, prove, remove.
 # Each command's first docstring paragraph is its line in `pdctl --help`, whole.
 COMMANDS = (
     catalog,
@@ -77,6 +78,8 @@ COMMANDS = (
     init,
     validate,
     template,
+    up,
+    down,
     preflight,
     deploy,
     status,

@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from pdctl import defaults
 from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import (
     ApiKeyFileOpt,
+    ClusterOpt,
     DecodeUrlOpt,
     EnginePortOpt,
     ModelOpt,
@@ -146,22 +148,22 @@ def _print_text(result: Result) -> None:
 
 @handle_errors
 def bench(
-    release: ReleaseOpt = "pd",
-    namespace: NamespaceOpt = "default",
+    release: ReleaseOpt = defaults.RELEASE,
+    namespace: NamespaceOpt = defaults.NAMESPACE,
     url: RouterUrlOpt = None,
     prefill_url: PrefillUrlOpt = None,
     decode_url: DecodeUrlOpt = None,
     model: ModelOpt = None,
     input_len: Annotated[
         int, typer.Option("--input-len", min=1, help="Words per prompt (random words).")
-    ] = 512,
+    ] = defaults.BENCH_INPUT_LEN,
     output_len: Annotated[
         int, typer.Option("--output-len", min=1, help="Output tokens per request.")
-    ] = 128,
+    ] = defaults.BENCH_OUTPUT_LEN,
     concurrency: Annotated[
         str,
         typer.Option("--concurrency", help="Requests in flight, one step each: e.g. 1,4,16."),
-    ] = "1",
+    ] = str(defaults.BENCH_CONCURRENCY),
     rate: Annotated[
         str | None,
         typer.Option(
@@ -172,7 +174,7 @@ def bench(
     max_in_flight: Annotated[
         int,
         typer.Option("--max-in-flight", min=1, help="With --rate: arrivals wait past this many."),
-    ] = 512,
+    ] = defaults.BENCH_MAX_IN_FLIGHT,
     prefix_share: Annotated[
         float,
         typer.Option(
@@ -191,7 +193,9 @@ def bench(
     ] = None,
     requests: Annotated[
         int | None,
-        typer.Option("--requests", min=1, help="Requests per step (default 32)."),
+        typer.Option(
+            "--requests", min=1, help=f"Requests per step (default {defaults.BENCH_REQUESTS})."
+        ),
     ] = None,
     duration: Annotated[
         float | None,
@@ -212,7 +216,7 @@ def bench(
             max=1.0,
             help="Share of a step's requests that must meet the SLOs for the step to attain them.",
         ),
-    ] = 0.9,
+    ] = defaults.SLO_ATTAINMENT,
     seed: Annotated[
         int | None,
         typer.Option("--seed", help="Repeat the same prompts (default: fresh ones every run)."),
@@ -228,7 +232,7 @@ def bench(
             min=1.0,
             help="Seconds each request may take, from sending to its last byte.",
         ),
-    ] = 600.0,
+    ] = defaults.BENCH_TIMEOUT_S,
     report: Annotated[
         Path | None,
         typer.Option(
@@ -236,9 +240,10 @@ def bench(
             help="Save this run here (CSV, JSON) and plot every run saved here, one line each.",
         ),
     ] = None,
-    router_port: RouterPortOpt = 8000,
-    engine_port: EnginePortOpt = 8000,
+    router_port: RouterPortOpt = defaults.PORT,
+    engine_port: EnginePortOpt = defaults.PORT,
     api_key_file: ApiKeyFileOpt = None,
+    cluster: ClusterOpt = False,
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Load-test the deployment through its router: latency, throughput, goodput per step.
@@ -247,10 +252,10 @@ def bench(
     from pdctl.bench import dataset as datasets  # lazy: start-up
     from pdctl.bench import report as files  # lazy: start-up
     from pdctl.bench.run import run  # lazy: start-up
-    from pdctl.bench.workload import Workload, parse_concurrency, parse_rate  # lazy: start-up
+    from pdctl.bench.workload import BenchSettings, parse_concurrency, parse_rate  # lazy: start-up
     from pdctl.verify import apikey  # lazy: start-up
 
-    workload = Workload(
+    workload = BenchSettings(
         input_len=input_len,
         output_len=output_len,
         concurrency=parse_concurrency(concurrency),
@@ -259,7 +264,9 @@ def bench(
         prefix_share=prefix_share,
         dataset=None if dataset is None else datasets.load(dataset),
         dataset_name=None if dataset is None else str(dataset),
-        requests=requests if requests is not None or duration is not None else 32,
+        requests=requests
+        if requests is not None or duration is not None
+        else defaults.BENCH_REQUESTS,
         duration=duration,
         model=model,
         timeout=timeout,
@@ -270,10 +277,18 @@ def bench(
         connector=connector,
     )
     with resolve_targets(
-        url, prefill_url or [], decode_url or [], release, namespace, router_port, engine_port
+        url,
+        prefill_url or [],
+        decode_url or [],
+        release,
+        namespace,
+        router_port,
+        engine_port,
+        cluster=cluster,
     ) as found:
-        key = apikey.resolve(api_key_file, None if url else release, namespace)
-        result = run(found, workload, None if output is OutputFormat.json else _progress, key)
+        key = apikey.resolve(api_key_file, found.cluster_release, namespace)
+        progress = None if output is OutputFormat.json else _progress
+        result = run(found.targets, workload, progress, key)
     payload: dict[str, Any] = result.as_dict()
     if report is not None:
         written = files.write(result, report)

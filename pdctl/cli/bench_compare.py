@@ -17,7 +17,7 @@ from pdctl.cli._output import OutputFormat
 from pdctl.cli.bench import bench
 
 if TYPE_CHECKING:
-    from pdctl.bench.compare import Comparison
+    from pdctl.bench.compare import RunComparison
 
 
 @handle_errors
@@ -74,7 +74,7 @@ def _cell(value: float | None) -> str:
     return "-" if value is None else f"{value:,.2f}"
 
 
-def _print_text(found: Comparison) -> None:
+def _print_text(found: RunComparison) -> None:
     from rich.table import Table  # lazy: start-up
 
     labels = found.labels

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from pdctl import defaults
 from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import (
@@ -29,8 +30,8 @@ def deploy(
     files: FilesArg = None,
     values: ValuesOpt = None,
     set_values: SetOpt = None,
-    release: ReleaseOpt = "pd",
-    namespace: NamespaceOpt = "default",
+    release: ReleaseOpt = defaults.RELEASE,
+    namespace: NamespaceOpt = defaults.NAMESPACE,
     create_namespace: Annotated[
         bool, typer.Option("--create-namespace", help="Create the namespace if it is missing.")
     ] = False,

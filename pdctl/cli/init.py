@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from pdctl import defaults
 from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import NamespaceOpt, OutputOpt, ReleaseOpt
@@ -99,7 +100,7 @@ def init(
     ctx: typer.Context,
     model: ModelOpt,
     gpus: GpusOpt,
-    gpu_type: GpuTypeOpt = "H100-80GB",
+    gpu_type: GpuTypeOpt = defaults.GPU_TYPE,
     out: Annotated[
         str | None,
         typer.Option(
@@ -108,19 +109,19 @@ def init(
         ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
-    gpus_per_node: GpusPerNodeOpt = 8,
-    input_len: InputLenOpt = 4096,
-    output_len: OutputLenOpt = 512,
-    concurrency: ConcurrencyOpt = 64,
+    gpus_per_node: GpusPerNodeOpt = defaults.GPUS_PER_NODE,
+    input_len: InputLenOpt = defaults.PLAN_INPUT_LEN,
+    output_len: OutputLenOpt = defaults.PLAN_OUTPUT_LEN,
+    concurrency: ConcurrencyOpt = defaults.PLAN_CONCURRENCY,
     rate: RateOpt = None,
     ttft: TtftOpt = None,
     itl: ItlOpt = None,
     max_model_len: MaxModelLenOpt = None,
     kv_cache_dtype: KvDtypeOpt = KvCacheDtype.auto,
-    gpu_memory_utilization: UtilizationOpt = 0.9,
+    gpu_memory_utilization: UtilizationOpt = defaults.GPU_MEMORY_UTILIZATION,
     model_config: ModelConfigOpt = None,
     offline: OfflineOpt = False,
-    connector: ConnectorOpt = "NixlConnector",
+    connector: ConnectorOpt = defaults.CONNECTOR,
     router: Annotated[
         str | None,
         typer.Option(
@@ -144,12 +145,12 @@ def init(
     ] = None,
     hf_token_secret: Annotated[
         str, typer.Option("--hf-token-secret", help="Secret holding the Hugging Face token.")
-    ] = "hf-token",
+    ] = defaults.HF_TOKEN_SECRET,
     hf_token_key: Annotated[str, typer.Option("--hf-token-key", help="Key in that Secret.")] = (
-        "token"
+        defaults.HF_TOKEN_KEY
     ),
-    release: ReleaseOpt = "pd",
-    namespace: NamespaceOpt = "default",
+    release: ReleaseOpt = defaults.RELEASE,
+    namespace: NamespaceOpt = defaults.NAMESPACE,
     output: OutputOpt = OutputFormat.text,
 ) -> None:
     """Plan a deployment and write it as a values file, each number commented.

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from pdctl import defaults
 from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import OutputOpt
@@ -77,8 +78,8 @@ TtftOpt = Annotated[
     str | None,
     typer.Option(
         "--ttft",
-        help="Mean time-to-first-token target, ms, at the load; none removes it. Default 2000 "
-        "(MLPerf Inference's Llama-2-70B server target; docs/sizing.md).",
+        help="Mean time-to-first-token target, ms, at the load; none removes it. Default "
+        f"{defaults.TTFT_MS:g} (MLPerf Inference's Llama-2-70B server target; docs/sizing.md).",
         show_default=False,
     ),
 ]
@@ -86,8 +87,8 @@ ItlOpt = Annotated[
     str | None,
     typer.Option(
         "--itl",
-        help="Mean inter-token latency target, ms, at the load; none removes it. Default 200 "
-        "(MLPerf's TPOT target for the same scenario).",
+        help="Mean inter-token latency target, ms, at the load; none removes it. Default "
+        f"{defaults.ITL_MS:g} (MLPerf's TPOT target for the same scenario).",
         show_default=False,
     ),
 ]
@@ -230,7 +231,8 @@ class PlanArgs:
         warning when the bench ran another model than `arch`."""
         if self.calibrate is None:
             return None, []
-        from pdctl.bench import calibrate, runs  # lazy: start-up
+        from pdctl.bench import runs  # lazy: start-up
+        from pdctl.plan import calibrate  # lazy: start-up
 
         path = self.calibrate
         data = runs.read(path).data
@@ -509,20 +511,20 @@ def _print_pareto(front: list[dict[str, Any]]) -> None:
 def plan(
     model: ModelOpt,
     gpus: GpusOpt,
-    gpu_type: GpuTypeOpt = "H100-80GB",
-    gpus_per_node: GpusPerNodeOpt = 8,
-    input_len: InputLenOpt = 4096,
-    output_len: OutputLenOpt = 512,
-    concurrency: ConcurrencyOpt = 64,
+    gpu_type: GpuTypeOpt = defaults.GPU_TYPE,
+    gpus_per_node: GpusPerNodeOpt = defaults.GPUS_PER_NODE,
+    input_len: InputLenOpt = defaults.PLAN_INPUT_LEN,
+    output_len: OutputLenOpt = defaults.PLAN_OUTPUT_LEN,
+    concurrency: ConcurrencyOpt = defaults.PLAN_CONCURRENCY,
     rate: RateOpt = None,
     ttft: TtftOpt = None,
     itl: ItlOpt = None,
     max_model_len: MaxModelLenOpt = None,
     kv_cache_dtype: KvDtypeOpt = KvCacheDtype.auto,
-    gpu_memory_utilization: UtilizationOpt = 0.9,
+    gpu_memory_utilization: UtilizationOpt = defaults.GPU_MEMORY_UTILIZATION,
     model_config: ModelConfigOpt = None,
     offline: OfflineOpt = False,
-    connector: ConnectorOpt = "NixlConnector",
+    connector: ConnectorOpt = defaults.CONNECTOR,
     network_gbps: NetworkOpt = None,
     target_rate: TargetRateOpt = None,
     calibrate: CalibrateOpt = None,

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from pdctl import defaults
 from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import (
@@ -24,7 +25,7 @@ from pdctl.cli._options import (
 from pdctl.cli._output import OutputFormat
 
 if TYPE_CHECKING:
-    from pdctl.preflight import DryRun, Result
+    from pdctl.preflight import DryRun, PreflightResult
     from pdctl.preflight.jobs import ProbePool
     from pdctl.preflight.orchestrate import Side
 
@@ -34,8 +35,8 @@ def preflight(
     files: FilesArg = None,
     values: ValuesOpt = None,
     set_values: SetOpt = None,
-    release: ReleaseOpt = "pd",
-    namespace: NamespaceOpt = "default",
+    release: ReleaseOpt = defaults.RELEASE,
+    namespace: NamespaceOpt = defaults.NAMESPACE,
     timeout: Annotated[
         str,
         typer.Option(
@@ -43,7 +44,7 @@ def preflight(
             help="How long the probes may run once started (90s, 5m); image pulls get 10 "
             "minutes on top.",
         ),
-    ] = "5m",
+    ] = f"{defaults.WAIT_S // 60}m",
     size_mb: Annotated[
         int,
         typer.Option("--size-mb", min=1, max=65536, help="Size of the KV-sized transfer, in MiB."),
@@ -139,7 +140,7 @@ def _show(found: Any, output: OutputFormat, text: Callable[[Any], None]) -> None
         text(found)
 
 
-def _print(result: Result) -> None:
+def _print(result: PreflightResult) -> None:
     plan, run, verdict = result.plan, result.run, result.verdict
     lines = [f"preflight {plan.run} in namespace {plan.namespace}, {plan.size_bytes >> 20} MiB:"]
     for side, pool in ((run.target, plan.target), (run.initiator, plan.initiator)):

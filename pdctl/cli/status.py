@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from pdctl import defaults
 from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
-from pdctl.cli._options import HelmOpt, NamespaceOpt, OutputOpt, ReleaseOpt
+from pdctl.cli._options import ClusterOpt, HelmOpt, NamespaceOpt, OutputOpt, ReleaseOpt
 from pdctl.cli._output import OutputFormat
 
 if TYPE_CHECKING:
@@ -17,18 +18,26 @@ if TYPE_CHECKING:
 
 @handle_errors
 def status(
-    release: ReleaseOpt = "pd",
-    namespace: NamespaceOpt = "default",
+    release: ReleaseOpt = defaults.RELEASE,
+    namespace: NamespaceOpt = defaults.NAMESPACE,
     events: Annotated[
         int, typer.Option("--events", min=0, help="How many recent warning events to show.")
     ] = 10,
     output: OutputOpt = OutputFormat.text,
     helm: HelmOpt = None,
+    cluster: ClusterOpt = False,
 ) -> None:
     """Show the release: revision and state, pools and roles, pods Ready, router, warnings.
 
-    Exit 0 when the release is deployed and every pod is Ready, 1 otherwise."""
+    Exit 0 when the release is deployed and every pod is Ready, 1 otherwise. A local release
+    that `pdctl up` runs here is shown instead (its processes), unless --cluster."""
     from pdctl import release as releases  # lazy: start-up
+    from pdctl.local import lifecycle  # lazy: start-up
+
+    local = None if cluster else lifecycle.status(release)
+    if local is not None and local["up"]:
+        _local(local, output)
+        return
 
     report = releases.status(release, namespace, helm_path=helm, events=events)
     if output is OutputFormat.json:
@@ -65,3 +74,32 @@ def _print(report: StatusReport) -> None:
     else:
         screen.line("no warning events for the release")
     screen.line("ready: " + ("yes, every pod is Ready" if report.ready else "no"))
+
+
+def _local(found: dict[str, Any], output: OutputFormat) -> None:
+    """A local release's processes; exit 1 unless every one is ready."""
+    ready = all(found["ready"].values())
+    if output is OutputFormat.json:
+        _output.as_json(found)
+    else:
+        from rich.table import Table  # lazy: start-up
+
+        from pdctl.local.lifecycle import engines_named  # lazy: start-up
+
+        table = Table("process", "role", "URL", "pid", "ready")
+        roles = {e["name"]: (e["role"], e["url"]) for e in found["engines"]}
+        if found.get("router"):
+            roles["router"] = ("router", found["router"])
+        for name, (role, url) in roles.items():
+            mark = "yes" if found["ready"].get(name) else "no"
+            table.add_row(name, role, url, str(found["pids"].get(name, "")), mark)
+        what = engines_named(found["engine"])
+        screen = _output.Screen()
+        screen.table(
+            table,
+            f"local release {found['release']} (pdctl up), engines: {what}; supervisor pid "
+            f"{found['supervisor']}, {found['status']}; logs in {found['logs']}",
+        )
+        screen.line("ready: " + ("yes, every process is ready" if ready else "no"))
+    if not ready:
+        raise typer.Exit(1)

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from pdctl import defaults
 from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import HelmOpt, NamespaceOpt, OutputOpt, ReleaseOpt
@@ -14,8 +15,8 @@ from pdctl.cli._output import OutputFormat
 
 @handle_errors
 def uninstall(
-    release: ReleaseOpt = "pd",
-    namespace: NamespaceOpt = "default",
+    release: ReleaseOpt = defaults.RELEASE,
+    namespace: NamespaceOpt = defaults.NAMESPACE,
     delete_data: Annotated[
         bool,
         typer.Option(
@@ -25,7 +26,7 @@ def uninstall(
     ] = False,
     timeout: Annotated[
         str, typer.Option("--timeout", help="How long to wait for the objects to go (5m, 90s).")
-    ] = "5m",
+    ] = f"{defaults.WAIT_S // 60}m",
     output: OutputOpt = OutputFormat.text,
     helm: HelmOpt = None,
 ) -> None:

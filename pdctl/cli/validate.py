@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from pdctl import secrets
+from pdctl import defaults, secrets
 from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import ChartOpt, HelmOpt, NamespaceOpt, ReleaseOpt, SetOpt
@@ -82,7 +82,7 @@ def validate(
         ),
     ] = None,
     set_values: SetOpt = None,
-    release: ReleaseOpt = "pd",
+    release: ReleaseOpt = defaults.RELEASE,
     output: Annotated[
         ValidateFormat, typer.Option("--output", "-o", help="text, json, or github annotations.")
     ] = ValidateFormat.text,
@@ -94,7 +94,7 @@ def validate(
     ] = False,
     kube_version: Annotated[
         str, typer.Option("--kube-version", help="Kubernetes version for --render.")
-    ] = "1.35",
+    ] = defaults.KUBE_VERSION,
     strict: Annotated[bool, typer.Option("--strict", help="Warnings fail validation too.")] = False,
     ignore: Annotated[
         list[str] | None,
@@ -105,7 +105,7 @@ def validate(
         ),
     ] = None,
     chart: ChartOpt = None,
-    namespace: NamespaceOpt = "default",
+    namespace: NamespaceOpt = defaults.NAMESPACE,
     helm: HelmOpt = None,
 ) -> None:
     """Check values files: YAML, the chart's schema and the PD rules (exit 1 if any is invalid).

@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from pdctl import defaults
 from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import (
     ApiKeyFileOpt,
+    ClusterOpt,
     DecodeUrlOpt,
     EnginePortOpt,
     EngineUrlOpt,
@@ -82,8 +84,8 @@ def _print_text(report: Report, show_curl: bool) -> None:
 
 @handle_errors
 def verify(
-    release: ReleaseOpt = "pd",
-    namespace: NamespaceOpt = "default",
+    release: ReleaseOpt = defaults.RELEASE,
+    namespace: NamespaceOpt = defaults.NAMESPACE,
     url: RouterUrlOpt = None,
     prefill_url: PrefillUrlOpt = None,
     decode_url: DecodeUrlOpt = None,
@@ -99,15 +101,15 @@ def verify(
     requests: Annotated[
         int,
         typer.Option("--requests", min=1, max=1000, help="Streaming requests to time."),
-    ] = 1,
+    ] = defaults.VERIFY_REQUESTS,
     max_tokens: Annotated[
         int,
         typer.Option("--max-tokens", min=2, help="Output tokens per streaming request."),
-    ] = 32,
+    ] = defaults.VERIFY_MAX_TOKENS,
     prompt_words: Annotated[
         int,
         typer.Option("--prompt-words", min=32, help="Words in the PD proof's unique prompt."),
-    ] = 600,
+    ] = defaults.VERIFY_PROMPT_WORDS,
     timeout: Annotated[
         float,
         typer.Option(
@@ -116,7 +118,7 @@ def verify(
             help="Seconds each request may take, from sending to its last byte (engines are "
             "probed at once).",
         ),
-    ] = 60.0,
+    ] = defaults.VERIFY_TIMEOUT_S,
     settle: Annotated[
         float,
         typer.Option(
@@ -124,7 +126,7 @@ def verify(
             min=0.0,
             help="Seconds to wait for the engines' counters to show the PD probe.",
         ),
-    ] = 3.0,
+    ] = defaults.VERIFY_SETTLE_S,
     min_kv_gbps: Annotated[
         float | None,
         typer.Option(
@@ -134,9 +136,10 @@ def verify(
             "the slowest RDMA link, helm/files/links.yaml).",
         ),
     ] = None,
-    router_port: RouterPortOpt = 8000,
-    engine_port: EnginePortOpt = 8000,
+    router_port: RouterPortOpt = defaults.PORT,
+    engine_port: EnginePortOpt = defaults.PORT,
     api_key_file: ApiKeyFileOpt = None,
+    cluster: ClusterOpt = False,
     show_curl: Annotated[
         bool, typer.Option("--show-curl", help="Print the curl command of each check.")
     ] = False,
@@ -169,9 +172,10 @@ def verify(
         router_port,
         engine_port,
         engine_url,
+        cluster,
     ) as found:
-        key = apikey.resolve(api_key_file, None if url else release, namespace)
-        report = run(found, dataclasses.replace(settings, api_key=key))
+        key = apikey.resolve(api_key_file, found.cluster_release, namespace)
+        report = run(found.targets, dataclasses.replace(settings, api_key=key))
     if output is OutputFormat.json:
         _output.as_json(report.as_dict())
     else:

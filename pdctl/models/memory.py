@@ -21,7 +21,7 @@ GiB = 1024**3
 # vLLM's default --block-size on GPUs (KV is allocated in blocks of this many tokens).
 BLOCK_SIZE = 16
 # Peak activation memory in GiB by config.json model_type: llm-d-planner 0.3.3
-# vllm_memory_constants.json, "calibrated against vLLM v0.19.0 on H100-80GB" (sizing-bench A2).
+# vllm_memory_constants.json, "calibrated against vLLM v0.19.0 on H100-80GB".
 # DeepSeek-V3 runs vLLM's DeepseekV2 code, so it takes DeepseekV2's constant.
 ACTIVATION_GIB = {
     "llama": 1.89,

@@ -18,7 +18,7 @@ CACHE_EXTRA_GIB = 2
 
 
 @dataclass(frozen=True)
-class Pod:
+class PodResources:
     cpu: int
     memory_gib: int
     cache_gib: int
@@ -31,11 +31,11 @@ def _round_up(value: float, step: int) -> int:
     return int(math.ceil(value / step) * step)
 
 
-def pod(arch: ModelArch, workers: int) -> Pod:
+def pod(arch: ModelArch, workers: int) -> PodResources:
     """Resources of one engine pod with `workers` GPU workers (docs/sizing.md: "Pods")."""
     weights = weight_bytes(arch) / GiB
     checkpoint = checkpoint_bytes(arch) / GiB
-    return Pod(
+    return PodResources(
         cpu=CPU_PER_WORKER * workers,
         memory_gib=_round_up(weights + HOST_GIB_PER_WORKER * workers, 4),
         cache_gib=_round_up(checkpoint * CACHE_HEADROOM + CACHE_EXTRA_GIB, 10),

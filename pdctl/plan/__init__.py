@@ -2,7 +2,8 @@
 
 `catalog` (GPUs and models), `model_config` (config.json to ModelArch, the hub), `sizing` (pure
 arithmetic: memory, KV, roofline, layout search, pods), `emit` (the values file, checked by the
-values pipeline). `resolve_model` and `make_plan` tie them together for the CLI.
+values pipeline), `calibrate` (the time estimates fitted to a `pdctl bench` run).
+`resolve_model` and `make_plan` tie them together for the CLI.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from pdctl import defaults
 from pdctl.errors import InputError, PdctlError
 from pdctl.hints import did_you_mean
 from pdctl.models import catalog
@@ -58,8 +60,8 @@ def make_plan(
     gpus: int,
     workload: Workload,
     *,
-    gpus_per_node: int = 8,
-    utilization: float = 0.9,
+    gpus_per_node: int = defaults.GPUS_PER_NODE,
+    utilization: float = defaults.GPU_MEMORY_UTILIZATION,
     kv_cache_dtype: str = "auto",
     max_model_len: int | None = None,
     hetero_tp: bool = True,

@@ -54,14 +54,14 @@ class Efficiency:
 # AMD CDNA3):
 DEFAULT = Efficiency(
     generation="default",
-    # MFU 0.5: the reference's worked example (sizing-bench A6), an assumption; also for attention
-    # and MoE experts (no class measured apart).
+    # MFU 0.5: an assumption, not a measurement (docs/sizing.md, "Efficiency factors"); also for
+    # attention and MoE experts (no class measured apart).
     dense_gemm=0.5,
     fp8_gemm=0.5,
     attention=0.5,
     moe_experts=0.5,
     mla_prefill=None,
-    # aiconfigurator's mem_bw_empirical_scaling_factor (systems/*.yaml; sizing-bench A4, A7).
+    # aiconfigurator's mem_bw_empirical_scaling_factor (ai-dynamo/aiconfigurator, systems/*.yaml).
     bandwidth=0.8,
     kv_bandwidth=0.8,
     moe_expert_bandwidth=0.8,

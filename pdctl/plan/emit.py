@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pdctl import __version__, chart, connectors, files, naming, pipeline
+from pdctl import __version__, chart, connectors, defaults, files, naming, pipeline
 from pdctl.chart import bundled_chart_dir
 from pdctl.errors import InputError, UsageError
 from pdctl.findings import Finding
@@ -24,13 +24,14 @@ from pdctl.values.loader import loads
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "values.yaml.j2"
 
-# The engine image: vLLM's official image, pinned. The chart's version checks read vX.Y.Z tags.
+# The engine image: vLLM's official image, pinned. The chart's version checks read its tag
+# (helm/files/vllm-image.yaml).
 ENGINE_REPOSITORY = "vllm/vllm-openai"
 ENGINE_VLLM_VERSION = "0.33.0"
 ENGINE_TAG = f"v{ENGINE_VLLM_VERSION}"
 ROUTER = "vllm-router"
 ROUTERS = ("vllm-router", "production-stack")
-DEFAULT_CONNECTOR = "NixlConnector"
+DEFAULT_CONNECTOR = defaults.CONNECTOR
 POOL_NAME_LIMIT = 40  # schemas/values.schema.yaml poolName
 
 
@@ -93,11 +94,11 @@ def wiring(connector: str = DEFAULT_CONNECTOR, router: str | None = None) -> Wir
 @dataclass(frozen=True)
 class InitOptions:
     wiring: Wiring
-    release: str = "pd"
-    namespace: str = "default"
+    release: str = defaults.RELEASE
+    namespace: str = defaults.NAMESPACE
     node_selector: dict[str, str] = field(default_factory=dict)
-    secret_name: str = "hf-token"
-    secret_key: str = "token"
+    secret_name: str = defaults.HF_TOKEN_SECRET
+    secret_key: str = defaults.HF_TOKEN_KEY
     command: str = "pdctl init"
 
 

@@ -16,7 +16,7 @@ from pdctl.plan.layout import (
     DoesNotFit,
     Estimates,
     Plan,
-    Pool,
+    PlannedPool,
     Request,
     RolePlan,
     Workload,
@@ -42,7 +42,7 @@ class Point:
     """One layout on the frontier, PD or aggregated, with what the objective reads of it."""
 
     mode: str  # pd | aggregated
-    pools: tuple[Pool, ...]
+    pools: tuple[PlannedPool, ...]
     gpus: int
     output_tokens_per_s_per_gpu: float  # over the GPUs given (the objective's measure)
     ttft_ms: float

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pdctl import defaults
 from pdctl.errors import InputError
 from pdctl.models import links
 from pdctl.models.catalog import Gpu
@@ -16,9 +17,9 @@ from pdctl.plan.step import Chunk, EngineStep
 
 @dataclass(frozen=True)
 class Workload:
-    input_len: int = 4096
-    output_len: int = 512
-    concurrency: int = 64
+    input_len: int = defaults.PLAN_INPUT_LEN
+    output_len: int = defaults.PLAN_OUTPUT_LEN
+    concurrency: int = defaults.PLAN_CONCURRENCY
     rate: float | None = None  # requests per second to sustain
     ttft_ms: float | None = None
     itl_ms: float | None = None
@@ -40,8 +41,8 @@ class Request:
     gpu: Gpu
     gpus: int
     workload: Workload = field(default_factory=Workload)
-    gpus_per_node: int = 8
-    utilization: float = 0.9
+    gpus_per_node: int = defaults.GPUS_PER_NODE
+    utilization: float = defaults.GPU_MEMORY_UTILIZATION
     kv_cache_dtype: str = "auto"
     max_model_len: int | None = None
     hetero_tp: bool = True  # the connector allows prefill and decode TP to differ
@@ -180,7 +181,7 @@ class AggregatedEstimates:
 
 
 @dataclass(frozen=True)
-class Pool:
+class PlannedPool:
     """One pool of the chosen layout as the chart runs it: prefill, decode, or (aggregated) engine
     (each engine prefills and decodes); an engine spanning nodes is TP per node x PP nodes."""
 
@@ -205,7 +206,7 @@ class Choice:
 
     mode: str  # pd | aggregated
     asked: str  # --mode: auto | pd | aggregated
-    pools: tuple[Pool, ...]
+    pools: tuple[PlannedPool, ...]
     meets: tuple[bool, ...]  # --ttft, --itl, --rate (True where no such target is in force)
     why: tuple[str, ...]  # the comparison with the other mode, in words
     cost: str | None = None  # a forced --mode: what it costs against the mode auto would pick

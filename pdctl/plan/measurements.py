@@ -61,7 +61,7 @@ TABLE_END = "<!-- end of measurements table -->"
 
 
 @dataclass(frozen=True)
-class Source:
+class MeasurementSource:
     title: str
     url: str
     date: str | None
@@ -71,7 +71,7 @@ class Source:
 @dataclass(frozen=True)
 class Measurement:
     id: str
-    source: Source
+    source: MeasurementSource
     engine: str
     served_model: str
     model: str  # the catalog entry with the served model's architecture
@@ -116,7 +116,9 @@ def _measurement(key: str, data: dict[str, Any]) -> Measurement:
     source = data["source"]
     entry = Measurement(
         id=key,
-        source=Source(source["title"], source["url"], source["date"], source["publisher"]),
+        source=MeasurementSource(
+            source["title"], source["url"], source["date"], source["publisher"]
+        ),
         engine=data["engine"],
         served_model=data["servedModel"],
         model=data["model"],
@@ -211,7 +213,7 @@ def estimate_ms(entry: Measurement, metric: str) -> float:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class EstimateComparison:
     entry: Measurement
     metric: str
     measured: float
@@ -226,11 +228,11 @@ class Comparison:
         return self.estimated / self.measured
 
 
-def compare(data: Measurements | None = None) -> list[Comparison]:
+def compare(data: Measurements | None = None) -> list[EstimateComparison]:
     """Every measured figure with the planner's estimate for it, in file order."""
     data = data or measurements()
     return [
-        Comparison(entry, metric, value, estimate_ms(entry, metric))
+        EstimateComparison(entry, metric, value, estimate_ms(entry, metric))
         for entry in data.entries
         for metric, value in entry.measured.items()
     ]
@@ -256,7 +258,7 @@ def _number(value: float) -> str:
     return f"{value:,.1f}" if value < 10_000 else f"{value:,.0f}"
 
 
-def render_table(comparisons: list[Comparison] | None = None) -> str:
+def render_table(comparisons: list[EstimateComparison] | None = None) -> str:
     """The markdown table of docs/sizing.md's "Compared with measurements", between markers."""
     comparisons = compare() if comparisons is None else comparisons
     rows = [

@@ -9,15 +9,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from pdctl import defaults
 from pdctl.errors import UsageError
 from pdctl.plan.layout import Request, Workload
 
-# The latency targets in force unless --ttft / --itl change or remove them: MLPerf Inference's
-# server scenario for Llama-2-70B, TTFT 2 s and TPOT 200 ms
-# (https://mlcommons.org/2024/03/mlperf-llama2-70b/). MLPerf bounds the 99th percentile; the
-# planner estimates means, so a mean at these bounds is a loose, defensible floor for chat.
-DEFAULT_TTFT_MS = 2000.0
-DEFAULT_ITL_MS = 200.0
 # Output tokens/s per GPU within this share of the best count as a tie (the estimates are a
 # roofline: closer differences are not evidence); TTFT, then ITL break it.
 TIE = 0.01
@@ -69,10 +64,10 @@ def target(text: str | None, flag: str, default: float) -> tuple[float | None, b
 
 def targets(ttft: str | None, itl: str | None) -> tuple[float | None, float | None, frozenset[str]]:
     """(TTFT ms, ITL ms, the names of those that are defaults) from --ttft and --itl."""
-    ttft_ms, ttft_default = target(ttft, "--ttft", DEFAULT_TTFT_MS)
-    itl_ms, itl_default = target(itl, "--itl", DEFAULT_ITL_MS)
-    defaults = frozenset(n for n, d in (("ttft", ttft_default), ("itl", itl_default)) if d)
-    return ttft_ms, itl_ms, defaults
+    ttft_ms, ttft_default = target(ttft, "--ttft", defaults.TTFT_MS)
+    itl_ms, itl_default = target(itl, "--itl", defaults.ITL_MS)
+    by_default = frozenset(n for n, d in (("ttft", ttft_default), ("itl", itl_default)) if d)
+    return ttft_ms, itl_ms, by_default
 
 
 def source(w: Workload, name: str) -> str | None:

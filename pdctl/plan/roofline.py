@@ -13,7 +13,7 @@ from pdctl.plan import efficiency
 
 # ---- engine constants (the efficiency factors are per operation class and GPU generation, in
 # efficiency.py; docs/sizing.md: "Efficiency factors")
-# Rate matching derates of aiconfigurator's sdk/picking.py (sizing-bench A4):
+# Rate matching derates of aiconfigurator's sdk/picking.py (ai-dynamo/aiconfigurator):
 # seq/s = min(prefill seq/s x 0.9, decode seq/s x 0.92).
 PREFILL_MATCH = 0.9
 DECODE_MATCH = 0.92

@@ -21,7 +21,7 @@ from pdctl.plan.layout import (
     Engine,
     Estimates,
     Plan,
-    Pool,
+    PlannedPool,
     Request,
     RolePlan,
 )
@@ -448,15 +448,15 @@ def plan(req: Request, other_gpus: list[Gpu] | None = None, *, fallback: bool = 
     )
 
 
-def pool(req: Request, role: str, engine: Engine, replicas: int) -> Pool:
+def pool(req: Request, role: str, engine: Engine, replicas: int) -> PlannedPool:
     """`replicas` engines as the chart runs them (an engine over nodes: TP per node x PP nodes)."""
     nodes = nodes_per_engine(req, engine)
-    return Pool(role, engine.tp // nodes, nodes, replicas)
+    return PlannedPool(role, engine.tp // nodes, nodes, replicas)
 
 
 def _pools(
     req: Request, pd: _Candidate, agg: AggregatedEstimates | None, mode: str
-) -> tuple[Pool, ...]:
+) -> tuple[PlannedPool, ...]:
     """The chosen layout's pools."""
     if mode == "aggregated" and agg is not None:
         return (pool(req, "engine", agg.engine, agg.replicas),)

@@ -65,7 +65,7 @@ def prompt_chunks(tokens: int, budget: int, context_before: int = 0) -> list[Chu
 class EngineStep:
     """One engine: `arch` at TP x PP on `gpu`. `layout` is the KV layout of one GPU at this TP
     over all layers (memory.kv_layout(arch, tp), the default); the scales are --calibrate's
-    multipliers of the prefill time and the decode step (pdctl.bench.calibrate).
+    multipliers of the prefill time and the decode step (pdctl.plan.calibrate).
 
     PP: the layers split evenly over `pp` stages in sequence, each handing its tokens' hidden
     states to the next over the GPU's network (the chart runs one stage per node), so a step

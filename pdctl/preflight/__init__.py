@@ -13,15 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pdctl import pipeline
+from pdctl import defaults, pipeline
 from pdctl.cluster import connect
 from pdctl.errors import InputError
 from pdctl.preflight import jobs
-from pdctl.preflight.orchestrate import Run, Runner
+from pdctl.preflight.orchestrate import ProbeRun, Runner
 from pdctl.preflight.verdict import (
     CHECKS,
     Assumption,
-    Finding,
+    ProbeFinding,
     Verdict,
     assumption,
     from_render,
@@ -31,7 +31,7 @@ from pdctl.preflight.verdict import (
 __all__ = [
     "Assumption",
     "DryRun",
-    "Finding",
+    "ProbeFinding",
     "Options",
     "Result",
     "Verdict",
@@ -44,13 +44,13 @@ __all__ = [
 class Options:
     values_files: tuple[str, ...]
     set_values: tuple[str, ...] = ()
-    release: str = "pd"
-    namespace: str = "default"
+    release: str = defaults.RELEASE
+    namespace: str = defaults.NAMESPACE
     chart: Path | None = None
     helm_path: str | None = None
     skip_validation: bool = False
     size_bytes: int = 256 << 20
-    timeout: int = 300  # seconds the probes may take once running
+    timeout: int = defaults.WAIT_S  # seconds the probes may take once running
     prefill_pool: str | None = None
     decode_pool: str | None = None
     gpu_type: str | None = None
@@ -60,9 +60,9 @@ class Options:
 
 
 @dataclass
-class Result:
-    plan: jobs.Plan
-    run: Run
+class PreflightResult:
+    plan: jobs.ProbeJobs
+    run: ProbeRun
     verdict: Verdict
     warnings: list[str] = field(default_factory=list)  # the values' own warnings
 
@@ -89,9 +89,9 @@ class Result:
 class DryRun:
     """What a preflight would create and judge, from the render alone (no cluster)."""
 
-    plan: jobs.Plan
+    plan: jobs.ProbeJobs
     assumed: Assumption
-    findings: list[Finding]  # what the render already shows
+    findings: list[ProbeFinding]  # what the render already shows
     warnings: list[str] = field(default_factory=list)  # the values' own warnings
 
     def as_dict(self) -> dict[str, Any]:
@@ -112,7 +112,7 @@ class DryRun:
         }
 
 
-def prepare(options: Options) -> tuple[jobs.Plan, list[str]]:
+def prepare(options: Options) -> tuple[jobs.ProbeJobs, list[str]]:
     """The values through the pipeline and the chart's render, then the plan of the probes
     (InputError when the values render no prefill/decode pair)."""
     prepared = pipeline.prepare(
@@ -148,12 +148,12 @@ def prepare(options: Options) -> tuple[jobs.Plan, list[str]]:
     return plan, [line for finding in prepared.warnings for line in finding.lines()]
 
 
-def preflight(options: Options, say: Callable[[str], None] = lambda _: None) -> Result:
+def preflight(options: Options, say: Callable[[str], None] = lambda _: None) -> PreflightResult:
     plan, warnings = prepare(options)
     assumed = assumption(plan, options.gpu_type, options.network_gbps)
     cluster = connect()
     run = Runner(cluster, plan, say=say, poll=options.poll).run(keep=options.keep)
-    return Result(plan, run, judge(plan, run, assumed), warnings)
+    return PreflightResult(plan, run, judge(plan, run, assumed), warnings)
 
 
 def dry_run(options: Options) -> DryRun:

@@ -135,7 +135,7 @@ def engine_pools(objects: list[manifests.Manifest]) -> list[ProbePool]:
 
 
 @dataclass
-class Plan:
+class ProbeJobs:
     """What one preflight creates: the ConfigMap and the two Jobs (the initiator's target address
     is filled in once the target pod has an IP)."""
 
@@ -293,7 +293,7 @@ def plan(
     prefill_pool: str | None = None,
     decode_pool: str | None = None,
     run: str | None = None,
-) -> Plan:
+) -> ProbeJobs:
     """The preflight of a render: its first prefill and first decode pool (or the named ones).
     ValueError names what is missing."""
     pools = engine_pools(objects)
@@ -312,7 +312,7 @@ def plan(
         raise ValueError(f"the values render no {role} pool (pools: {roles})")
 
     run = run or new_run_id()
-    return Plan(
+    return ProbeJobs(
         namespace=namespace,
         run=run,
         target=pick("prefill", prefill_pool),

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pdctl.cluster import Cluster, Pod
-from pdctl.preflight.jobs import INITIATOR, PORT, TARGET, Plan
+from pdctl.preflight.jobs import INITIATOR, PORT, TARGET, ProbeJobs
 
 MARKER = "PDCTL-PREFLIGHT "  # the probe's report line (probe.MARKER)
 LOG_LINES = 40
@@ -47,7 +47,7 @@ class Side:
 
 
 @dataclass
-class Run:
+class ProbeRun:
     target: Side
     initiator: Side
     created: list[tuple[str, str]] = field(default_factory=list)  # (kind, name)
@@ -74,7 +74,7 @@ class Runner:
     def __init__(
         self,
         cluster: Cluster,
-        plan: Plan,
+        plan: ProbeJobs,
         say: Callable[[str], None] = lambda _: None,
         poll: float = 2.0,
         sleep: Callable[[float], None] = time.sleep,
@@ -83,9 +83,9 @@ class Runner:
         self.cluster, self.plan, self.say = cluster, plan, say
         self.poll, self.sleep, self.clock = poll, sleep, clock
 
-    def run(self, keep: bool = False) -> Run:
+    def run(self, keep: bool = False) -> ProbeRun:
         plan = self.plan
-        result = Run(Side(TARGET, plan.target.name), Side(INITIATOR, plan.initiator.name))
+        result = ProbeRun(Side(TARGET, plan.target.name), Side(INITIATOR, plan.initiator.name))
         deadline = self.clock() + plan.timeout + 600  # image pulls on top of the probe's time
         try:
             self._create(result, plan.config_map())
@@ -106,7 +106,7 @@ class Runner:
                 self._clean(result)
         return result
 
-    def _create(self, result: Run, obj: dict[str, Any]) -> None:
+    def _create(self, result: ProbeRun, obj: dict[str, Any]) -> None:
         self.cluster.create(obj)
         result.created.append((obj["kind"], obj["metadata"]["name"]))
         self.say(f"created {obj['kind']} {obj['metadata']['name']}")
@@ -142,7 +142,7 @@ class Runner:
         if not side.logs and pod.events:
             side.logs = list(pod.events)
 
-    def _clean(self, result: Run) -> None:
+    def _clean(self, result: ProbeRun) -> None:
         for kind, name in reversed(result.created):
             try:
                 self.cluster.delete(kind, self.plan.namespace, name)

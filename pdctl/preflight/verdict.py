@@ -9,8 +9,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pdctl.models import catalog, links
-from pdctl.preflight.jobs import INITIATOR, TARGET, Plan, ProbePool
-from pdctl.preflight.orchestrate import Run, Side
+from pdctl.preflight.jobs import INITIATOR, TARGET, ProbeJobs, ProbePool
+from pdctl.preflight.orchestrate import ProbeRun, Side
 
 REFUSE, WARN = "refuse", "warn"
 # Every finding a verdict can give, in words (what `pdctl preflight --dry-run` lists).
@@ -30,7 +30,7 @@ CHECKS = (
 
 
 @dataclass
-class Finding:
+class ProbeFinding:
     level: str  # refuse | warn
     id: str
     message: str
@@ -53,7 +53,7 @@ class Assumption:
 
 @dataclass
 class Verdict:
-    findings: list[Finding]
+    findings: list[ProbeFinding]
     assumed: Assumption
     measured_gbps: float | None
     measured_link: str | None
@@ -82,7 +82,7 @@ class Verdict:
 
 
 def assumption(
-    plan: Plan, gpu_type: str | None = None, network_gbps: float | None = None
+    plan: ProbeJobs, gpu_type: str | None = None, network_gbps: float | None = None
 ) -> Assumption:
     """--network-gbps, else the GPU catalog's link for the GPU type (--gpu-type, or the GPU
     product the pools are pinned to by nvidia.com/gpu.product), as `pdctl plan` assumes."""
@@ -110,8 +110,8 @@ def assumption(
     )
 
 
-def judge(plan: Plan, run: Run, assumed: Assumption) -> Verdict:
-    findings: list[Finding] = []
+def judge(plan: ProbeJobs, run: ProbeRun, assumed: Assumption) -> Verdict:
+    findings: list[ProbeFinding] = []
     for side, pool in ((run.target, plan.target), (run.initiator, plan.initiator)):
         findings += _side(side, pool)
         findings += _pool_settings(side, pool)
@@ -124,7 +124,7 @@ def judge(plan: Plan, run: Run, assumed: Assumption) -> Verdict:
         findings += _speed(float(gbps), matched, rma, assumed, table.minimum_fraction)
         if run.target.node and run.target.node == run.initiator.node:
             findings.append(
-                Finding(
+                ProbeFinding(
                     WARN,
                     "same-node",
                     f"both probe pods ran on node {run.target.node}: the transfer stayed inside "
@@ -141,7 +141,7 @@ def judge(plan: Plan, run: Run, assumed: Assumption) -> Verdict:
     )
 
 
-def from_render(plan: Plan) -> list[Finding]:
+def from_render(plan: ProbeJobs) -> list[ProbeFinding]:
     """What the pools' render alone shows, before any probe runs (a dry run's findings)."""
     return [
         finding
@@ -150,7 +150,7 @@ def from_render(plan: Plan) -> list[Finding]:
     ]
 
 
-def _side(side: Side, pool: ProbePool) -> list[Finding]:
+def _side(side: Side, pool: ProbePool) -> list[ProbeFinding]:
     where = f"{side.side} probe ({pool.role} pool {pool.name}, image {pool.image})"
     report = side.report
     if report is None:
@@ -161,11 +161,11 @@ def _side(side: Side, pool: ProbePool) -> list[Finding]:
         else:
             why = f"ended {side.phase} without a report"
         tail = f"; last log lines: {' | '.join(side.logs[-5:])}" if side.logs else ""
-        return [Finding(REFUSE, "probe-not-run", f"the {where} {why}{tail}")]
+        return [ProbeFinding(REFUSE, "probe-not-run", f"the {where} {why}{tail}")]
     nixl = report.get("nixl") or {}
     if not nixl.get("importable") or not nixl.get("ucx_backend"):
         return [
-            Finding(
+            ProbeFinding(
                 REFUSE,
                 "no-nixl",
                 f"the {where} cannot move KV with NIXL over UCX: "
@@ -177,11 +177,13 @@ def _side(side: Side, pool: ProbePool) -> list[Finding]:
     found = []
     if not (report.get("ucx") or {}).get("version"):
         found.append(
-            Finding(WARN, "ucx-unknown", f"the {where}: NIXL started but no UCX library was found")
+            ProbeFinding(
+                WARN, "ucx-unknown", f"the {where}: NIXL started but no UCX library was found"
+            )
         )
     if not report.get("ok"):
         found.append(
-            Finding(
+            ProbeFinding(
                 REFUSE,
                 "transfer-failed",
                 f"the {where} failed: {report.get('error') or 'no reason given'}",
@@ -191,13 +193,13 @@ def _side(side: Side, pool: ProbePool) -> list[Finding]:
     return found
 
 
-def _pool_settings(side: Side, pool: ProbePool) -> list[Finding]:
+def _pool_settings(side: Side, pool: ProbePool) -> list[ProbeFinding]:
     found = []
     name = f"{pool.role} pool {pool.name}"
     report = side.report or {}
     if not pool.rdma_resources:
         found.append(
-            Finding(
+            ProbeFinding(
                 WARN,
                 "no-rdma-resource",
                 f"the {name} requests no rdma/* resource: its pods get no RDMA device from a "
@@ -209,7 +211,7 @@ def _pool_settings(side: Side, pool: ProbePool) -> list[Finding]:
     held = (report.get("capabilities") or {}).get("ipc_lock")
     if not pool.ipc_lock and held is not True:
         found.append(
-            Finding(
+            ProbeFinding(
                 WARN,
                 "no-ipc-lock",
                 f"the {name} does not add capability IPC_LOCK: RDMA memory registration pins "
@@ -219,7 +221,7 @@ def _pool_settings(side: Side, pool: ProbePool) -> list[Finding]:
         )
     if report and pool.rdma_resources and not report.get("rdma_devices"):
         found.append(
-            Finding(
+            ProbeFinding(
                 WARN,
                 "no-rdma-device",
                 f"the {name} requests {', '.join(pool.rdma_resources)} but its probe pod saw no "
@@ -236,7 +238,7 @@ def _pool_settings(side: Side, pool: ProbePool) -> list[Finding]:
         missing = [d for d in devices.split(",") if d.split(":")[0] not in present]
         if missing:
             found.append(
-                Finding(
+                ProbeFinding(
                     WARN,
                     "ucx-net-devices",
                     f"UCX_NET_DEVICES of the {name} names {', '.join(missing)}, which its probe "
@@ -267,7 +269,7 @@ def _speed(
     transports: list[str],
     assumed: Assumption,
     fraction: float,
-) -> list[Finding]:
+) -> list[ProbeFinding]:
     found = []
     tcp = [t for t in transports if t.startswith("tcp/")]
     slow = matched is not None and not matched.rdma
@@ -278,7 +280,7 @@ def _speed(
             else f"the speed matches {matched and matched.name}"
         )
         found.append(
-            Finding(
+            ProbeFinding(
                 WARN,
                 "tcp",
                 f"the KV transfer ran at {gbps:.2f} GB/s over TCP ({why}): no RDMA transport "
@@ -289,7 +291,7 @@ def _speed(
         )
     if assumed.gbps and gbps < assumed.gbps * fraction:
         found.append(
-            Finding(
+            ProbeFinding(
                 WARN,
                 "below-assumption",
                 f"measured {gbps:.2f} GB/s, below {fraction:g} x the {assumed.gbps:g} GB/s the "

@@ -24,8 +24,8 @@ from typing import Any, Protocol
 
 import yaml
 
+from pdctl import defaults, manifests, naming, pipeline, workloads
 from pdctl import helm as helm_mod
-from pdctl import manifests, naming, pipeline, workloads
 from pdctl.chart import bundled_chart_dir, chart_name
 from pdctl.cluster import Pod, connect
 from pdctl.errors import EnvironmentProblem, PdctlError, UsageError
@@ -96,8 +96,8 @@ def wait_seconds(objects: list[manifests.Manifest], asked: int | None) -> tuple[
 class DeployOptions:
     values_files: tuple[str, ...]
     set_values: tuple[str, ...] = ()
-    release: str = "pd"
-    namespace: str = "default"
+    release: str = defaults.RELEASE
+    namespace: str = defaults.NAMESPACE
     chart: Path | None = None
     create_namespace: bool = False
     timeout: int | None = None  # seconds; None: wait_seconds derives it from the startup probes

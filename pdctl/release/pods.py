@@ -70,7 +70,7 @@ def groups_of(objects: Sequence[manifests.Manifest], names: naming.Release) -> l
     return groups
 
 
-def _workload(names: naming.Release, pool: manifests.Pool) -> str:
+def _workload(names: naming.Release, pool: manifests.RenderedPool) -> str:
     if pool.kind == "DisaggregatedSet":
         return names.disaggregated_set
     if pool.kind == "LeaderWorkerSet":

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from pdctl import defaults, manifests
 from pdctl import helm as helm_mod
-from pdctl import manifests
 from pdctl.errors import InputError
 from pdctl.manifests import KEEP_POLICY
 from pdctl.release.status import installed
@@ -29,7 +29,7 @@ def uninstall(
     namespace: str,
     delete_data: bool = False,
     helm_path: str | None = None,
-    timeout: int = 300,
+    timeout: int = defaults.WAIT_S,
 ) -> UninstallResult:
     """helm uninstall, keeping the release's PersistentVolumeClaims (the model cache) unless
     delete_data. helm keeps a claim only when the chart marks it helm.sh/resource-policy: keep;

@@ -8,7 +8,6 @@ from the connector table the chart reads.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,13 +16,11 @@ from pdctl import naming, topology
 from pdctl.connectors import Connector, Table
 from pdctl.naming import Release
 from pdctl.values.paths import KeyPath
+from pdctl.vllm_image import Version as Version
+from pdctl.vllm_image import is_official, parse_version
 
 ROLE_BY_KV = topology.load().role_by_kv_role
 POOLS_PATH: KeyPath = ("servingEngineSpec", "modelSpec")
-_VERSION_TAG = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
-_OFFICIAL_IMAGE = re.compile(r"(^|/)vllm/vllm-openai$")
-
-Version = tuple[int, int, int]
 
 
 def as_dict(value: Any) -> dict[str, Any]:
@@ -55,11 +52,6 @@ def as_number(value: Any) -> float | None:
         return float(value) if isinstance(value, str) else None
     except ValueError:
         return None
-
-
-def parse_version(text: Any) -> Version | None:
-    match = _VERSION_TAG.match(str(text)) if text is not None else None
-    return (int(match[1]), int(match[2]), int(match[3])) if match else None
 
 
 def format_version(version: Version) -> str:
@@ -192,10 +184,11 @@ class Pool:
 
     @property
     def version(self) -> tuple[Version | None, KeyPath]:
-        """The vLLM version of the image: vllmVersion, else a vX.Y.Z tag of vllm/vllm-openai."""
+        """The vLLM version of the image, as helm/files/vllm-image.yaml reads it: vllmVersion,
+        else the official image's tag."""
         if self.spec.get("vllmVersion"):
             return parse_version(self.spec["vllmVersion"]), self.at("vllmVersion")
-        if _OFFICIAL_IMAGE.search(str(self.spec.get("repository", ""))):
+        if is_official(self.spec.get("repository")):
             return parse_version(self.spec.get("tag")), self.at("tag")
         return None, self.path
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pdctl import chart, connectors
+from pdctl import chart, connectors, defaults
 from pdctl.findings import Finding, Severity
 from pdctl.naming import Release
 from pdctl.rules.deployment import Deployment
@@ -69,9 +69,9 @@ def load_rules() -> dict[str, Rule]:
 
 def run_rules(
     values: dict[str, Any],
-    release: str = "pd",
+    release: str = defaults.RELEASE,
     chart_dir: Path | None = None,
-    namespace: str = "default",
+    namespace: str = defaults.NAMESPACE,
     refused: Collection[KeyPath] = (),
 ) -> list[Finding]:
     """Run every registered rule over user values (merged with the chart's defaults here, as

@@ -72,7 +72,7 @@ def side_channel_handler(store: KvStore) -> type[http.server.BaseHTTPRequestHand
     return Handler
 
 
-def read(params: dict[str, Any], timeout: float = 5.0) -> bool:
+def read(params: dict[str, Any], deadline_s: float = 5.0) -> bool:
     """Pull a prefill's blocks from its side channel, as a decode does with the
     kv_transfer_params it was given; False when they are gone or the channel does not answer."""
     ask = {
@@ -81,7 +81,7 @@ def read(params: dict[str, Any], timeout: float = 5.0) -> bool:
         "block_ids": params.get("remote_block_ids") or [],
     }
     connection = http.client.HTTPConnection(
-        str(params["remote_host"]), int(params["remote_port"]), timeout=timeout
+        str(params["remote_host"]), int(params["remote_port"]), timeout=deadline_s
     )
     try:
         connection.request("POST", READ_PATH, json.dumps(ask), {"Content-Type": "application/json"})

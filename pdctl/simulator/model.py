@@ -4,6 +4,7 @@ utilization (pdctl.models.memory), and vLLM's defaults for the token budget and 
 
 from __future__ import annotations
 
+from pdctl import defaults
 from pdctl.models.catalog import Gpu
 from pdctl.models.config import ModelArch
 from pdctl.models.memory import GiB, kv_layout, memory
@@ -18,7 +19,7 @@ def timing(
     tp: int = 1,
     pp: int = 1,
     *,
-    utilization: float = 0.9,
+    utilization: float = defaults.GPU_MEMORY_UTILIZATION,
     kv_cache_dtype: str = "auto",
     budget: int | None = None,
     max_seqs: int | None = None,

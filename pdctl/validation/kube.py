@@ -7,7 +7,6 @@ from typing import Any
 from pdctl import workloads
 from pdctl.findings import Finding, Severity
 
-DEFAULT_KUBE_VERSION = "1.35"
 # Kinds of the LWS controller, and the llm-d router's gateway-mode InferencePool and HTTPRoute:
 # their pod templates and metadata are checked as Kubernetes objects (the CRD schemas themselves
 # are checked in the test suite, tests/crd_schemas.py).

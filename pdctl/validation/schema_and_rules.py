@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pdctl import defaults
 from pdctl.chart import default_values
 from pdctl.findings import Finding
 from pdctl.rules import run_rules
@@ -13,7 +14,7 @@ from pdctl.values.coalesce import with_defaults
 
 
 def check_values(
-    data: dict[str, Any], release: str, chart: Path, namespace: str = "default"
+    data: dict[str, Any], release: str, chart: Path, namespace: str = defaults.NAMESPACE
 ) -> list[Finding]:
     """Schema findings (on the values merged with the chart's defaults, as helm checks them),
     then the PD rules, silent where they would reason from a key the schema refused."""

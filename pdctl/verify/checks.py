@@ -16,10 +16,11 @@ Checks, in the order they are reported:
   aggregated release (every engine of role both) they, pd-kv-bandwidth and pd-ttft are skipped:
   there is no KV transfer to prove; the checks above still run.
 
-Latency definitions (client-side, see ../shared/reference/sizing-bench.md B1): TTFT is the time
-from sending the request to the first chunk carrying generated text; ITL the gaps between
-chunks carrying text, per token when the server's token count equals the chunk count, else per
-chunk (then `itl_basis` is "chunk" and TPOT is the per-token figure); TPOT is
+Latency definitions (client-side; the names as vLLM's `vllm bench serve` uses them,
+vllm/benchmarks/serve.py): TTFT is the time from sending the request to the first chunk carrying
+generated text; ITL the gaps between chunks carrying text, per token when the server's token
+count equals the chunk count, else per chunk (then `itl_basis` is "chunk" and TPOT is the
+per-token figure); TPOT is
 (last text chunk - first text chunk) / (completion_tokens - 1) with completion_tokens from the
 server's usage; e2e from sending to the end of the stream. Percentiles interpolate linearly
 between the two nearest values (as numpy's default).

@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pdctl import defaults
+
 if TYPE_CHECKING:
     import httpx
 
@@ -76,7 +78,7 @@ class Reply:
 
 
 @dataclass
-class Event:
+class StreamEvent:
     """One server-sent event: its data as JSON, and when it arrived (seconds after sending)."""
 
     at: float
@@ -88,7 +90,7 @@ class Stream:
     """A streamed response: its events in order, whether `data: [DONE]` came, and the end."""
 
     status: int | None
-    events: list[Event] = field(default_factory=list)
+    events: list[StreamEvent] = field(default_factory=list)
     done: bool = False
     ended_at: float = 0.0
     error: str | None = None
@@ -177,7 +179,10 @@ class Http:
     """A small synchronous client (one connection pool for the whole verify run)."""
 
     def __init__(
-        self, timeout: float = 60.0, api_key: str | None = None, max_body: int = MAX_BODY
+        self,
+        timeout: float = defaults.VERIFY_TIMEOUT_S,
+        api_key: str | None = None,
+        max_body: int = MAX_BODY,
     ) -> None:
         import httpx
 
@@ -318,7 +323,7 @@ def _read_events(lines: Iterator[str], start: float, result: Stream) -> None:
             result.error = f"an event is not JSON: {payload[:200]}"
             return
         if isinstance(parsed, dict):
-            result.events.append(Event(time.perf_counter() - start, parsed))
+            result.events.append(StreamEvent(time.perf_counter() - start, parsed))
     if data:  # a last event without its blank line
         if "\n".join(data).strip() == "[DONE]":
             result.done = True

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from pdctl import defaults
+
 ORDER = (
     "router-health",
     "models",
@@ -78,11 +80,11 @@ class Targets:
 class Settings:
     model: str | None = None
     connector: str | None = None  # a key of the connector table; None: detect from metrics
-    requests: int = 1  # streaming requests
-    max_tokens: int = 32  # output tokens of the completion and streaming checks
-    prompt_words: int = 600  # words of the PD probe's prompt
-    timeout: float = 60.0
-    settle: float = 3.0  # seconds to wait for the engines' counters after the probe
+    requests: int = defaults.VERIFY_REQUESTS
+    max_tokens: int = defaults.VERIFY_MAX_TOKENS
+    prompt_words: int = defaults.VERIFY_PROMPT_WORDS
+    timeout: float = defaults.VERIFY_TIMEOUT_S
+    settle: float = defaults.VERIFY_SETTLE_S
     min_kv_gbps: float | None = None  # below it pd-kv-bandwidth warns; None: the link table's
     api_key: str | None = field(default=None, repr=False)  # sent as Authorization: Bearer
 

@@ -17,6 +17,7 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from pdctl import defaults
 from pdctl.errors import EnvironmentProblem, PdctlError, UsageError
 from pdctl.naming import ROLES, VLLM_PORT, Release, selector_text
 from pdctl.verify.report import Endpoint, Targets
@@ -72,8 +73,8 @@ def from_cluster(
     namespace: str,
     list_pods: PodLister,
     port_forward: PortForward,
-    router_port: int = 8000,
-    engine_port: int = 8000,
+    router_port: int = defaults.PORT,
+    engine_port: int = defaults.PORT,
 ) -> Iterator[Targets]:
     """Targets of a release: its first router pod and every engine pod, each behind a
     port-forward that lives as long as the context. A pod that cannot be forwarded to becomes

@@ -770,7 +770,7 @@ case(
     chart=f"[PD018] {P}[0] is a prefill pool but transfers no KV",
 )
 
-# ---- engines over several pods (LeaderWorkerSet) and the DisaggregatedSet (issue 12)
+# ---- engines over several pods (LeaderWorkerSet) and the DisaggregatedSet
 MULTI = "values-22-llama405b-multinode.yaml"
 WIDE_EP = "values-23-deepseek-wide-ep.yaml"
 DSET = "values-24-disaggregatedset.yaml"
@@ -971,7 +971,7 @@ case(
     chart="nonCachedTokens",
 )
 
-# Autoscalers (issue 9): KEDA ScaledObjects per pool, the router's HPA
+# Autoscalers: KEDA ScaledObjects per pool, the router's HPA
 KEDA = {"enabled": True, "minReplicaCount": 1, "maxReplicaCount": 3}
 case(
     "pd023-keda-on-a-1p1d-connector",

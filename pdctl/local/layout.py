@@ -1,0 +1,314 @@
+"""The rendered release as processes on one host: each engine's and the router's command line and
+environment exactly as the chart rendered them, with only what running outside Kubernetes needs
+changed, and nothing else:
+
+- addresses and ports: every process listens on 127.0.0.1 at a port of its own, and each engine
+  gets a NIXL side-channel port of its own (pods each have their own network; processes share one);
+- GPUs: each engine gets its share of the host's GPUs in CUDA_VISIBLE_DEVICES, and
+  `--gpu-memory-utilization` divided among the engines that share a GPU;
+- discovery: the router gets the engines' URLs (static mode) instead of Kubernetes selectors;
+- env: the downward API's pod IP becomes 127.0.0.1, the pod name the engine's name; Secret
+  references and paths inside the pod (HF_HOME, HF_TOKEN_PATH) are left out;
+- the engine: `vllm serve` as rendered, or the pd-stack simulator (`python -m pdctl.simulator
+  serve`, the same arguments) where there is no GPU;
+- weights (the GPU benchmark harness only): `--load-format dummy` on a local model folder holding
+  the model's config.json and a tokenizer, served under the rendered model name.
+
+A pool of several replicas runs that many engines. Pools of several nodes (LeaderWorkerSet) and
+routers other than vllm-router are refused.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pdctl import defaults, manifests, naming
+from pdctl.errors import InputError
+
+LOOPBACK = "127.0.0.1"
+ENGINES = ("vllm", "sim")  # real vLLM, or the pd-stack simulator
+SIMULATOR = [sys.executable, "-m", "pdctl.simulator"]
+# Env whose value is a path or a file inside the pod: meaningless on the host.
+POD_ONLY_ENV = {"HF_HOME", "HF_TOKEN_PATH"}
+# Env that says the engine reads a Hugging Face token (a gated model).
+TOKEN_ENV = {"HF_TOKEN", "HF_TOKEN_PATH"}
+NIXL_PORT_ENV = "VLLM_NIXL_SIDE_CHANNEL_PORT"
+GPU_ENV = "CUDA_VISIBLE_DEVICES"
+UTILIZATION = "--gpu-memory-utilization"
+# vllm-router's Kubernetes discovery flags (each with the values up to the next flag).
+DISCOVERY_FLAGS = {
+    "--service-discovery",
+    "--service-discovery-namespace",
+    "--service-discovery-port",
+    "--prefill-selector",
+    "--decode-selector",
+    "--selector",
+}
+
+Ports = Callable[[], int]
+
+
+@dataclass
+class Process:
+    name: str  # the pool's name (with the replica's index when it has several), or "router"
+    role: str  # prefill, decode, both or router
+    argv: list[str]
+    env: dict[str, str]
+    port: int  # where it serves HTTP
+    ready_path: str = "/health"  # its rendered readiness probe's path
+
+    @property
+    def url(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}"
+
+
+@dataclass
+class Layout:
+    engines: list[Process]
+    router: Process | None
+    changes: list[str] = field(default_factory=list)  # what was changed, for the record
+    rendered_utilization: dict[str, float] = field(default_factory=dict)  # by pool, as rendered
+    release: str = defaults.RELEASE
+    engine: str = "vllm"  # what the engines are: vllm or sim
+    gated: bool = False  # the engines read a Hugging Face token in the cluster
+    images: dict[str, str] = field(default_factory=dict)  # by pool, the rendered engine image
+
+    @property
+    def processes(self) -> list[Process]:
+        """The engines, then the router (the order they start in)."""
+        return [*self.engines, *([self.router] if self.router else [])]
+
+
+@dataclass(frozen=True)
+class Options:
+    engine: str = "vllm"
+    devices: Sequence[str] = ()  # the host's GPUs (CUDA_VISIBLE_DEVICES ids); none: no assignment
+    weights: Path | None = None  # a model folder for --load-format dummy (the GPU harness)
+
+
+def free_port() -> int:
+    """A TCP port on the loopback address that no one listens on now."""
+    with socket.socket() as probe:
+        probe.bind((LOOPBACK, 0))
+        return int(probe.getsockname()[1])
+
+
+def counting(base: int) -> Ports:
+    """Ports base, base + 1, ... (a plan made on one machine and run on another)."""
+    numbers = iter(range(base, 65536))
+    return lambda: next(numbers)
+
+
+def set_flag(args: list[str], flag: str, value: str) -> list[str]:
+    """args with `flag value` replaced (or appended)."""
+    out = list(args)
+    if flag in out:
+        out[out.index(flag) + 1] = value
+    else:
+        out += [flag, value]
+    return out
+
+
+def _flag(args: list[str], flag: str) -> str | None:
+    return args[args.index(flag) + 1] if flag in args[:-1] else None
+
+
+def _container(deployment: manifests.Manifest) -> dict[str, Any]:
+    container: dict[str, Any] = deployment["spec"]["template"]["spec"]["containers"][0]
+    return container
+
+
+def _argv(container: dict[str, Any]) -> list[str]:
+    return [str(word) for word in [*container.get("command", []), *container.get("args", [])]]
+
+
+def _ready_path(container: dict[str, Any]) -> str:
+    probe = container.get("readinessProbe") or container.get("startupProbe") or {}
+    return str((probe.get("httpGet") or {}).get("path", "/health"))
+
+
+def _env(container: dict[str, Any], pod: str) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for entry in container.get("env", []):
+        name = entry["name"]
+        if name in POD_ONLY_ENV:
+            continue
+        if "value" in entry:
+            env[name] = str(entry["value"])
+            continue
+        path = (entry.get("valueFrom", {}).get("fieldRef") or {}).get("fieldPath")
+        if path == "status.podIP":
+            env[name] = LOOPBACK
+        elif path == "metadata.name":
+            env[name] = pod
+        # secretKeyRef and others: no Secret on the host
+    return env
+
+
+def _from_secrets(container: dict[str, Any]) -> list[str]:
+    """The env names the pod reads from a Secret (left out on the host)."""
+    return [
+        entry["name"]
+        for entry in container.get("env", [])
+        if "secretKeyRef" in (entry.get("valueFrom") or {})
+    ]
+
+
+def _gated(container: dict[str, Any]) -> bool:
+    return any(entry["name"] in TOKEN_ENV for entry in container.get("env", []))
+
+
+def engine(
+    deployment: manifests.Manifest,
+    name: str,
+    role: str,
+    ports: Ports,
+    options: Options,
+    utilization: float | None,
+    devices: Sequence[str] = (),
+) -> Process:
+    """One engine of a pool: the rendered `vllm serve` with the host-level changes."""
+    container = _container(deployment)
+    argv = _argv(container)
+    serve = argv.index("serve")
+    if options.weights is not None:
+        served = argv[serve + 1]
+        argv[serve + 1] = str(options.weights)
+        argv = set_flag(argv, "--load-format", "dummy")
+        if "--served-model-name" not in argv:
+            argv += ["--served-model-name", served]
+    if options.engine == "sim":
+        argv = [*SIMULATOR, *argv[serve:]]
+    port = ports()
+    argv = set_flag(argv, "--host", LOOPBACK)
+    argv = set_flag(argv, "--port", str(port))
+    if utilization is not None:
+        argv = set_flag(argv, UTILIZATION, f"{utilization:g}")
+    env = _env(container, name)
+    if NIXL_PORT_ENV in env:
+        env[NIXL_PORT_ENV] = str(ports())
+    if devices:
+        env[GPU_ENV] = ",".join(devices)
+    return Process(name, role, argv, env, port, _ready_path(container))
+
+
+def router(
+    deployment: manifests.Manifest, port: int, metrics_port: int, engines: list[Process]
+) -> Process:
+    """vllm-router with the engines' URLs in static mode (PD: --prefill and --decode; else
+    --worker-urls), its other rendered flags kept."""
+    container = _container(deployment)
+    kept: list[str] = []
+    dropping = False  # inside a Kubernetes discovery flag and its values
+    for word in _argv(container):
+        if word.startswith("--"):
+            dropping = word in DISCOVERY_FLAGS
+        if not dropping:
+            kept.append(word)
+    kept = set_flag(kept, "--host", LOOPBACK)
+    kept = set_flag(kept, "--port", str(port))
+    kept = set_flag(kept, "--prometheus-host", LOOPBACK)
+    kept = set_flag(kept, "--prometheus-port", str(metrics_port))
+    if "--vllm-pd-disaggregation" in kept:
+        for e in engines:
+            kept += [f"--{e.role}", e.url]
+    else:
+        kept += ["--worker-urls", *(e.url for e in engines)]
+    return Process(
+        "router", "router", kept, _env(container, "router"), port, _ready_path(container)
+    )
+
+
+def _refuse_what_is_not_local(summary: manifests.Summary) -> None:
+    grouped = [p.name for p in summary.pools if p.kind != "Deployment"]
+    if grouped:
+        raise InputError(
+            f"pools {', '.join(grouped)} span several nodes (LeaderWorkerSet): pdctl up runs "
+            "single-node pools only",
+            hint="deploy this release to a cluster (pdctl deploy)",
+        )
+    routing = summary.router.get("routing", "")
+    if summary.router and not routing.startswith("vllm-router"):
+        raise InputError(
+            f"the release's router is {routing or summary.router['name']}: pdctl up runs "
+            "vllm-router only (routerSpec.type: vllm-router)",
+        )
+
+
+def _shares(
+    pools: list[manifests.RenderedPool], devices: Sequence[str]
+) -> tuple[int, list[list[str]]]:
+    """Engines per GPU, and each engine's GPUs: in turn over the host's GPUs, shared when the
+    engines need more GPUs than there are."""
+    needs = [max(pool.gpus_per_pod, 1) for pool in pools for _ in range(pool.replicas)]
+    if not devices:
+        return 1, [[] for _ in needs]
+    if max(needs) > len(devices):
+        raise InputError(
+            f"an engine of this release needs {max(needs)} GPUs; this host has {len(devices)}"
+        )
+    share = -(-sum(needs) // len(devices))
+    assigned, cursor = [], 0
+    for need in needs:
+        assigned.append([devices[(cursor + i) % len(devices)] for i in range(need)])
+        cursor += need
+    return share, assigned
+
+
+def plan(
+    objects: list[manifests.Manifest],
+    release: str,
+    options: Options,
+    ports: Ports = free_port,
+) -> Layout:
+    """The engines and router of a rendered release as local processes (see the module
+    docstring)."""
+    names = naming.Release(release)
+    summary = manifests.summarize(objects)
+    if not summary.pools:
+        raise InputError(f"the render holds no engine pool of release {release}")
+    _refuse_what_is_not_local(summary)
+    share, assigned = _shares(summary.pools, options.devices)
+    layout = Layout([], None, release=release, engine=options.engine)
+    layout.changes = [
+        f"every process on {LOOPBACK} at ports of its own; one NIXL side-channel port per engine",
+        "router in static mode with the engines' URLs (no Kubernetes discovery)",
+    ]
+    if options.engine == "sim":
+        layout.changes.append("engines: the pd-stack simulator (not vLLM), the rendered arguments")
+    if options.weights is not None:
+        layout.changes.append(f"--load-format dummy on {options.weights}")
+    for pool in summary.pools:
+        deployment = manifests.find(objects, "Deployment", names.pool_deployment(pool.name))
+        container = _container(deployment)
+        layout.gated |= _gated(container)
+        layout.images[pool.name] = pool.image
+        rendered = float(_flag(_argv(container), UTILIZATION) or 0.9)
+        layout.rendered_utilization[pool.name] = rendered
+        utilization = None
+        if options.devices:
+            utilization = round(rendered / share, 2)
+            if share > 1:
+                layout.changes.append(f"{pool.name}: {UTILIZATION} {rendered:g} -> {utilization:g}")
+        for replica in range(pool.replicas):
+            name = pool.name if pool.replicas == 1 else f"{pool.name}-{replica}"
+            devices = assigned[len(layout.engines)]
+            layout.engines.append(
+                engine(deployment, name, pool.role, ports, options, utilization, devices)
+            )
+    secret_env = set()
+    for deployment in objects:
+        if deployment.get("kind") == "Deployment":
+            secret_env.update(_from_secrets(_container(deployment)))
+    if secret_env:
+        left_out = ", ".join(sorted(secret_env))
+        layout.changes.append(f"env read from the cluster's Secrets left out: {left_out}")
+    if summary.router:
+        found = manifests.find(objects, "Deployment", summary.router["name"])
+        layout.router = router(found, ports(), ports(), layout.engines)
+    return layout

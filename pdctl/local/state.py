@@ -1,0 +1,113 @@
+"""Where a local release (`pdctl up`) keeps what it needs between commands: a folder per release
+under the user's state folder ($XDG_STATE_HOME/pdctl/local/RELEASE, by default
+~/.local/state/pdctl/local/RELEASE) holding
+
+- `lock`: held (flock) by the release's supervisor for as long as it runs: a release is up
+  exactly while its lock is held, so a second `up` is refused and a crashed supervisor leaves no
+  stale claim behind;
+- `layout.json`: the processes to run (pdctl.local.layout), written by `up`;
+- `state.json`: what runs now: the supervisor's pid, each process's pid, URL and role, and the
+  status (starting, ready, failed, stopped) with why;
+- `logs/`: each process's output, kept after `down` until the next `up` of the release.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from pdctl.errors import UsageError
+from pdctl.local.layout import Layout, Process
+
+STARTING, READY, FAILED, STOPPED = "starting", "ready", "failed", "stopped"
+
+
+def root() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "pdctl" / "local"
+
+
+@dataclass(frozen=True)
+class Folder:
+    path: Path
+
+    @classmethod
+    def of(cls, release: str) -> Folder:
+        return cls(root() / release)
+
+    @property
+    def logs(self) -> Path:
+        return self.path / "logs"
+
+    def log(self, name: str) -> Path:
+        return self.logs / f"{name}.log"
+
+    # ---- the lock
+    def claim(self, release: str) -> int:
+        """Take the release's lock (an open file descriptor holding it): UsageError when its
+        supervisor runs already."""
+        self.path.mkdir(parents=True, exist_ok=True, mode=0o700)  # the processes' env and logs
+        fd = os.open(self.path / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            pid = (self.read_state() or {}).get("supervisor", "?")
+            raise UsageError(
+                f"the local release {release} is up already (supervisor pid {pid})",
+                hint=f"pdctl down --release {release} first, or choose another --release",
+            ) from None
+        return fd
+
+    def held(self) -> bool:
+        """Whether a supervisor holds the release's lock (the release is up)."""
+        if not (self.path / "lock").is_file():
+            return False
+        fd = os.open(self.path / "lock", os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # closing releases a lock taken just now
+        return False
+
+    # ---- the files
+    def write_layout(self, layout: Layout) -> None:
+        _write(self.path / "layout.json", asdict(layout))
+
+    def read_layout(self) -> Layout:
+        data = json.loads((self.path / "layout.json").read_text(encoding="utf-8"))
+        engines = [Process(**e) for e in data.pop("engines")]
+        router = data.pop("router")
+        return Layout(engines, Process(**router) if router else None, **data)
+
+    def write_state(self, state: dict[str, Any]) -> None:
+        _write(self.path / "state.json", state)
+
+    def read_state(self) -> dict[str, Any] | None:
+        try:
+            data: dict[str, Any] = json.loads((self.path / "state.json").read_text("utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
+    """Whole or not at all: a reader never sees half a file."""
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    partial.replace(path)
+
+
+def live(release: str) -> dict[str, Any] | None:
+    """The state of the release's local processes when they are up and ready, else None."""
+    folder = Folder.of(release)
+    if not folder.held():
+        return None
+    state = folder.read_state()
+    return state if state and state.get("status") == READY else None

@@ -1,0 +1,215 @@
+"""The supervisor of a local release: starts its processes (engines first, then the router), waits
+until each answers its readiness path, then watches them until told to stop (SIGTERM, SIGINT: Ctrl-C
+or `pdctl down`) or until one of them exits; then stops them all.
+
+Each process runs in a process group of its own (so that stopping it reaches the programs it
+started, as vLLM's engine core), with its output in a log file, and on Linux with
+PR_SET_PDEATHSIG: should the supervisor die without stopping it (SIGKILL), the kernel sends it
+SIGTERM. Stopping sends SIGTERM to each group, and SIGKILL to what is left GRACE seconds later.
+
+`pdctl up` runs the supervisor as its own program (`python -m pdctl.local.supervisor FOLDER`, in
+a new session, holding the release's lock), reading its progress lines from its standard output
+until READY; `pdctl up --foreground` runs `supervise` in its own process. The GPU benchmark
+harness (benchmarks/real_engines/run.py) starts its engines with `launch` and `wait_ready`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import IO
+
+from pdctl import process
+from pdctl.local import state
+from pdctl.local.layout import Layout, Process
+
+READY = "READY"  # the last progress line of a supervisor whose release is up
+GRACE = process.GRACE
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+POLL = 0.2  # seconds between looks at the processes
+
+Running = list[tuple[Process, "subprocess.Popen[bytes]"]]
+
+
+class StartFailed(Exception):
+    """A process exited, or was not ready in time: the message says which, with its log's tail."""
+
+
+def _die_with_parent() -> None:  # runs in the child, between fork and exec
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def launch(
+    proc: Process, log: Path, extra_env: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start `proc` in a process group of its own, its output appended to `log`."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            proc.argv,
+            env={**os.environ, **proc.env, **(extra_env or {})},
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+
+
+def answers(url: str) -> bool:
+    """Whether GET `url` answers 200."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return int(response.status) == 200
+    except (OSError, urllib.error.HTTPError):
+        return False
+
+
+def tail(log: Path, lines: int = 30) -> str:
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def wait_ready(proc: Process, popen: subprocess.Popen[bytes], deadline: float, log: Path) -> None:
+    """Until `proc` answers its readiness path; StartFailed (with its log's tail) when it exits
+    first or the monotonic `deadline` passes."""
+    while True:  # asked at least once, even past the deadline
+        if popen.poll() is not None:
+            raise StartFailed(f"{proc.name} exited with {popen.returncode}:\n{tail(log)}")
+        if answers(proc.url + proc.ready_path):
+            return
+        if time.monotonic() >= deadline:
+            raise StartFailed(f"{proc.name} was not ready in time:\n{tail(log)}")
+        time.sleep(POLL)
+
+
+def stop(popens: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM to each one's process group; SIGKILL to what is left GRACE seconds later."""
+    for popen in popens:
+        if popen.poll() is None:
+            process.signal_group(popen.pid, signal.SIGTERM)
+    ends = time.monotonic() + GRACE
+    for popen in popens:
+        try:
+            popen.wait(timeout=max(0.0, ends - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+        process.signal_group(popen.pid, signal.SIGKILL)  # the group's stragglers too
+        popen.wait()
+
+
+class Supervisor:
+    """The processes of one local release (see the module docstring)."""
+
+    def __init__(self, folder: state.Folder, say: Callable[[str], None]) -> None:
+        self.folder = folder
+        self.layout: Layout = folder.read_layout()
+        self.say = say
+        self.running: Running = []
+        self.state: dict[str, object] = {}
+
+    def record(self, status: str, detail: str = "") -> None:
+        self.state.update(status=status, detail=detail)
+        self.folder.write_state(self.state)
+
+    def start(self, timeout: float) -> None:
+        layout = self.layout
+        self.state = {
+            "release": layout.release,
+            "supervisor": os.getpid(),
+            "engine": layout.engine,
+            "router": layout.router.url if layout.router else None,
+            "engines": [{"name": e.name, "role": e.role, "url": e.url} for e in layout.engines],
+            "logs": str(self.folder.logs),
+            "pids": {},
+        }
+        self.record(state.STARTING)
+        deadline = time.monotonic() + timeout
+        for group in (layout.engines, [layout.router] if layout.router else []):  # router last
+            started = [(p, launch(p, self.folder.log(p.name))) for p in group]
+            self.running += started
+            self.state["pids"] = {p.name: popen.pid for p, popen in self.running}
+            self.record(state.STARTING)
+            for proc, popen in started:
+                wait_ready(proc, popen, deadline, self.folder.log(proc.name))
+                self.say(f"{proc.name} ({proc.role}) ready at {proc.url}")
+        self.record(state.READY)
+
+    def watch(self, tick: Callable[[], None] = lambda: None) -> str:
+        """Until one process exits: why (the name, its exit status, its log's tail)."""
+        while True:
+            tick()
+            for proc, popen in self.running:
+                if popen.poll() is not None:
+                    log = self.folder.log(proc.name)
+                    return f"{proc.name} exited with {popen.returncode}:\n{tail(log, 10)}"
+            time.sleep(POLL)
+
+    def stop(self) -> None:
+        stop([popen for _, popen in self.running])
+
+
+def supervise(
+    folder: state.Folder,
+    timeout: float,
+    say: Callable[[str], None],
+    on_ready: Callable[[], None] = lambda: None,
+    tick: Callable[[], None] = lambda: None,
+) -> int:
+    """Start the release, then watch it until a signal (Interrupted, exit 0) or a process's end
+    (exit 1); either way stop them all. The state records the outcome."""
+    supervisor = Supervisor(folder, say)
+    outcome, detail = state.STOPPED, ""
+    try:
+        supervisor.start(timeout)
+        say(READY)
+        on_ready()
+        outcome, detail = state.FAILED, supervisor.watch(tick)
+        say(f"stopping the release: {detail}")
+    except StartFailed as failed:
+        outcome, detail = state.FAILED, str(failed)
+        say(f"FAILED: {detail}")
+    except process.Interrupted as interrupted:
+        detail = f"stopped by {interrupted}"
+    finally:
+        supervisor.stop()
+        supervisor.record(outcome, detail)
+    return 1 if outcome == state.FAILED else 0
+
+
+def _detach(log: IO[bytes]) -> None:
+    """From now on print into the supervisor's log, not to `pdctl up` (which has returned)."""
+    sys.stdout.flush()
+    os.dup2(log.fileno(), sys.stdout.fileno())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m pdctl.local.supervisor")
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--timeout", type=float, required=True)
+    args = parser.parse_args()
+    folder = state.Folder(args.folder)
+    with (folder.logs / "supervisor.log").open("ab") as log:
+
+        def say(line: str) -> None:
+            print(line, flush=True)
+
+        with process.signals_raise():
+            return supervise(folder, args.timeout, say, on_ready=lambda: _detach(log))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

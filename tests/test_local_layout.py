@@ -1,0 +1,136 @@
+"""pdctl up's plan of the processes (pdctl.local.layout) on a real render: what runs is the
+rendered commands with only the host-level changes, for real vLLM (as the GPU harness,
+benchmarks/real_engines/run.py, runs it with dummy weights) and for the simulator."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pdctl import manifests, pipeline
+from pdctl.cli.app import app
+from pdctl.errors import InputError
+from pdctl.helm import Helm
+from pdctl.local import layout as local
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def rendered(helm4: Helm, tmp_path_factory: pytest.TempPathFactory) -> list[manifests.Manifest]:
+    values = tmp_path_factory.mktemp("init") / "values.yaml"
+    init = [
+        "init",
+        "-m",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "--gpus",
+        "2",
+        "--offline",
+        "--mode",
+        "pd",
+    ]
+    assert runner.invoke(app, [*init, "--out", str(values)]).exit_code == 0
+    return pipeline.render(pipeline.load_values([str(values)]), helm_path=str(helm4.path)).objects
+
+
+def test_engines_run_the_rendered_command_with_only_host_changes(
+    rendered: list[manifests.Manifest],
+) -> None:
+    options = local.Options(devices=["0"], weights=Path("/models/llama"))
+    layout = local.plan(rendered, "pd", options)
+    prefill, decode = layout.engines
+    assert (prefill.role, decode.role) == ("prefill", "decode")
+    for process, kv_role in ((prefill, "kv_producer"), (decode, "kv_consumer")):
+        argv = process.argv
+        assert argv[:3] == ["vllm", "serve", "/models/llama"]
+        assert argv[argv.index("--served-model-name") + 1] == "meta-llama/Llama-3.1-8B-Instruct"
+        assert argv[argv.index("--load-format") + 1] == "dummy"
+        assert argv[argv.index("--host") + 1] == "127.0.0.1"
+        assert argv[argv.index("--gpu-memory-utilization") + 1] == "0.45"  # two on one GPU
+        config = json.loads(argv[argv.index("--kv-transfer-config") + 1])
+        assert config["kv_role"] == kv_role  # the rendered transfer config, unchanged
+        assert process.env["VLLM_NIXL_SIDE_CHANNEL_HOST"] == "127.0.0.1"
+        assert process.env["PYTHONHASHSEED"] == "123"
+        assert not {"HF_HOME", "HF_TOKEN_PATH"} & set(process.env)
+        assert process.env["CUDA_VISIBLE_DEVICES"] == "0"  # both on the one GPU
+    assert prefill.port != decode.port
+    assert prefill.env["VLLM_NIXL_SIDE_CHANNEL_PORT"] != decode.env["VLLM_NIXL_SIDE_CHANNEL_PORT"]
+    assert any("0.9 -> 0.45" in change for change in layout.changes)
+
+
+def test_the_router_gets_the_engines_urls_instead_of_kubernetes_selectors(
+    rendered: list[manifests.Manifest],
+) -> None:
+    layout = local.plan(rendered, "pd", local.Options(devices=["0", "1"]))
+    router = layout.router
+    assert router is not None
+    argv = router.argv
+    assert argv[0] == "vllm-router" and "--vllm-pd-disaggregation" in argv
+    assert not any(word.startswith("--service-discovery") or "=" in word for word in argv)
+    assert argv[argv.index("--prefill") + 1] == layout.engines[0].url
+    assert argv[argv.index("--decode") + 1] == layout.engines[1].url
+    assert argv[argv.index("--kv-connector") + 1] == "nixl"  # rendered flags kept
+    assert argv[argv.index("--policy") + 1] == "cache_aware"
+    # On two GPUs each engine keeps the rendered utilization and has a GPU of its own; without
+    # dummy weights the engines serve the rendered model (real weights).
+    for engine, device in zip(layout.engines, ("0", "1"), strict=True):
+        assert engine.argv[engine.argv.index("--gpu-memory-utilization") + 1] == "0.9"
+        assert engine.env["CUDA_VISIBLE_DEVICES"] == device
+        assert engine.argv[:3] == ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"]
+        assert "--load-format" not in engine.argv
+    ports = [router.port, *(e.port for e in layout.engines)]
+    ports += [int(argv[argv.index("--prometheus-port") + 1])]
+    ports += [int(e.env["VLLM_NIXL_SIDE_CHANNEL_PORT"]) for e in layout.engines]
+    assert len(set(ports)) == len(ports)  # every listener a port of its own
+    assert router.ready_path == "/readiness"  # the rendered readiness probe
+
+
+def test_the_default_values_are_rendered_for_the_vllm_that_runs_there(tmp_path: Path) -> None:
+    """run.py's default: pdctl init's 8B layout, the pools' image tag set to the local vLLM."""
+    from benchmarks.real_engines import run
+
+    values = run.init_values(tmp_path, "v0.26.0")
+    pools = pipeline.load_values([str(values)]).data["servingEngineSpec"]["modelSpec"]
+    assert {pool["tag"] for pool in pools} == {"v0.26.0"} and len(pools) == 2
+    assert not pipeline.errors(pipeline.check(pipeline.load_values([str(values)])))
+
+
+def test_the_simulator_runs_the_rendered_arguments_without_gpus(
+    rendered: list[manifests.Manifest],
+) -> None:
+    layout = local.plan(rendered, "pd", local.Options(engine="sim"))
+    assert layout.engine == "sim" and layout.gated  # the render reads a token (gated model)
+    for engine in layout.engines:
+        assert engine.argv[:5] == [*local.SIMULATOR, "serve", "meta-llama/Llama-3.1-8B-Instruct"]
+        assert engine.argv[engine.argv.index("--gpu-memory-utilization") + 1] == "0.9"
+        assert "CUDA_VISIBLE_DEVICES" not in engine.env
+        assert "--kv-transfer-config" in engine.argv
+    assert any("simulator" in change for change in layout.changes)
+
+
+def test_an_engine_bigger_than_the_host_is_refused(rendered: list[manifests.Manifest]) -> None:
+    deployment = next(o for o in rendered if o["kind"] == "Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    container["resources"]["limits"]["nvidia.com/gpu"] = "4"
+    try:
+        with pytest.raises(InputError, match="needs 4 GPUs; this host has 2"):
+            local.plan(rendered, "pd", local.Options(devices=["0", "1"]))
+    finally:
+        container["resources"]["limits"]["nvidia.com/gpu"] = "1"
+
+
+def test_env_from_the_clusters_secrets_is_left_out_and_said(
+    rendered: list[manifests.Manifest],
+) -> None:
+    objects = copy.deepcopy(rendered)
+    deployment = next(o for o in objects if o["kind"] == "Deployment")
+    secret = {"secretKeyRef": {"name": "pd-secrets", "key": "vllmApiKey"}}
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    container["env"].append({"name": "VLLM_API_KEY", "valueFrom": secret})
+    layout = local.plan(objects, "pd", local.Options(engine="sim"))
+    assert not any("VLLM_API_KEY" in e.env for e in layout.engines)
+    assert "env read from the cluster's Secrets left out: VLLM_API_KEY" in layout.changes
