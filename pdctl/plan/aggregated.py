@@ -14,7 +14,7 @@ from pdctl.plan.roofline import (
     default_max_num_seqs,
     request_overhead_seconds,
 )
-from pdctl.plan.step import prompt_chunks
+from pdctl.plan.step import Chunk, prompt_chunks
 
 
 def _evaluate_aggregated(req: Request, e: Engine, n: int, batch: int) -> AggregatedEstimates:
@@ -23,7 +23,13 @@ def _evaluate_aggregated(req: Request, e: Engine, n: int, batch: int) -> Aggrega
     A request costs an engine S (what its chunk steps take beyond plain decode steps) plus O steps
     shared by the batch: n / (S + O x step / batch) requests/s. Decoding sequences wait for the
     prefills of the others: ITL = step / (1 - share), share = the engine time other requests'
-    prefills take at the load. TTFT = its chunk steps, plus the queue (pdctl.plan.queueing)."""
+    prefills take at the load. TTFT = its chunk steps, plus the queue (pdctl.plan.queueing).
+
+    A closed loop (no --rate) runs in waves (queueing.wave_median): TTFT is the median of a wave
+    of --concurrency's share of prompts packed in steps of the token budget, and ITL the median
+    gap, the plain decode step, since the wave's prefill steps are fewer than half the gaps
+    (benchmarks/records/real-engines-h200-1gpu-bench.json: ITL p50 5.87 ms at 16 in flight, the
+    decode step of 16)."""
     w = req.workload
     engine = req.engine_step(e.tp, e.layout)
     decoding = [w.mean_context] * batch
@@ -51,9 +57,25 @@ def _evaluate_aggregated(req: Request, e: Engine, n: int, batch: int) -> Aggrega
         rate=w.rate,
         concurrency=w.concurrency,
     )
+    queue_s = load.queue_s
     if w.rate is not None and w.rate < capacity:
         itl_s = itl(w.rate)
-    ttft_s = unqueued_s + load.queue_s
+    elif w.rate is None:
+        wave = math.ceil(w.concurrency / n)
+        full_budget = default_max_num_batched_tokens(req.gpu)
+
+        def full_step(tokens: int) -> float:
+            whole, part = divmod(tokens, w.input_len)
+            if not whole:  # a prompt longer than the budget: its chunk steps' mean
+                return sum(chunk_steps) / len(chunk_steps)
+            chunks = [Chunk(w.input_len)] * whole + ([Chunk(part)] if part else [])
+            return engine.cost(chunks, decoding).seconds
+
+        median = queueing.wave_median(wave, w.input_len, full_budget, sum(chunk_steps), full_step)
+        queue_s = max(queue_s, median - sum(chunk_steps))
+        wave_steps = math.ceil((wave - 1) * w.input_len / full_budget)
+        itl_s = step_s if 2 * wave_steps < w.output_len - 1 else max(chunk_steps)
+    ttft_s = unqueued_s + queue_s
     stall_s = max(chunk_steps)
     return AggregatedEstimates(
         engine=e,
@@ -66,7 +88,7 @@ def _evaluate_aggregated(req: Request, e: Engine, n: int, batch: int) -> Aggrega
         prefill_share=min(load.requests_per_s / n * prefill_s, 1.0),
         ttft_ms=ttft_s * 1000,
         ttft_unqueued_ms=unqueued_s * 1000,
-        ttft_queue_ms=load.queue_s * 1000,
+        ttft_queue_ms=queue_s * 1000,
         requests_per_s=capacity,
         load_requests_per_s=load.requests_per_s,
         output_tokens_per_s=capacity * w.output_len,

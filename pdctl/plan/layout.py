@@ -159,7 +159,7 @@ class AggregatedEstimates:
     prefill_ms: float  # one prompt; it stalls the engine's decoding for about that long
     decode_step_ms: float  # one step at `batch` sequences, prefill aside
     batch: int  # sequences per engine
-    itl_ms: float  # mean gap between tokens: steps stretched by the prefill share
+    itl_ms: float  # --rate: the mean gap (steps stretched by the prefill share); else the median
     itl_stall_ms: float  # a step that carries one chunk of a prompt (the tail of ITL)
     prefill_share: float  # of an engine's time at the load
     ttft_ms: float  # with queueing at the load (math.inf when unbounded)

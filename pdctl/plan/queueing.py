@@ -4,12 +4,17 @@ Two loads: open arrivals at `--rate` requests/s (Poisson, as `vllm bench serve -
 or a closed loop of `--concurrency` clients that each send their next request when the last one
 ends (as `vllm bench serve --max-concurrency` at an infinite rate). A prefill server (a prefill
 engine, or the prefill share of an aggregated engine) serves one prompt after another in a fixed
-time: an M/D/1 queue per server, requests spread evenly over the servers. Pure functions.
+time: an M/D/1 queue per server, requests spread evenly over the servers.
+
+An aggregated engine under a closed loop of equal requests runs in waves instead
+(`wave_median`): its decoding requests end in the same step, so their clients' next prompts
+arrive together, and vLLM packs them into steps of its token budget. Pure functions.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -71,3 +76,25 @@ def under_load(
     throughput = min(low, capacity)
     queue = max(concurrency / throughput - fixed_s - decode_s, 0.0)
     return Load(throughput, queue, throughput * service_s / servers)
+
+
+def wave_median(
+    prompts: int, input_len: int, budget: int, first_s: float, step_s: Callable[[int], float]
+) -> float:
+    """Median seconds from a wave's arrival to its prompts' first tokens, on one engine.
+
+    A wave of `prompts` equal prompts reaches an idle engine together: the first to arrive runs
+    alone (`first_s`, the unqueued prefill), the others arrive during that step and are packed
+    `budget` tokens a step (chunked prefill: prompt i of them ends in step ceil(i x input /
+    budget)); `step_s(tokens)` is one such step's seconds. The median of those times is what a
+    bench's p50 reports (benchmarks/records/real-engines-h200-1gpu-bench.json, docs/sizing.md
+    "TTFT under load")."""
+
+    def ends(i: int) -> float:  # the i-th prompt to reach the engine, from 0
+        if i == 0:
+            return first_s
+        steps = math.ceil(i * input_len / budget)
+        full = min(budget, (prompts - 1) * input_len)
+        return first_s + steps * step_s(full)
+
+    return (ends((prompts - 1) // 2) + ends(prompts // 2)) / 2
