@@ -15,17 +15,16 @@ GET_ZCOPY_ENV = "UCX_CUDA_IPC_ENABLE_GET_ZCOPY"
 GET_ZCOPY_ON = "y"
 RECORD = "benchmarks/records/pdctl-up-h200-1gpu.json"
 NIXL_PR = "https://github.com/ai-dynamo/nixl/pull/2208"
-MEASURED = f"0.51 GB/s over tcp/lo as rendered, 106 GB/s with it ({RECORD})"
+MEASURED = f"on one H200, 0.51 GB/s as rendered, 106 GB/s with it: {RECORD}"
 
 
 def fix() -> str:
     """The setting, or the NIXL release, that lets UCX read GPU memory over CUDA IPC between two
     engines of one host instead of over TCP."""
     return (
-        f"set {GET_ZCOPY_ENV}={GET_ZCOPY_ON} in the engines' env (servingEngineSpec.env; UCX "
-        "then reads the other "
-        f"engine's GPU memory over CUDA IPC: {MEASURED}), or use a NIXL release after PR #2208 "
-        f"({NIXL_PR}), whose UCX plugin sets it by itself"
+        f"set {GET_ZCOPY_ENV}={GET_ZCOPY_ON} in the engines' env (servingEngineSpec.env), so that "
+        f"UCX reads the other engine's GPU memory over CUDA IPC, not TCP ({MEASURED}), or use a "
+        f"NIXL release after PR #2208 ({NIXL_PR}), whose UCX plugin turns these reads on by itself"
     )
 
 
