@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from pdctl import manifests, pipeline
+from pdctl import defaults, manifests, pipeline, ucx
 from pdctl.cli.app import app
 from pdctl.errors import InputError
 from pdctl.helm import Helm
@@ -109,7 +109,57 @@ def test_the_simulator_runs_the_rendered_arguments_without_gpus(
         assert engine.argv[engine.argv.index("--gpu-memory-utilization") + 1] == "0.9"
         assert "CUDA_VISIBLE_DEVICES" not in engine.env
         assert "--kv-transfer-config" in engine.argv
+        assert engine.argv[engine.argv.index("--sim-gpu") + 1] == defaults.GPU_TYPE
     assert any("simulator" in change for change in layout.changes)
+
+
+def test_the_simulator_times_its_steps_for_the_gpu_given(
+    rendered: list[manifests.Manifest],
+) -> None:
+    layout = local.plan(rendered, "pd", local.Options(engine="sim", gpu="H200"))
+    for engine in layout.engines:
+        assert engine.argv[engine.argv.index("--sim-gpu") + 1] == "H200"
+        assert ucx.GET_ZCOPY_ENV not in engine.env  # no GPU, nothing shared
+    assert any("steps timed for H200 (--gpu-type)" in change for change in layout.changes)
+
+
+def test_engines_on_one_gpu_get_cuda_ipc_reads_and_it_is_said(
+    rendered: list[manifests.Manifest],
+) -> None:
+    layout = local.plan(rendered, "pd", local.Options(devices=["0"]))
+    assert [e.env[ucx.GET_ZCOPY_ENV] for e in layout.engines] == ["y", "y"]
+    said = [c for c in layout.changes if ucx.GET_ZCOPY_ENV in c]
+    assert len(said) == 1 and ucx.RECORD in said[0]
+    assert said[0].startswith("llama-3-1-8b-instruct-prefill, llama-3-1-8b-instruct-decode: ")
+
+
+def test_engines_on_gpus_of_their_own_do_not(rendered: list[manifests.Manifest]) -> None:
+    layout = local.plan(rendered, "pd", local.Options(devices=["0", "1"]))
+    assert not any(ucx.GET_ZCOPY_ENV in e.env for e in layout.engines)
+    assert not any(ucx.GET_ZCOPY_ENV in c for c in layout.changes)
+
+
+def test_only_the_engines_that_share_a_gpu_get_it(rendered: list[manifests.Manifest]) -> None:
+    objects = copy.deepcopy(rendered)
+    deployment = next(
+        o for o in objects if o["kind"] == "Deployment" and "decode" in o["metadata"]["name"]
+    )
+    deployment["spec"]["replicas"] = 2  # three engines on two GPUs: 0, 1, 0
+    layout = local.plan(objects, "pd", local.Options(devices=["0", "1"]))
+    shared = {e.name: ucx.GET_ZCOPY_ENV in e.env for e in layout.engines}
+    assert [e.env["CUDA_VISIBLE_DEVICES"] for e in layout.engines] == ["0", "1", "0"]
+    assert list(shared.values()) == [True, False, True]
+
+
+def test_the_renders_own_setting_wins(rendered: list[manifests.Manifest]) -> None:
+    objects = copy.deepcopy(rendered)
+    for deployment in objects:
+        if deployment["kind"] == "Deployment" and "-router" not in deployment["metadata"]["name"]:
+            container = deployment["spec"]["template"]["spec"]["containers"][0]
+            container["env"].append({"name": ucx.GET_ZCOPY_ENV, "value": "n"})
+    layout = local.plan(objects, "pd", local.Options(devices=["0"]))
+    assert [e.env[ucx.GET_ZCOPY_ENV] for e in layout.engines] == ["n", "n"]
+    assert not any(ucx.GET_ZCOPY_ENV in c for c in layout.changes)
 
 
 def test_an_engine_bigger_than_the_host_is_refused(rendered: list[manifests.Manifest]) -> None:

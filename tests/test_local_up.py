@@ -115,8 +115,9 @@ def test_up_runs_the_render_then_verify_bench_status_and_down(
     second up is refused; verify proves PD against the local release and says it is the
     simulator; bench writes its PNG report; status lists the processes; down stops them all and
     keeps the logs."""
-    result = up([str(rendered_dir)])
+    result = up([str(rendered_dir)], "--gpu-type", "h200")
     assert "simulator" in result.stdout and "logs:" in result.stderr
+    assert "steps timed for H200 (--gpu-type)" in result.stderr
     found = current()
     assert found["status"] == state.READY and found["engine"] == "sim"
     urls = [found["router"], *(e["url"] for e in found["engines"])]
@@ -129,6 +130,8 @@ def test_up_runs_the_render_then_verify_bench_status_and_down(
     sockets = listening(process_pids(found))
     assert {address for address, _ in sockets} == {"0100007F"}, sockets
     plan = state.Folder.of(RELEASE).read_layout()
+    for engine in plan.engines:  # the simulator times its steps for the GPU named (catalog name)
+        assert engine.argv[engine.argv.index("--sim-gpu") + 1] == "H200"
     planned = {p.port for p in [*plan.engines, plan.router] if p is not None}
     planned |= {int(e.env[layout.NIXL_PORT_ENV]) for e in plan.engines}
     assert planned <= {port for _, port in sockets}
@@ -250,6 +253,14 @@ def test_a_render_of_another_release_is_refused(rendered_dir: Path, state_home: 
     result = runner.invoke(app, ["up", str(rendered_dir), "--release", "other"])
     assert result.exit_code == 2
     assert "a render of release pd, not other" in result.stderr and "--release pd" in result.stderr
+
+
+def test_a_gpu_not_in_the_catalog_is_a_usage_error(rendered_dir: Path, state_home: Path) -> None:
+    result = runner.invoke(app, ["up", str(rendered_dir), "--engine", "sim", "--gpu-type", "H2000"])
+    assert result.exit_code == 2
+    assert "--gpu-type 'H2000' is not in the GPU catalog" in result.stderr
+    assert "did you mean H200" in result.stderr
+    assert not state.Folder.of(RELEASE).held()
 
 
 def test_a_rendered_folder_runs_alone(rendered_dir: Path) -> None:

@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 from pdctl import preflight
 from pdctl.cli.app import app
 from pdctl.helm import Helm
-from pdctl.preflight import jobs
+from pdctl.preflight import jobs, verdict
+from pdctl.preflight.orchestrate import ProbeRun, Side
 from tests.doubles.kube_api import KubeAPIDouble
 from tests.helpers import CI, KUBE_VERSIONS, TUTORIAL_VALUES, assert_kube_valid
 
@@ -178,12 +179,29 @@ def test_tcp_without_rdma_or_ipc_lock_warns(kube: KubeAPIDouble, helm4: Helm) ->
     assert "tcp" in ids and "below-assumption" in ids
     tcp_finding = next(f for f in result["findings"] if f["id"] == "tcp")
     assert "tcp/eth0" in tcp_finding["message"]
+    # The double has one node: the fix for two engines on one node, UCX's CUDA IPC reads.
+    assert tcp_finding["hint"].startswith(
+        "both probe pods ran on node gpu-node-1: set UCX_CUDA_IPC_ENABLE_GET_ZCOPY=y"
+    )
     assert result["measured_link"].startswith("TCP")
     assert result["assumed"]["gbps"] == 50  # H200: ib-ndr
     text = runner.invoke(app, ["preflight", "-f", str(TUTORIAL_VALUES), "--helm", str(helm4.path)])
     assert text.exit_code == 0 and "preflight passed with warnings" in text.stdout
     assert "planner assumed:" in text.stdout and "warn: [tcp]" in text.stdout
     assert_cleaned(kube)
+
+
+def test_tcp_advice_follows_the_probe_pods_nodes() -> None:
+    def run(target: str | None, initiator: str | None) -> ProbeRun:
+        return ProbeRun(
+            Side("target", "decode", node=target), Side("initiator", "prefill", node=initiator)
+        )
+
+    assert verdict.tcp_advice(run("a", "b")) == verdict.RDMA_ADVICE
+    assert verdict.tcp_advice(run("a", "a")).startswith("both probe pods ran on node a: set ")
+    unknown = verdict.tcp_advice(run("a", None))
+    assert unknown.startswith(verdict.RDMA_ADVICE)
+    assert "if prefill and decode run on one node without NVLink, set " in unknown
 
 
 def test_an_image_without_nixl_is_refused(kube: KubeAPIDouble, helm4: Helm) -> None:

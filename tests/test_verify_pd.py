@@ -25,8 +25,9 @@ from typer.testing import CliRunner
 from pdctl.cli.app import app
 from pdctl.cluster import Pod
 from pdctl.naming import VLLM_PORT
+from pdctl.verify import proof
 from pdctl.verify.checks import Settings, run
-from pdctl.verify.report import Check, Report, Status
+from pdctl.verify.report import Check, Endpoint, Report, Status, Targets
 from tests.doubles.router_stack import Stack, free_port, pd_stack
 from tests.doubles.vllm_engine import PREFILL_REQUEST_PARAMS
 
@@ -137,6 +138,36 @@ def test_kv_at_tcp_speed_is_a_warning_that_names_tcp(stack: Stack) -> None:
     assert bandwidth.evidence["gbps"] == pytest.approx(0.43, rel=0.01)
     assert bandwidth.evidence["link"].startswith("TCP")
     assert report.passed and report.pd_proven
+    # The doubles answer on one host, as a local release's engines do: the same-host fix, named.
+    assert "Prefill and decode run on one host: set UCX_CUDA_IPC_ENABLE_GET_ZCOPY=y" in (
+        bandwidth.summary
+    )
+    assert "https://github.com/ai-dynamo/nixl/pull/2208" in bandwidth.summary
+    assert "network.rdmaResource" not in bandwidth.summary
+
+
+def test_tcp_speed_advice_follows_where_the_engines_are() -> None:
+    def targets(*engines: Endpoint) -> Targets:
+        return Targets(Endpoint("router", "router", "http://10.0.0.1:8000"), engines)
+
+    apart = targets(
+        Endpoint("p", "prefill", "http://10.0.0.2:8000"),
+        Endpoint("d", "decode", "http://10.0.0.3:8000"),
+    )
+    assert proof.tcp_advice(apart) == proof.RDMA_ADVICE
+    together = targets(
+        Endpoint("p", "prefill", "http://10.0.0.2:8000"),
+        Endpoint("d", "decode", "http://10.0.0.2:8001"),
+    )
+    assert proof.tcp_advice(together).startswith("Prefill and decode run on one host: set ")
+    forwarded = "kubectl port-forward pod/p 41000:8000"
+    pods = targets(
+        Endpoint("p", "prefill", "http://127.0.0.1:41000", forward=forwarded),
+        Endpoint("d", "decode", "http://127.0.0.1:41001", forward=forwarded),
+    )
+    advice = proof.tcp_advice(pods)
+    assert advice.startswith(proof.RDMA_ADVICE)
+    assert "; if prefill and decode run on one node without NVLink, set " in advice
 
 
 def test_min_kv_gbps_sets_the_floor(stack: Stack) -> None:
@@ -532,3 +563,18 @@ def test_cluster_mode_without_the_kubernetes_client_is_exit_3(
     assert result.exit_code == 3
     assert "the kubernetes client is not installed" in result.stderr
     assert "pip install --force-reinstall ." in result.stderr and "Traceback" not in result.output
+
+
+def test_cluster_mode_at_tcp_speed_names_the_same_node_fix_as_a_condition(
+    cluster: ClusterDouble, stack: Stack
+) -> None:
+    """Port-forwarded pods all answer on 127.0.0.1, yet where they run is not known: the RDMA
+    checks, and the same-host fix only if prefill and decode share a node."""
+    stack.decode.behaviour.kv_gbps = 0.43
+    result = runner.invoke(app, ["verify", "-o", "json", "--settle", "0", "--max-tokens", "4"])
+    assert result.exit_code == 0, result.output
+    checks = {c["id"]: c for c in json.loads(result.stdout)["checks"]}
+    summary = checks["pd-kv-bandwidth"]["summary"]
+    assert "network.rdmaResource" in summary
+    assert "if prefill and decode run on one node without NVLink, set " in summary
+    assert "UCX_CUDA_IPC_ENABLE_GET_ZCOPY=y" in summary

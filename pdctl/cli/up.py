@@ -96,6 +96,14 @@ def up(
             help="Stay in the foreground and stream the processes' logs; Ctrl-C stops them.",
         ),
     ] = False,
+    gpu_type: Annotated[
+        str,
+        typer.Option(
+            "--gpu-type",
+            help="The catalog GPU the simulator times its steps for (--engine sim): the one the "
+            "values were planned for; `pdctl catalog gpus` lists them.",
+        ),
+    ] = defaults.GPU_TYPE,
     chart: ChartOpt = None,
     helm: HelmOpt = None,
 ) -> None:
@@ -112,6 +120,7 @@ def up(
         timeout=timeout,
         hf_token_file=hf_token_file,
         foreground=foreground,
+        gpu_type=gpu_type,
     )
     source = _source(files, values, set_values, helm, chart)
     code = lifecycle.up(source, options, _output.info, _print_started)

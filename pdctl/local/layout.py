@@ -5,12 +5,15 @@ changed, and nothing else:
 - addresses and ports: every process listens on 127.0.0.1 at a port of its own, and each engine
   gets a NIXL side-channel port of its own (pods each have their own network; processes share one);
 - GPUs: each engine gets its share of the host's GPUs in CUDA_VISIBLE_DEVICES, and
-  `--gpu-memory-utilization` divided among the engines that share a GPU;
+  `--gpu-memory-utilization` divided among the engines that share a GPU; engines that share a GPU
+  get UCX_CUDA_IPC_ENABLE_GET_ZCOPY=y unless the render sets it (pdctl/ucx.py: UCX reads KV over
+  TCP between them otherwise);
 - discovery: the router gets the engines' URLs (static mode) instead of Kubernetes selectors;
 - env: the downward API's pod IP becomes 127.0.0.1, the pod name the engine's name; Secret
   references and paths inside the pod (HF_HOME, HF_TOKEN_PATH) are left out;
 - the engine: `vllm serve` as rendered, or the pd-stack simulator (`python -m pdctl.simulator
-  serve`, the same arguments) where there is no GPU;
+  serve`, the same arguments and `--sim-gpu`, the GPU it times its steps for) where there is no
+  GPU;
 - weights (the GPU benchmark harness only): `--load-format dummy` on a local model folder holding
   the model's config.json and a tokenizer, served under the rendered model name.
 
@@ -27,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pdctl import defaults, manifests, naming
+from pdctl import defaults, manifests, naming, ucx
 from pdctl.errors import InputError
 
 LOOPBACK = "127.0.0.1"
@@ -89,6 +92,7 @@ class Options:
     engine: str = "vllm"
     devices: Sequence[str] = ()  # the host's GPUs (CUDA_VISIBLE_DEVICES ids); none: no assignment
     weights: Path | None = None  # a model folder for --load-format dummy (the GPU harness)
+    gpu: str = defaults.GPU_TYPE  # the catalog GPU the simulator times its steps for
 
 
 def free_port() -> int:
@@ -183,7 +187,7 @@ def engine(
         if "--served-model-name" not in argv:
             argv += ["--served-model-name", served]
     if options.engine == "sim":
-        argv = [*SIMULATOR, *argv[serve:]]
+        argv = [*SIMULATOR, *argv[serve:], "--sim-gpu", options.gpu]
     port = ports()
     argv = set_flag(argv, "--host", LOOPBACK)
     argv = set_flag(argv, "--port", str(port))
@@ -240,6 +244,32 @@ def _refuse_what_is_not_local(summary: manifests.Summary) -> None:
         )
 
 
+def _sharing(assigned: list[list[str]]) -> list[bool]:
+    """For each engine, whether another engine has one of its GPUs."""
+    return [
+        any(set(mine) & set(other) for j, other in enumerate(assigned) if j != i)
+        for i, mine in enumerate(assigned)
+    ]
+
+
+def _cuda_ipc_reads(layout: Layout, shared: list[bool]) -> None:
+    """UCX_CUDA_IPC_ENABLE_GET_ZCOPY=y for the engines that share a GPU, where the render does
+    not set it (pdctl/ucx.py); the change recorded."""
+    changed = [
+        e.name
+        for e, sharing in zip(layout.engines, shared, strict=True)
+        if sharing and ucx.GET_ZCOPY_ENV not in e.env
+    ]
+    for e in layout.engines:
+        if e.name in changed:
+            e.env[ucx.GET_ZCOPY_ENV] = ucx.GET_ZCOPY_ON
+    if changed:
+        layout.changes.append(
+            f"{', '.join(changed)}: {ucx.GET_ZCOPY_ENV}={ucx.GET_ZCOPY_ON} (engines on one GPU: "
+            f"UCX reads KV over CUDA IPC, not TCP; {ucx.MEASURED})"
+        )
+
+
 def _shares(
     pools: list[manifests.RenderedPool], devices: Sequence[str]
 ) -> tuple[int, list[list[str]]]:
@@ -280,7 +310,10 @@ def plan(
         "router in static mode with the engines' URLs (no Kubernetes discovery)",
     ]
     if options.engine == "sim":
-        layout.changes.append("engines: the pd-stack simulator (not vLLM), the rendered arguments")
+        layout.changes.append(
+            "engines: the pd-stack simulator (not vLLM), the rendered arguments; steps timed for "
+            f"{options.gpu} (--gpu-type)"
+        )
     if options.weights is not None:
         layout.changes.append(f"--load-format dummy on {options.weights}")
     for pool in summary.pools:
@@ -301,6 +334,7 @@ def plan(
             layout.engines.append(
                 engine(deployment, name, pool.role, ports, options, utilization, devices)
             )
+    _cuda_ipc_reads(layout, _sharing(assigned))
     secret_env = set()
     for deployment in objects:
         if deployment.get("kind") == "Deployment":

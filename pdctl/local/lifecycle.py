@@ -27,6 +27,7 @@ import yaml
 from pdctl import defaults, manifests, naming, pipeline, process
 from pdctl.errors import EnvironmentProblem, InputError, UsageError
 from pdctl.local import layout, state, supervisor
+from pdctl.models import catalog
 
 ROUTER = "vllm-router"
 INSTALL_ROUTER = "pip install 'pdctl[local]'"
@@ -54,6 +55,7 @@ class UpOptions:
     timeout: float = defaults.UP_TIMEOUT_S  # seconds for every process to be ready
     hf_token_file: Path | None = None
     foreground: bool = False
+    gpu_type: str = defaults.GPU_TYPE  # the catalog GPU the simulator times its steps for
 
 
 @dataclass
@@ -214,12 +216,13 @@ def _tag_warnings(plan: layout.Layout, vllm: str | None) -> list[str]:
 
 def plan(source: Source, options: UpOptions, say: Say) -> tuple[Started, dict[str, str]]:
     """The processes to start, why these engines, warnings, and the engines' extra env."""
+    gpu = catalog.gpu(options.gpu_type).name  # first: a misspelt GPU is refused (exit 2)
     devices, vllm = gpus(), vllm_version()
     engine, why = choose_engine(options.engine, devices, vllm)
     if engine == "sim" and importlib.util.find_spec("pdctl.simulator") is None:
         raise EnvironmentProblem("the pd-stack simulator (pdctl.simulator) is not installed")
     objects = render(source, options.release, say)
-    chosen = layout.Options(engine=engine, devices=devices if engine == "vllm" else ())
+    chosen = layout.Options(engine, devices if engine == "vllm" else (), gpu=gpu)
     planned = layout.plan(objects, options.release, chosen)
     if planned.router is not None:
         planned.router.argv[0] = router_binary()

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from pdctl import ucx
 from pdctl.models import catalog, links
 from pdctl.preflight.jobs import INITIATOR, TARGET, ProbeJobs, ProbePool
 from pdctl.preflight.orchestrate import ProbeRun, Side
@@ -121,7 +122,8 @@ def judge(plan: ProbeJobs, run: ProbeRun, assumed: Assumption) -> Verdict:
     matched = table.matching(float(gbps)) if gbps is not None else None
     rma = _transports(run.initiator.report)
     if run.initiator.report and run.initiator.report.get("ok") and gbps is not None:
-        findings += _speed(float(gbps), matched, rma, assumed, table.minimum_fraction)
+        advice = tcp_advice(run)
+        findings += _speed(float(gbps), matched, rma, assumed, table.minimum_fraction, advice)
         if run.target.node and run.target.node == run.initiator.node:
             findings.append(
                 ProbeFinding(
@@ -263,12 +265,30 @@ def _transports(report: dict[str, Any] | None) -> list[str]:
     return chosen
 
 
+RDMA_ADVICE = (
+    "give the pools an RDMA device (network.rdmaResource), IPC_LOCK (network.ipcLock) and "
+    "UCX_TLS/UCX_NET_DEVICES that name it"
+)
+
+
+def tcp_advice(run: ProbeRun) -> str:
+    """What fixes a transfer at TCP speed: with both probe pods on one node, UCX's CUDA IPC reads
+    (pdctl/ucx.py); with their nodes unknown, the RDMA settings and that as a conditional; else
+    the RDMA settings."""
+    if not run.target.node or not run.initiator.node:
+        return f"{RDMA_ADVICE}; {ucx.cluster_hint()}"
+    if run.target.node == run.initiator.node:
+        return ucx.same_host_hint(f"both probe pods ran on node {run.target.node}")
+    return RDMA_ADVICE
+
+
 def _speed(
     gbps: float,
     matched: links.Link | None,
     transports: list[str],
     assumed: Assumption,
     fraction: float,
+    advice: str,
 ) -> list[ProbeFinding]:
     found = []
     tcp = [t for t in transports if t.startswith("tcp/")]
@@ -285,8 +305,7 @@ def _speed(
                 "tcp",
                 f"the KV transfer ran at {gbps:.2f} GB/s over TCP ({why}): no RDMA transport "
                 "was used",
-                "give the pools an RDMA device (network.rdmaResource), IPC_LOCK "
-                "(network.ipcLock) and UCX_TLS/UCX_NET_DEVICES that name it",
+                advice,
             )
         )
     if assumed.gbps and gbps < assumed.gbps * fraction:

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pdctl import defaults
 from pdctl.errors import UsageError
 
 CONNECTOR = "NixlConnector"  # the one connector the simulator models
-DEFAULT_GPU = "H100-80GB"
+DEFAULT_GPU = defaults.GPU_TYPE
 CLOCKS = ("real", "virtual")
 # vLLM's defaults for the side channel (vllm/envs.py VLLM_NIXL_SIDE_CHANNEL_HOST / _PORT).
 SIDE_CHANNEL_HOST, SIDE_CHANNEL_PORT = "localhost", 5600

@@ -30,8 +30,9 @@ import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
-from pdctl import connectors
+from pdctl import connectors, ucx
 from pdctl.errors import UsageError
 from pdctl.models import links
 from pdctl.verify import judge
@@ -215,7 +216,7 @@ def pd_proof(
             break
         time.sleep(SETTLE_POLL)
     # Judged once the counters settled: a slow transfer is a finding, not a reason to wait.
-    verdicts.append(_bandwidth_verdict(moves, connector, settings.min_kv_gbps))
+    verdicts.append(_bandwidth_verdict(moves, connector, settings.min_kv_gbps, targets))
     shared = {
         "probe": {
             "url": url,
@@ -253,11 +254,31 @@ def _pd_verdicts(
     return [_check(v) for v in judge.proof(moves, prompt_len, output_len, evidence, connector)]
 
 
+RDMA_ADVICE = (
+    "Check that the pods have an RDMA device (network.rdmaResource), UCX_TLS and UCX_NET_DEVICES "
+    "(network.ucxTls, ucxNetDevices), and the NIXL/UCX logs for the transport chosen"
+)
+
+
+def tcp_advice(targets: Targets) -> str:
+    """What to do about KV at TCP speed: where every prefill and decode URL names one host (a
+    local release of `pdctl up`, or URLs given so), the same-host fix of pdctl/ucx.py; in a
+    cluster (port-forwarded pods, whose nodes are not known here), the RDMA checks and that fix
+    as a conditional; else the RDMA checks."""
+    engines = targets.role("prefill") + targets.role("decode")
+    if any(e.forward for e in engines):
+        return f"{RDMA_ADVICE}; {ucx.cluster_hint()}"
+    if len({urlsplit(e.url).hostname for e in engines if e.url}) == 1:
+        hint = ucx.same_host_hint()
+        return hint[0].upper() + hint[1:]
+    return RDMA_ADVICE
+
+
 def _bandwidth_verdict(
-    moves: list[Moves], connector: Connector, min_kv_gbps: float | None
+    moves: list[Moves], connector: Connector, min_kv_gbps: float | None, targets: Targets
 ) -> Check:
     """pd-kv-bandwidth (judge.kv_bandwidth) against min_kv_gbps (default: the link table's
-    floor), named by the link it matches (helm/files/links.yaml)."""
+    floor), named by the link it matches (helm/files/links.yaml), with what to do below it."""
     table = links.load()
     floor = min_kv_gbps if min_kv_gbps is not None else table.minimum_gbps
     verdict = judge.kv_bandwidth(moves, connector, floor)
@@ -269,9 +290,6 @@ def _bandwidth_verdict(
     if verdict.status == judge.PASS:
         return _check(verdict)
     tcp = "" if link.rdma else ": TCP speed, no RDMA transport was used"
-    verdict.summary += (
-        f"{tcp}; below --min-kv-gbps {floor:g}. Check that the pods have an RDMA device "
-        "(network.rdmaResource), UCX_TLS and UCX_NET_DEVICES (network.ucxTls, ucxNetDevices), "
-        "and the NIXL/UCX logs for the transport chosen"
-    )
+    advice = RDMA_ADVICE if link.rdma else tcp_advice(targets)
+    verdict.summary += f"{tcp}; below --min-kv-gbps {floor:g}. {advice}"
     return _check(verdict)
