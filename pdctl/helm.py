@@ -74,9 +74,12 @@ class TemplateRequest:
     set_values: tuple[str, ...] = ()
     kube_version: str | None = None
     output_dir: Path | None = None
+    skip_schema_validation: bool = False  # for values pdctl's own schema pass checked
 
     def args(self) -> list[str]:
         args = ["template", "--namespace", self.namespace]
+        if self.skip_schema_validation:
+            args.append("--skip-schema-validation")
         for path in self.values_files:
             args += ["--values", str(path)]
         for assignment in self.set_values:

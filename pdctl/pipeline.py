@@ -20,7 +20,7 @@ from pdctl import manifests, render_dir, secrets
 from pdctl.chart import bundled_chart_dir
 from pdctl.errors import InputError
 from pdctl.findings import Finding, Severity
-from pdctl.helm import TemplateRequest, find_helm, template
+from pdctl.helm import Helm, TemplateRequest, find_helm, template
 from pdctl.validation.inputs import STDIN
 from pdctl.validation.kube import check_objects
 from pdctl.validation.report import FileReport, RenderCheck
@@ -129,25 +129,30 @@ def load_values(files: FileNames, set_values: Sequence[str] = ()) -> Values:
 
 
 def _from_files(
-    values: Values, release: str, chart: Path, namespace: str
+    helm: Helm, values: Values, release: str, chart: Path, namespace: str
 ) -> set[tuple[str, KeyPath]]:
     """(rule, key path) of each finding the files give without the --set assignments: the others
     the assignments caused (none to tell apart without any)."""
     if not values.sets:
         return set()
     files_alone = merge_files(document.data for _, document in values.sources)
-    return {(f.rule, f.path) for f in check_values(files_alone, release, chart, namespace)}
+    return {(f.rule, f.path) for f in check_values(helm, files_alone, release, chart, namespace)}
 
 
 def check(
-    values: Values, release: str = "pd", chart: Path | None = None, namespace: str = "default"
+    values: Values,
+    release: str = "pd",
+    chart: Path | None = None,
+    namespace: str = "default",
+    helm_path: str | None = None,
 ) -> list[Finding]:
-    """The chart's schema and the PD rules; each finding located in its file and line, or at
-    the --set assignment that wrote its key."""
+    """The chart's schema, its refusals and pdctl's rules; each finding located in its file and
+    line, or at the --set assignment that wrote its key."""
 
     chart = chart or bundled_chart_dir()
-    findings = check_values(values.data, release, chart, namespace)
-    from_files = _from_files(values, release, chart, namespace)
+    helm = find_helm(helm_path)
+    findings = check_values(helm, values.data, release, chart, namespace)
+    from_files = _from_files(helm, values, release, chart, namespace)
     for finding in findings:
         if finding.path and finding.line is None:
             caused = (finding.rule, finding.path) not in from_files
@@ -179,12 +184,13 @@ def prepare(
     namespace: str = "default",
     chart: Path | None = None,
     skip_validation: bool = False,
+    helm_path: str | None = None,
 ) -> Prepared:
     """Load and check values for helm; refused values raise InputError listing every error."""
     values = load_values(files, set_values)
     if skip_validation:
         return Prepared(values, [])
-    findings = check(values, release, chart, namespace)
+    findings = check(values, release, chart, namespace, helm_path)
     refused = errors(findings)
     if refused:
         raise InputError(
@@ -279,7 +285,9 @@ def validate(names: FileNames, options: ValidateOptions) -> FileReport:
         return report
     report.findings = [
         finding
-        for finding in check(values, options.release, options.chart, options.namespace)
+        for finding in check(
+            values, options.release, options.chart, options.namespace, options.helm_path
+        )
         if not (finding.severity is Severity.warning and finding.rule in options.ignore)
     ]
     if options.render and not errors(report.findings):

@@ -1,0 +1,59 @@
+"""The chart's refusals as findings: `helm template` of the values, and each line of its failure.
+
+The chart refuses values by itself (helm/templates/_checks.tpl): it fails once, listing every
+refusal on a line of its own, `[PDnnn] key.path: message`. pdctl's own schema pass runs first,
+so helm runs with --skip-schema-validation, and only for values the schema accepted: a refusal
+reasoning from a refused value would be a second, misleading error for one cause (the chart
+cannot say which keys a check read), so the schema's errors are fixed first.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pdctl.findings import Finding, Severity
+from pdctl.helm import Helm, TemplateRequest
+from pdctl.values.paths import KeyPath
+
+# One refusal line: the rule id, the key path (no spaces), then the message.
+REFUSAL = re.compile(r"\[(PD\d{3})\] ([A-Za-z0-9_.\[\]-]+): (.+)")
+_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def parse_path(text: str) -> KeyPath:
+    """ "a.b[0].c" -> ("a", "b", 0, "c") (format_path read back)."""
+    return tuple(int(index) if index else key for key, index in _PART.findall(text))
+
+
+def parse(stderr: str) -> list[Finding]:
+    """Every refusal line of helm's failure, in order."""
+    return [
+        Finding(rule, Severity.error, message.strip(), parse_path(path))
+        for rule, path, message in REFUSAL.findall(stderr)
+    ]
+
+
+def refusals(
+    helm: Helm, data: dict[str, Any], chart: Path, release: str, namespace: str
+) -> list[Finding]:
+    """The chart's refusals of user values (helm merges them with the chart's defaults); a
+    failure that is no refusal becomes one HELM finding."""
+    with tempfile.TemporaryDirectory(prefix="pdctl-values-") as directory:
+        path = Path(directory) / "values.json"
+        path.write_text(json.dumps(data, indent=1), encoding="utf-8")
+        request = TemplateRequest(
+            chart=chart,
+            release=release,
+            namespace=namespace,
+            values_files=(path,),
+            skip_schema_validation=True,
+        )
+        result = helm.run(request.args())
+    if result.returncode == 0:
+        return []
+    error = f"helm template failed: {result.stderr.strip()}"
+    return parse(result.stderr) or [Finding("HELM", Severity.error, error)]
