@@ -55,4 +55,26 @@
 {{- if $conn -}}
 {{- include "pd-stack.checks.connector" (merge (dict "conn" $conn "path" $path "role" $role) .) -}}
 {{- end -}}
+{{- $vllm := $spec.vllmConfig | default dict -}}
+{{- $owned := list "--host" "--port" "--kv-transfer-config" -}}
+{{- if hasKey $vllm "maxModelLen" -}}{{- $owned = append $owned "--max-model-len" -}}{{- end -}}
+{{- include "pd-stack.checks.ownedFlags" (dict "root" .root "args" ($vllm.extraArgs | default list) "at" (printf "%s.vllmConfig.extraArgs" $path) "owned" $owned) -}}
+{{- range $where, $env := dict (printf "%s.env" $path) ($spec.env | default list) "servingEngineSpec.env" (.root.Values.servingEngineSpec.env | default list) -}}
+{{- range $i, $entry := $env -}}
+{{- if has (toString $entry.name) (list "VLLM_NIXL_SIDE_CHANNEL_PORT" "VLLM_NIXL_SIDE_CHANNEL_HOST") -}}
+{{- $_ := set $.root.pdStackRefusals (printf "[PD026] %s[%d].name: %s is the chart's: it sets NixlConnector's side channel itself; remove the entry" $where $i $entry.name) "" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- /* rule PD026: `vllmConfig.extraArgs` and `routerSpec.extraArgs` leave the chart's own flags alone: `--host`, `--port`, `--kv-transfer-config`, and `--max-model-len` when `vllmConfig.maxModelLen` is set (as `--flag value` or `--flag=value`, with `_` or `-`, as vLLM's FlexibleArgumentParser reads them); no `VLLM_NIXL_SIDE_CHANNEL_PORT`/`_HOST` in the engines' `env` (`UCX_*` and `LMCACHE_*` are yours to set) */ -}}
+{{/* Refuses each argument of .args that sets a flag of .owned, the flags the chart sets (dict root args at owned). */}}
+{{- define "pd-stack.checks.ownedFlags" -}}
+{{- range $i, $arg := .args -}}
+{{- $flag := first (splitList "=" (toString $arg)) -}}
+{{- if and (hasPrefix "--" $flag) (has (printf "--%s" (replace "_" "-" (trimPrefix "--" $flag))) $.owned) -}}
+{{- $_ := set $.root.pdStackRefusals (printf "[PD026] %s[%d]: %s overrides a flag the chart sets (%s); remove it and set the chart's key instead" $.at $i $flag (join ", " $.owned)) "" -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}

@@ -27,6 +27,9 @@
 {{- end -}}
 {{- end -}}
 {{- end -}}
+{{- if ne $type "llm-d" -}}
+{{- include "pd-stack.checks.ownedFlags" (dict "root" $root "args" ($router.extraArgs | default list) "at" "routerSpec.extraArgs" "owned" (list "--host" "--port")) -}}
+{{- end -}}
 {{- if eq $type "vllm-router" -}}
 {{- include "pd-stack.checks.vllmRouter" $root -}}
 {{- else if eq $type "lmcache-proxy" -}}
