@@ -19,7 +19,7 @@
 {{- with $conn.vllmVersions -}}
 {{- /* rule PD012: the connector exists in the image's vLLM (`vllmVersion`, or a `vX.Y.Z` tag of `vllm/vllm-openai`), with the ranges of the connector table (NIXL from 0.9.0; PyNccl up to 0.10.0; P2pNccl from 0.9.2 to before 0.23.0; `loadFailurePolicy` from 0.11.1); the connector's engine (V0 for PyNccl, V1 for the others) agrees with `vllmConfig.v1` */ -}}
 {{- if include "pd-stack.vllmViolates" (dict "ctx" $ "c" .) -}}
-{{- $_ := set $.root.pdStackRefusals (printf "[PD012] %s.kvTransfer.connector: %s is not in vLLM %s: it exists only in vLLM %s (%s); use NixlConnector, or state the image's version in %s.vllmVersion" $path $conn.name (include "pd-stack.vllmVersion" $) . $conn.versionsWhy $path) "" -}}
+{{- $_ := set $.root.pdStackRefusals (printf "[PD012] %s.%s: %s is not in vLLM %s: it exists only in vLLM %s (%s); use NixlConnector, or state the image's version in %s.vllmVersion" $path (ternary "vllmVersion" "tag" (not (empty $.spec.vllmVersion))) $conn.name (include "pd-stack.vllmVersion" $) . $conn.versionsWhy $path) "" -}}
 {{- end -}}
 {{- end -}}
 {{- $v1 := toString (dig "vllmConfig" "v1" "" .spec) -}}

@@ -21,7 +21,7 @@ sidecar free; the scheduler settings the release has. Facts: _router-llmd.tpl.
 {{- $_ := set $.pdStackRefusals "[PD022] routerSpec.llmd.gateway.name: is required with routerSpec.llmd.mode gateway: the HTTPRoute attaches to that Gateway (or set gateway.httpRoute: false and route to the InferencePool yourself)" "" -}}
 {{- end -}}
 {{- if and (ne $mode "gateway") (or $gateway.name $gateway.namespace $gateway.sectionName) -}}
-{{- $_ := set $.pdStackRefusals "[PD022] routerSpec.llmd.gateway: names a Gateway but routerSpec.llmd.mode is standalone, which renders no InferencePool or HTTPRoute: set routerSpec.llmd.mode: gateway, or remove gateway.name, namespace and sectionName" "" -}}
+{{- $_ := set $.pdStackRefusals (printf "[PD022] routerSpec.llmd.gateway.%s: names a Gateway but routerSpec.llmd.mode is standalone, which renders no InferencePool or HTTPRoute: set routerSpec.llmd.mode: gateway, or remove gateway.name, namespace and sectionName" (ternary "name" (ternary "namespace" "sectionName" (not (empty $gateway.namespace))) (not (empty $gateway.name)))) "" -}}
 {{- end -}}
 {{- $scheduler := $llmd.scheduler | default dict -}}
 {{- range $key, $origin := dict "stageOrder" "disagg-profile-handler's stageOrder, PR #2342" "promptTokens" "prefix-based-pd-decider's promptTokens, PR #933" -}}

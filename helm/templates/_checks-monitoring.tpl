@@ -7,7 +7,7 @@ pods, and a router monitor for LMCache's PD proxy, which exports no metrics. */}
 {{- $spec := get $.Values $where -}}
 {{- /* rule PD024: a monitor scrapes what it names, once: not both `serviceMonitor` and `podMonitor` for the engines or for the router; no router monitor for LMCache's PD proxy (it exports no metrics) */ -}}
 {{- if and (dig "serviceMonitor" "enabled" false $spec) (dig "podMonitor" "enabled" false $spec) -}}
-{{- $_ := set $.pdStackRefusals (printf "[PD024] %s.serviceMonitor: %s.podMonitor is enabled too: Prometheus would scrape every pod twice and double every sum; enable one" $where $where) "" -}}
+{{- $_ := set $.pdStackRefusals (printf "[PD024] %s.podMonitor: %s.serviceMonitor is enabled too: Prometheus would scrape every pod twice and double every sum; enable one" $where $where) "" -}}
 {{- end -}}
 {{- end -}}
 {{- $router := .Values.routerSpec -}}

@@ -12,7 +12,7 @@
 {{- if and (get $byRole $role) (not (get $byRole $other)) -}}
 {{- /* rule PD001: a declared kvRole agrees with the pool's role (producer = prefill, consumer = decode), a NIXL `nixlRole` too (sender = prefill); a prefill pool has a decode pool and vice versa; NIXL needs LMCache enabled */ -}}
 {{- $spec := first (get $byRole $role) -}}
-{{- $_ := set $.root.pdStackRefusals (printf "[PD001] %s.role: pool %q is a %s pool but no %s pool exists: add one, or make the pool role both" (include "pd-stack.poolPath" (dict "root" $root "spec" $spec)) $spec.name $role $other) "" -}}
+{{- $_ := set $.root.pdStackRefusals (printf "[PD001] %s: pool %q is a %s pool but no %s pool exists: add one, or make the pool role both" (include "pd-stack.poolPath" (dict "root" $root "spec" $spec)) $spec.name $role $other) "" -}}
 {{- end -}}
 {{- end -}}
 {{- range $p := $byRole.prefill -}}
@@ -32,7 +32,7 @@
 {{- $dConn := include "pd-stack.poolConnector" $d | fromJson -}}
 {{- /* rule PD013: prefill and decode use the same connector (or both none); PyNccl and P2pNccl need equal TP (NIXL, Mooncake, LMCache allow hetero TP) */ -}}
 {{- if ne ($pConn.name | default "") ($dConn.name | default "") -}}
-{{- $_ := set $.root.pdStackRefusals (printf "[PD013] %s: uses %s but prefill pool %q uses %s: both sides of a PD pair use the same connector" $dPath ($dConn.name | default "no KV connector") .prefill.name ($pConn.name | default "no KV connector")) "" -}}
+{{- $_ := set $.root.pdStackRefusals (printf "[PD013] %s.%s: uses %s but prefill pool %q uses %s: both sides of a PD pair use the same connector" $dPath (ternary "lmcacheConfig.enabled" "kvTransfer.connector" (eq (toString $dConn.settingsKey) "lmcacheConfig")) ($dConn.name | default "no KV connector") .prefill.name ($pConn.name | default "no KV connector")) "" -}}
 {{- end -}}
 {{- $pTP := int (include "pd-stack.parallelSize" (dict "ctx" $p "key" "tensorParallelSize")) -}}
 {{- $dTP := int (include "pd-stack.parallelSize" (dict "ctx" $d "key" "tensorParallelSize")) -}}

@@ -32,7 +32,7 @@
 {{- $lm := $spec.lmcacheConfig | default dict -}}
 {{- $kt := $spec.kvTransfer | default dict -}}
 {{- if and $kt $lm.enabled -}}
-{{- $_ := set $.root.pdStackRefusals (printf "[PD018] %s: lmcacheConfig (the tutorial's LMCache form) and kvTransfer are mutually exclusive; use one of them" $path) "" -}}
+{{- $_ := set $.root.pdStackRefusals (printf "[PD018] %s.kvTransfer: lmcacheConfig (the tutorial's LMCache form) and kvTransfer are mutually exclusive; use one of them" $path) "" -}}
 {{- end -}}
 {{- if and $lm.enableNixl (not $lm.enabled) -}}
 {{- $_ := set $.root.pdStackRefusals (printf "[PD001] %s.lmcacheConfig.enableNixl: is true but lmcacheConfig.enabled is not: NIXL transfer runs inside LMCache; set enabled: true, or drop enableNixl" $path) "" -}}
@@ -46,7 +46,7 @@
 {{- end -}}
 {{- end -}}
 {{- if and $lm.enabled $lm.enableNixl $lm.nixlRole (ne $role (ternary "prefill" "decode" (eq $lm.nixlRole "sender"))) -}}
-{{- $_ := set $.root.pdStackRefusals (printf "[PD001] %s.lmcacheConfig.nixlRole: the pool is a %s pool by its role keys (role, lmcacheConfig.kvRole) but nixlRole %q makes it the other role: a sender is a kv_producer (prefill), a receiver a kv_consumer (decode); if the roles were swapped between the pools, swap them back" $path $role $lm.nixlRole) "" -}}
+{{- $_ := set $.root.pdStackRefusals (printf "[PD001] %s.%s: the pool is a %s pool by this key but lmcacheConfig.nixlRole %q makes it the other role: a sender is a kv_producer (prefill), a receiver a kv_consumer (decode); if the roles were swapped between the pools, swap them back" $path (ternary "role" (ternary "lmcacheConfig.kvRole" "kvTransfer.kvRole" (hasKey $byKv (toString $lm.kvRole))) (not (empty $spec.role))) $role $lm.nixlRole) "" -}}
 {{- end -}}
 {{- $conn := include "pd-stack.poolConnector" . | fromJson -}}
 {{- if and (not $conn) (ne $role "both") -}}

@@ -59,7 +59,7 @@
 {{- if eq (include "pd-stack.routerDiscovery" .) "static" -}}
 {{- $workers := include "pd-stack.vllmRouterStaticWorkers" . | fromJson -}}
 {{- if or (not $workers.prefill) (not $workers.decode) -}}
-{{- $_ := set $.pdStackRefusals (printf "[PD017] %s: static needs at least one prefill and one decode URL: set routerSpec.vllmRouter.prefillUrls/decodeUrls or add pools with role prefill and decode" (ternary "routerSpec.serviceDiscovery" "routerSpec.vllmRouter.serviceDiscovery" (ne $shared ""))) "" -}}
+{{- $_ := set $.pdStackRefusals (printf "[PD017] routerSpec.vllmRouter.%s: serviceDiscovery static needs at least one prefill and one decode URL: set routerSpec.vllmRouter.prefillUrls/decodeUrls or add pools with role prefill and decode" (ternary "prefillUrls" "decodeUrls" (not $workers.prefill))) "" -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
@@ -75,7 +75,7 @@ sender opens the receiver's init and alloc ports through it); LMCache senders re
 {{- $router := .Values.routerSpec -}}
 {{- $lp := $router.lmcacheProxy | default dict -}}
 {{- if eq (empty $lp.scriptConfigMap) (empty $lp.scriptPath) -}}
-{{- $_ := set $.pdStackRefusals "[PD017] routerSpec.type: lmcache-proxy needs LMCache's proxy script (examples/disagg_prefill/disagg_proxy_server.py), which is neither in the lmcache package nor in the release images lmcache/vllm-openai:vX.Y.Z: set routerSpec.lmcacheProxy.scriptConfigMap to a ConfigMap made from LMCache's repository at your image's tag (tutorial 19), or scriptPath to the script inside the image; not both" "" -}}
+{{- $_ := set $.pdStackRefusals "[PD017] routerSpec.lmcacheProxy: routerSpec.type lmcache-proxy needs LMCache's proxy script (examples/disagg_prefill/disagg_proxy_server.py), which is neither in the lmcache package nor in the release images lmcache/vllm-openai:vX.Y.Z: set routerSpec.lmcacheProxy.scriptConfigMap to a ConfigMap made from LMCache's repository at your image's tag (tutorial 19), or scriptPath to the script inside the image; not both" "" -}}
 {{- end -}}
 {{- if eq (toString $router.serviceDiscovery) "k8s" -}}
 {{- $_ := set $.pdStackRefusals "[PD017] routerSpec.serviceDiscovery: is k8s but LMCache's PD proxy takes the pools' Services (static): remove routerSpec.serviceDiscovery" "" -}}
@@ -88,7 +88,7 @@ sender opens the receiver's init and alloc ports through it); LMCache senders re
 {{- $_ := set $.pdStackRefusals (printf "[PD014] %s.replicaCount: is %d but LMCache's PD proxy reaches each decode pool through its Service, where a sender's KV must land on the pod the request decodes on: one replica per decode pool (add decode pools for more)" $path (int .replicas)) "" -}}
 {{- end -}}
 {{- if or (ne .init $first.init) (ne .alloc $first.alloc) -}}
-{{- $_ := set $.pdStackRefusals (printf "[PD017] %s: receives on init ports %s and alloc ports %s but decode pool %q on %s and %s: LMCache's PD proxy takes one list for every decode pool; give the decode pools the same tensorParallelSize and kvTransfer.lmcache ports" $path .init .alloc $first.pool $first.init $first.alloc) "" -}}
+{{- $_ := set $.pdStackRefusals (printf "[PD017] %s.kvTransfer.lmcache: receives on init ports %s and alloc ports %s but decode pool %q on %s and %s: LMCache's PD proxy takes one list for every decode pool; give the decode pools the same tensorParallelSize and kvTransfer.lmcache ports" $path .init .alloc $first.pool $first.init $first.alloc) "" -}}
 {{- end -}}
 {{- end -}}
 {{- $service := include "pd-stack.routerServiceName" . -}}
@@ -120,12 +120,14 @@ disaggregated_prefill tells prefill from decode only by --static-model-labels.
 {{- if and (or $router.staticBackends $router.staticModels) (not (and $router.staticBackends $router.staticModels)) -}}
 {{- $_ := set $.pdStackRefusals (printf "[PD017] routerSpec.%s: is set without routerSpec.%s: with serviceDiscovery static give both (one model per backend URL), or neither for one backend per pool Service" (ternary "staticBackends" "staticModels" (not (empty $router.staticBackends))) (ternary "staticModels" "staticBackends" (not (empty $router.staticBackends)))) "" -}}
 {{- end -}}
-{{- if $router.staticBackends -}}
+{{- if and $router.staticBackends $router.staticModels -}}
 {{- $urls := len (splitList "," $router.staticBackends) -}}
 {{- $models := len (splitList "," $router.staticModels) -}}
 {{- if ne $urls $models -}}
 {{- $_ := set $.pdStackRefusals (printf "[PD017] routerSpec.staticBackends: lists %d URL(s) but routerSpec.staticModels %d model(s): the production-stack router needs one model per backend" $urls $models) "" -}}
 {{- end -}}
+{{- end -}}
+{{- if $router.staticBackends -}}
 {{- /* rule PD008: `--prefill-model-labels`/`--decode-model-labels` in the production-stack router's `routerSpec.extraArgs` (comma lists, `--flag=x` too) name existing pools of that role; `disaggregated_prefill` has both flags, and with your own `staticBackends` also `--static-model-labels` */ -}}
 {{- if and (eq (toString $router.routingLogic) "disaggregated_prefill") (not (include "pd-stack.extraArgsHave" (dict "root" . "flag" "--static-model-labels"))) -}}
 {{- $_ := set $.pdStackRefusals "[PD008] routerSpec.extraArgs: routingLogic disaggregated_prefill with routerSpec.staticBackends needs \"--static-model-labels\", \"<pool name of each backend, comma separated>\": the router finds the prefill and decode backends by these labels" "" -}}

@@ -17,7 +17,7 @@ router that serve it; the LWS version the values state has what the release uses
 {{- $_ := set $.root.pdStackRefusals (printf "[PD020] %s.vllmConfig.dataParallelSize: %d does not divide over multiNode.nodes %d: data-parallel ranks spread evenly over the pods (--data-parallel-size-local); make dataParallelSize a multiple of nodes" $path $dp $nodes) "" -}}
 {{- end -}}
 {{- if not (include "pd-stack.engineForm" . | fromJson) -}}
-{{- $_ := set $.root.pdStackRefusals (printf "[PD020] %s.multiNode: vLLM %s has no way to run one engine over several pods that pd-stack renders (%s; files/workloads.yaml engineForms); use a newer image or one pod per engine" $path (include "pd-stack.vllmVersion" .) (ternary "data parallel over nodes needs vLLM >= 0.9.0" "needs vLLM >= 0.8.5" (gt $dp 1))) "" -}}
+{{- $_ := set $.root.pdStackRefusals (printf "[PD020] %s.%s: vLLM %s has no way to run one engine over several pods that pd-stack renders (%s; files/workloads.yaml engineForms); use a newer image or one pod per engine" $path (ternary "vllmVersion" "tag" (not (empty .spec.vllmVersion))) (include "pd-stack.vllmVersion" .) (ternary "data parallel over nodes needs vLLM >= 0.9.0" "needs vLLM >= 0.8.5" (gt $dp 1))) "" -}}
 {{- end -}}
 {{- $conn := include "pd-stack.poolConnector" . | fromJson -}}
 {{- if and $conn (eq $conn.pairing "1P1D") (include "pd-stack.flagsOn" (dict "conn" $conn "when" $conn.pairingWhen)) -}}

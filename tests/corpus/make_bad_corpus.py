@@ -1068,6 +1068,38 @@ case(
     chart="[PD025] canary.routerUrl:",
 )
 
+# Flags and env the chart sets itself (PD026), in vLLM's spellings: --flag=value, underscores
+case(
+    "pd026-engine-port",
+    f"PD026 {P}[0].vllmConfig.extraArgs[0]",
+    edited(NIXL, put(0, "vllmConfig.extraArgs", ["--port=9000"])),
+    chart=f"[PD026] {P}[0].vllmConfig.extraArgs[0]:",
+)
+case(
+    "pd026-engine-max-model-len-underscore",
+    f"PD026 {P}[1].vllmConfig.extraArgs[1]",
+    edited(NIXL, put(1, "vllmConfig.extraArgs", ["--enforce-eager", "--max_model_len", "2048"])),
+    chart=f"[PD026] {P}[1].vllmConfig.extraArgs[1]:",
+)
+case(
+    "pd026-engine-kv-transfer-config",
+    f"PD026 {P}[0].vllmConfig.extraArgs[0]",
+    edited(NIXL, put(0, "vllmConfig.extraArgs", ['--kv_transfer_config={"kv_connector":"x"}'])),
+    chart=f"[PD026] {P}[0].vllmConfig.extraArgs[0]:",
+)
+case(
+    "pd026-nixl-side-channel-env",
+    f"PD026 {P}[1].env[0].name",
+    edited(NIXL, put(1, "env", [{"name": "VLLM_NIXL_SIDE_CHANNEL_PORT", "value": "5600"}])),
+    chart=f"[PD026] {P}[1].env[0].name:",
+)
+case(
+    "pd026-router-host",
+    "PD026 routerSpec.extraArgs[0]",
+    edited(NIXL, router("extraArgs", ["--host", "127.0.0.1"])),
+    chart="[PD026] routerSpec.extraArgs[0]:",
+)
+
 if __name__ == "__main__":
     for old in OUT.glob("*.yaml"):
         old.unlink()
