@@ -7,12 +7,17 @@
 {{- $role := include "pd-stack.poolRole" . -}}
 {{- $gpus := int (include "pd-stack.parallelGPUs" .) -}}
 {{- $nodes := int (include "pd-stack.poolNodes" .) -}}
-{{- if and (or (hasKey $spec "requestGPU") (gt $gpus 1)) (ne (mul (int ($spec.requestGPU | default 0)) $nodes) $gpus) -}}
+{{- $gpu := int ($spec.requestGPU | default 0) -}}
+{{- /* A KubeRay pool (production-stack's raySpec, refused by PD019) spreads its engine over Ray
+       worker pods: its GPUs per pod are not the engine's. */ -}}
+{{- if and (or (hasKey $spec "requestGPU") (gt $gpus 1)) (ne (mul $gpu $nodes) $gpus) (not (hasKey $spec "raySpec")) -}}
 {{- /* rule PD010: `requestGPU` = tensorParallelSize x pipelineParallelSize x dataParallelSize */ -}}
 {{- if gt $nodes 1 -}}
-{{- $_ := set $.root.pdStackRefusals (printf "[PD010] %s.requestGPU: is %d per pod on multiNode.nodes %d pods (%d GPUs) but the engine's parallelism needs %d GPUs (vllmConfig.tensorParallelSize x pipelineParallelSize x dataParallelSize = multiNode.nodes x requestGPU); make them agree" $path (int ($spec.requestGPU | default 0)) $nodes (mul (int ($spec.requestGPU | default 0)) $nodes) $gpus) "" -}}
+{{- $_ := set $.root.pdStackRefusals (printf "[PD010] %s.requestGPU: is %d per pod on multiNode.nodes %d pods (%d GPUs) but the engine's parallelism needs %d GPUs (vllmConfig.tensorParallelSize x pipelineParallelSize x dataParallelSize = multiNode.nodes x requestGPU) (hint: %s)" $path $gpu $nodes (mul $gpu $nodes) $gpus (ternary (printf "set requestGPU: %d per pod" (div $gpus $nodes)) (printf "make the parallelism a multiple of %d nodes" $nodes) (eq (mod $gpus $nodes) 0))) "" -}}
 {{- else -}}
-{{- $_ := set $.root.pdStackRefusals (printf "[PD010] %s.requestGPU: is %d but the pool's parallelism needs %d GPUs per pod (vllmConfig.tensorParallelSize x pipelineParallelSize x dataParallelSize); make them agree" $path (int ($spec.requestGPU | default 0)) $gpus) "" -}}
+{{- $others := mul (int (include "pd-stack.parallelSize" (dict "ctx" . "key" "pipelineParallelSize"))) (int (include "pd-stack.parallelSize" (dict "ctx" . "key" "dataParallelSize"))) -}}
+{{- $keep := ternary (printf "set vllmConfig.tensorParallelSize: %d" (div $gpu (max $others 1))) (printf "change the parallelism to multiply to %d" $gpu) (and (gt $gpu 0) (eq (mod $gpu (max $others 1)) 0)) -}}
+{{- $_ := set $.root.pdStackRefusals (printf "[PD010] %s.requestGPU: is %d but the pool's parallelism needs %d GPUs per pod (vllmConfig.tensorParallelSize x pipelineParallelSize x dataParallelSize) (hint: to use %d GPUs per engine %s (with pipeline and data parallel sizes), or set requestGPU: %d)" $path $gpu $gpus $gpu $keep $gpus) "" -}}
 {{- end -}}
 {{- end -}}
 {{- include "pd-stack.checks.multiNode" . -}}
@@ -46,7 +51,7 @@
 {{- end -}}
 {{- end -}}
 {{- if and $lm.enabled $lm.enableNixl $lm.nixlRole (ne $role (ternary "prefill" "decode" (eq $lm.nixlRole "sender"))) -}}
-{{- $_ := set $.root.pdStackRefusals (printf "[PD001] %s.%s: the pool is a %s pool by this key but lmcacheConfig.nixlRole %q makes it the other role: a sender is a kv_producer (prefill), a receiver a kv_consumer (decode); if the roles were swapped between the pools, swap them back" $path (ternary "role" (ternary "lmcacheConfig.kvRole" "kvTransfer.kvRole" (hasKey $byKv (toString $lm.kvRole))) (not (empty $spec.role))) $role $lm.nixlRole) "" -}}
+{{- $_ := set $.root.pdStackRefusals (printf "[PD001] %s.%s: the pool is a %s pool by this key but lmcacheConfig.nixlRole %q makes it the other role: a sender is a kv_producer (prefill), a receiver a kv_consumer (decode); (hint: make the two agree; if the roles were swapped between the pools, swap them back)" $path (ternary "role" (ternary "lmcacheConfig.kvRole" "kvTransfer.kvRole" (hasKey $byKv (toString $lm.kvRole))) (not (empty $spec.role))) $role $lm.nixlRole) "" -}}
 {{- end -}}
 {{- $conn := include "pd-stack.poolConnector" . | fromJson -}}
 {{- if and (not $conn) (ne $role "both") -}}

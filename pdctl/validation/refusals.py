@@ -1,7 +1,8 @@
 """The chart's refusals as findings: `helm template` of the values, and each line of its failure.
 
 The chart refuses values by itself (helm/templates/_checks.tpl): it fails once, listing every
-refusal on a line of its own, `[PDnnn] key.path: message`. pdctl's own schema pass runs first,
+refusal on a line of its own, `[PDnnn] key.path: message`, the message ending in `(hint: ...)`
+where the chart says what to do. pdctl's own schema pass runs first,
 so helm runs with --skip-schema-validation, and only for values the schema accepted: a refusal
 reasoning from a refused value would be a second, misleading error for one cause (the chart
 cannot say which keys a check read), so the schema's errors are fixed first.
@@ -29,12 +30,17 @@ def parse_path(text: str) -> KeyPath:
     return tuple(int(index) if index else key for key, index in _PART.findall(text))
 
 
+def _finding(rule: str, path: str, text: str) -> Finding:
+    """One refusal; a message ending in `(hint: ...)` gives the hint."""
+    message, marker, hint = text.strip().removesuffix(")").rpartition(" (hint: ")
+    if not marker:
+        return Finding(rule, Severity.error, text.strip(), parse_path(path))
+    return Finding(rule, Severity.error, message, parse_path(path), hint)
+
+
 def parse(stderr: str) -> list[Finding]:
     """Every refusal line of helm's failure, in order."""
-    return [
-        Finding(rule, Severity.error, message.strip(), parse_path(path))
-        for rule, path, message in REFUSAL.findall(stderr)
-    ]
+    return [_finding(*found) for found in REFUSAL.findall(stderr)]
 
 
 def refusals(
