@@ -15,6 +15,7 @@ does; a cluster it cannot reach is an EnvironmentProblem (exit 3).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -119,6 +120,16 @@ def candidates(explicit: str | None) -> list[tuple[str, Path]]:
     return found
 
 
+@functools.lru_cache(maxsize=8)
+def _version(path: Path, mtime_ns: int, size: int) -> str:
+    """`helm version` of the binary at path, asked once per process (validate asks for helm
+    once per file); a binary changed in place (another mtime or size) is asked again."""
+    result = process.run([str(path), "version", "--template", "{{.Version}}"], VERSION_DEADLINE)
+    if result.returncode != 0:
+        raise EnvironmentProblem(f"{path} version failed: {result.stderr.strip()}")
+    return result.stdout.strip()
+
+
 def find_helm(explicit: str | None = None) -> Helm:
     options = candidates(explicit)
     if not options:
@@ -129,10 +140,8 @@ def find_helm(explicit: str | None = None) -> Helm:
     source, path = options[0]
     if not path.is_file() or not os.access(path, os.X_OK):
         raise EnvironmentProblem(f"helm from {source} is not an executable file: {path}")
-    result = process.run([str(path), "version", "--template", "{{.Version}}"], VERSION_DEADLINE)
-    if result.returncode != 0:
-        raise EnvironmentProblem(f"{path} version failed: {result.stderr.strip()}")
-    version = result.stdout.strip()
+    stat = path.stat()
+    version = _version(path, stat.st_mtime_ns, stat.st_size)
     if parse_version(version) < MIN_VERSION:
         raise EnvironmentProblem(
             f"helm {version} at {path} is too old; pdctl needs Helm 3.14 or newer (or 4.x)"
