@@ -15,10 +15,12 @@ there name the same document.
 from __future__ import annotations
 
 import argparse
+import itertools
 import random
 import re
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import yaml
@@ -64,22 +66,19 @@ def chart_verdict(helm: Helm, path: Path, release: str) -> str:
     return "refused " + " ".join(dict.fromkeys(re.findall(r"\[(PD\d{3})\]", result.stderr)))
 
 
-def corpus(helm: Helm) -> list[str]:
+def corpus(helm: Helm) -> Iterator[str]:
     """Each corpus file: validate's verdict, then the chart's (helm template, default values)."""
-    lines = []
     for path in BAD:
         case = read_case(path)
         options = _options(case.args)
         report = pipeline.validate([str(path)], options)
         chart = chart_verdict(helm, path, options.release)
-        lines.append(f"corpus/{path.name}  {verdict(report)}  | chart: {chart}")
-    return lines
+        yield f"corpus/{path.name}  {verdict(report)}  | chart: {chart}"
 
 
-def mutations(count: int, seed: int) -> list[str]:
+def mutations(count: int, seed: int) -> Iterator[str]:
     rng = random.Random(seed)
     names = sorted(SHIPPED)
-    lines = []
     with tempfile.TemporaryDirectory() as tmp:
         file = Path(tmp) / "values.yaml"
         for number in range(count):
@@ -91,8 +90,7 @@ def mutations(count: int, seed: int) -> list[str]:
             report = pipeline.validate([str(file)], pipeline.ValidateOptions())
             shown = "DELETE" if replacement is DELETE else repr(replacement)
             where = ".".join(map(str, path))
-            lines.append(f"mutation {number} {name} {where}={shown}  {verdict(report)}")
-    return lines
+            yield f"mutation {number} {name} {where}={shown}  {verdict(report)}"
 
 
 def main() -> int:
@@ -103,8 +101,8 @@ def main() -> int:
     args = parser.parse_args()
     helm = find_helm(args.helm)
     print(f"# helm {helm.version}; corpus: validate's verdict | the chart's; then mutations")
-    for line in corpus(helm) + mutations(args.mutations, args.seed):
-        print(line)
+    for line in itertools.chain(corpus(helm), mutations(args.mutations, args.seed)):
+        print(line, flush=True)
     return 0
 
 

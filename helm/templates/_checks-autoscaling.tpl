@@ -1,4 +1,4 @@
-{{/* Checks of KEDA and the router HPA (pdctl/rules/autoscaling.py). */}}
+{{/* Checks of KEDA and the router HPA. */}}
 
 {{/*
 Autoscalers that cannot own the replicas they are given (PD023): a KEDA ScaledObject on a pool

@@ -1,4 +1,4 @@
-{{/* Checks of the PD canary (pdctl/rules/canary.py). */}}
+{{/* Checks of the PD canary. */}}
 
 {{/* A canary with nothing to prove or nowhere to send its probe (PD025): it needs a prefill and a
 decode pool, and a router Service (or canary.routerUrl; the llm-d router in gateway mode has none). */}}

@@ -1,4 +1,4 @@
-{{/* production-stack keys pd-stack refuses by name (pdctl/rules/compat.py). */}}
+{{/* production-stack keys pd-stack refuses by name. */}}
 
 {{/*
 production-stack keys pd-stack refuses (files/production-stack.yaml, status refused, or refusedBy

@@ -1,4 +1,4 @@
-{{/* Checks of a pool's KV connector against the connector table (pdctl/rules/connectors.py). */}}
+{{/* Checks of a pool's KV connector against the connector table. */}}
 
 {{/* Checks of a pool's KV connector against the connector table (dict root spec conn path role). */}}
 {{- define "pd-stack.checks.connector" -}}

@@ -1,4 +1,4 @@
-{{/* Checks of the llm-d router (pdctl/rules/llmd.py). */}}
+{{/* Checks of the llm-d router. */}}
 
 {{/*
 The llm-d router (routerSpec.type llm-d; the root): its endpoint picker finds pods by label, so no

@@ -1,4 +1,4 @@
-{{/* Checks of the monitors (pdctl/rules/monitoring.py). */}}
+{{/* Checks of the monitors. */}}
 
 {{/* Monitors that would scrape nothing or twice (PD024): a ServiceMonitor and a PodMonitor of the same
 pods, and a router monitor for LMCache's PD proxy, which exports no metrics. */}}

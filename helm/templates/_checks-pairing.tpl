@@ -1,4 +1,4 @@
-{{/* Checks between prefill and decode pools (pdctl/rules/pairing.py). */}}
+{{/* Checks between prefill and decode pools. */}}
 
 {{/* Checks between prefill and decode pools (dict root pools). */}}
 {{- define "pd-stack.checks.pairs" -}}

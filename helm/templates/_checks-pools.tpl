@@ -1,4 +1,4 @@
-{{/* Checks of one engine pool (pdctl/rules/pools.py). */}}
+{{/* Checks of one engine pool. */}}
 
 {{/* Checks of one pool (dict root spec). */}}
 {{- define "pd-stack.checks.pool" -}}

@@ -1,4 +1,4 @@
-{{/* Checks of the router against the pools (pdctl/rules/router.py). */}}
+{{/* Checks of the router against the pools. */}}
 
 {{/* Checks of the router against the pools (dict root pools). */}}
 {{- define "pd-stack.checks.router" -}}

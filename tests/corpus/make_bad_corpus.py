@@ -5,8 +5,9 @@ The files are committed; rerun this (from the repository root) only to change th
 file starts with
     # expect: RULE path        what `pdctl validate` reports (or `RULE line N` for YAML errors)
     # args: ...                extra command-line arguments (optional; --release for both sides)
-    # chart: text              what `helm template` of the chart fails with (absent: the chart
-                               accepts the file; tests/test_corpus_agreement.py lists each such
+    # chart: text              what `helm template` of the chart fails with (a refusal with the
+                               rule of `expect`: that id and key path; absent: the chart
+                               accepts the file; tests/test_corpus.py lists each such
                                file with the reason)
 Text edits of the PD tutorial keep its lines (so YAML errors have stable line numbers); the other
 cases edit a parsed tutorial asset and dump it.
@@ -44,6 +45,9 @@ def case(
     args: str | None = None,
     line_of: str | None = None,
 ) -> None:
+    rule, _, target = expect.partition(" ")
+    if chart and chart.startswith(f"[{rule}] ") and target:
+        chart = f"[{rule}] {target}:"  # the chart's refusal: validate's id and key path
     headers = [f"# args: {args}"] if args else []
     headers += [f"# chart: {chart}"] if chart else []
     if line_of is not None:  # the line in the final file, after the header lines
