@@ -74,6 +74,19 @@ class Values:
                 return origin
         return None
 
+    def nearest_set(self, path: KeyPath) -> Origin:
+        """The --set assignment whose key shares the most with path (the last of equals): where
+        a finding the assignments caused, with no record of what it read, is shown."""
+
+        def shared(wrote: KeyPath) -> int:
+            return next(
+                (i for i, (a, b) in enumerate(zip(wrote, path, strict=False)) if a != b),
+                min(len(wrote), len(path)),
+            )
+
+        best = max(range(len(self.sets)), key=lambda i: (shared(self.sets[i][0]), i))
+        return Origin(assignment=self.sets[best][1])
+
     def locate(self, path: KeyPath, read: frozenset[KeyPath] = frozenset()) -> Origin:
         """Where a key was set: the --set that wrote it (or a parent of it), else a --set that
         wrote a key in `read` (what a check read, for a finding the files alone do not give),
@@ -156,7 +169,11 @@ def check(
     for finding in findings:
         if finding.path and finding.line is None:
             caused = (finding.rule, finding.path) not in from_files
-            origin = values.locate(finding.path, finding.inputs if caused else frozenset())
+            origin = (
+                values.nearest_set(finding.path)
+                if caused and not finding.inputs  # the chart's refusal: it names no reads
+                else values.locate(finding.path, finding.inputs if caused else frozenset())
+            )
             finding.file, finding.line, finding.assignment = (
                 origin.file,
                 origin.line,

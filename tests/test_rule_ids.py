@@ -60,7 +60,7 @@ def test_pdctl_checks_only_warnings_and_the_validate_only_errors() -> None:
 def test_every_refusal_format_has_the_grammar(template: Path) -> None:
     """Static: each refusal's format is `[PDnnn] key.path: message` (no `fail` of its own)."""
     text = template.read_text()
-    assert "{{- fail" not in text.replace("{{- fail (printf \"the values were refused", "")
+    assert "{{- fail" not in text.replace('{{- fail (printf "the values were refused', "")
     formats = REFUSAL_FORMAT.findall(text)
     assert len(formats) == text.count("pdStackRefusals (") + text.count('pdStackRefusals "')
     for fmt in formats:
@@ -81,7 +81,7 @@ def test_every_top_level_template_runs_the_checks_first() -> None:
 def test_refusal_lines_read_back_into_findings() -> None:
     text = (
         "Error: execution error at (pd-stack/templates/x.yaml:1:4): the values were refused:\n"
-        "[PD006] servingEngineSpec.modelSpec[1].name: \"a\" is used twice: rename it\n"
+        '[PD006] servingEngineSpec.modelSpec[1].name: "a" is used twice: rename it\n'
         "[PD016] servingEngineSpec.modelSpec: has no enabled engine pool\n"
     )
     found = parse(text)

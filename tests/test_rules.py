@@ -57,9 +57,7 @@ def nixl(
 
 
 def ids(values: dict[str, Any], release: str = "pd", severity: Severity | None = None) -> set[str]:
-    return {
-        f.rule for f in findings(values, release) if severity is None or f.severity is severity
-    }
+    return {f.rule for f in findings(values, release) if severity is None or f.severity is severity}
 
 
 def paths(values: dict[str, Any], rule: str) -> list[str]:

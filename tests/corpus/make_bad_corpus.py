@@ -648,13 +648,13 @@ case(
         ),
         put(0, "kvTransfer.lmcache", {"proxyHost": "lmcache-pd-proxy"}),
     ),
-    chart=f"[PD017] routerSpec.type:",
+    chart="[PD017] routerSpec.type:",
 )
 case(
     "pd017-vllm-router-tutorial-lmcache",
     "PD017 routerSpec.type",
     BASE.replace("routerSpec:\n", 'routerSpec:\n  type: "vllm-router"\n'),
-    chart=f"[PD017] routerSpec.type:",
+    chart="[PD017] routerSpec.type:",
 )
 case(
     "pd017-production-stack-nixl",
@@ -674,7 +674,7 @@ case(
             },
         ),
     ),
-    chart=f"[PD017] routerSpec.type:",
+    chart="[PD017] routerSpec.type:",
 )
 case(
     "pd017-kv-connector-nixl-for-mooncake",
@@ -733,7 +733,7 @@ case(
     "pd017-lmcache-proxy-nixl",
     "PD017 routerSpec.type",
     edited(NIXL, router("type", "lmcache-proxy"), router("lmcacheProxy.scriptConfigMap", "p")),
-    chart=f"[PD017] routerSpec.type:",
+    chart="[PD017] routerSpec.type:",
 )
 case(
     "pd017-lmcache-proxy-decode-ports",
@@ -887,13 +887,13 @@ case(
     "pd017-llmd-lmcache",
     "PD017 routerSpec.type",
     edited(LMCACHE, llmd_router, put(0, "kvTransfer.lmcache.proxyHost", "lmcache-proxy")),
-    chart=f"[PD017] routerSpec.type:",
+    chart="[PD017] routerSpec.type:",
 )
 case(
     "pd017-llmd-pynccl",
     "PD017 routerSpec.type",
     edited(SEED, llmd_router),
-    chart=f"[PD017] routerSpec.type:",
+    chart="[PD017] routerSpec.type:",
 )
 case(
     "pd022-llmd-gateway-without-name",
