@@ -171,7 +171,7 @@ def check(
             caused = (finding.rule, finding.path) not in from_files
             origin = (
                 values.nearest_set(finding.path)
-                if caused and not finding.inputs  # the chart's refusal: it names no reads
+                if caused and values.sets and not finding.inputs  # a refusal names no reads
                 else values.locate(finding.path, finding.inputs if caused else frozenset())
             )
             finding.file, finding.line, finding.assignment = (

@@ -59,7 +59,7 @@ role with several slices. scalingMode means something only in a DisaggregatedSet
 {{- $placed := and $policy.type (ne $policy.type "None") -}}
 {{- range $field, $used := dict "slices" (hasKey $set "slices") "placementPolicy" (not (empty $policy)) "externalScaling" (not (empty $external)) -}}
 {{- $need := get $table.fields $field -}}
-{{- if and $used $lws (semverCompare $table.lwsVersions $lws) (not (semverCompare $need.lwsVersions $lws)) -}}
+{{- if and $used $lws (not (semverCompare $need.lwsVersions $lws)) -}}
 {{- $_ := set $.root.pdStackRefusals (printf "[PD021] %s: %s needs LWS %s (%s) but servingEngineSpec.lwsVersion is %s; remove it or upgrade the LWS controller" (ternary (printf "%s.%s" $at $field) "servingEngineSpec.modelSpec[].scalingMode" (ne $field "externalScaling")) $field $need.lwsVersions $need.why $lws) "" -}}
 {{- end -}}
 {{- end -}}

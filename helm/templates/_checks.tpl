@@ -10,6 +10,14 @@ whatever order helm renders the templates in. Connector facts come from files/co
 {{- define "pd-stack.checks" -}}
 {{- if not (hasKey . "pdStackRefusals") -}}
 {{- $_ := set . "pdStackRefusals" dict -}}
+{{- /* A null servingEngineSpec or routerSpec deletes the chart's defaults (helm drops nulls): no other check can read them. */ -}}
+{{- if not (kindIs "map" .Values.servingEngineSpec) -}}
+{{- $_ := set .pdStackRefusals "[PD016] servingEngineSpec.modelSpec: servingEngineSpec is null, so there is no engine pool (hint: give servingEngineSpec, with enableEngine: false to render only the router)" "" -}}
+{{- end -}}
+{{- if not (kindIs "map" .Values.routerSpec) -}}
+{{- $_ := set .pdStackRefusals "[PD017] routerSpec: is null, so the chart cannot tell whether to render a router (hint: give routerSpec, with enableRouter: false to render none)" "" -}}
+{{- end -}}
+{{- if not .pdStackRefusals -}}
 {{- include "pd-stack.checks.productionStack" . -}}
 {{- $pools := include "pd-stack.pools" . | fromJsonArray -}}
 {{- /* rule PD016: engines enabled with no pool (`servingEngineSpec.modelSpec` empty or missing) */ -}}
@@ -37,6 +45,7 @@ whatever order helm renders the templates in. Connector facts come from files/co
 {{- include "pd-stack.checks.autoscaling" (dict "root" . "pools" $pools) -}}
 {{- include "pd-stack.checks.monitoring" . -}}
 {{- include "pd-stack.checks.canary" . -}}
+{{- end -}}
 {{- with .pdStackRefusals -}}
 {{- fail (printf "the values were refused:\n%s" (keys . | sortAlpha | join "\n")) -}}
 {{- end -}}
