@@ -16,7 +16,7 @@ from pdctl import pipeline
 from pdctl.cli.app import app
 from pdctl.helm import find_helm
 from pdctl.rules import run_rules
-from pdctl.validation.refusals import refusals
+from pdctl.validation.refusals import ask_chart
 from pdctl.values.paths import format_path
 from tests.helpers import ASSETS, CHART, load_values, write_values
 
@@ -91,7 +91,8 @@ def test_a_misspelt_router_type_gives_one_error_that_says_what_was_meant(tmp_pat
         ("SCHEMA", "routerSpec.type", "did you mean vllm-router?")
     ]
     # What the schema silences: the chart would have said the router cannot route NIXL.
-    assert any(f.rule == "PD017" for f in refusals(find_helm(), values, CHART, "pd", "default"))
+    answer = ask_chart(find_helm(), values, CHART, "pd", "default")
+    assert any(f.rule == "PD017" for f in answer.refusals)
 
 
 def test_a_kuberay_file_is_refused_by_name_alone(tmp_path: Path) -> None:

@@ -362,3 +362,45 @@ def test_pd113_a_declared_kv_both_that_vllm_deprecates_for_nixl_warns(
         assert found[0].key == "servingEngineSpec.modelSpec[0].kvTransfer.kvRole"
         assert found[0].hint and "kv_producer" in found[0].hint
     assert not [f for f in run_rules(nixl()) if f.rule == "PD113"]  # roles given: no warning
+
+
+def test_extra_args_that_the_chart_renders_too_are_warned_about() -> None:
+    """PD117 reads the render: a flag the chart's command has (in any spelling vLLM's parser
+    takes) and --config are warned about; a flag the chart does not render is not."""
+    extra = ["--gpu_memory_utilization=0.5", "--enforce-eager", "--config", "c.yaml"]
+    values = nixl(prefill={"vllmConfig": {"extraArgs": extra, "gpuMemoryUtilization": 0.8}})
+    warned = paths(values, "PD117")
+    at = "servingEngineSpec.modelSpec[0].vllmConfig.extraArgs"
+    assert warned == [f"{at}[0]", f"{at}[2]"]
+    assert "PD117" not in ids(nixl(prefill={"vllmConfig": {"extraArgs": ["--enforce-eager"]}}))
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [["--port", "9000"], ["--host=::"], ["--kv_transfer_config", "{}"], ["--max_model_len=4096"]],
+)
+def test_extra_args_may_not_set_the_chart_s_own_flags(extra: list[str]) -> None:
+    values = nixl(decode={"vllmConfig": {"extraArgs": ["--enforce-eager", *extra]}})
+    assert paths(values, "PD026") == ["servingEngineSpec.modelSpec[1].vllmConfig.extraArgs[1]"]
+
+
+def test_max_model_len_is_the_chart_s_only_when_max_model_len_is_set() -> None:
+    values = nixl(decode={"vllmConfig": {"extraArgs": ["--max-model-len", "4096"]}})
+    del values["servingEngineSpec"]["modelSpec"][1]["vllmConfig"]["maxModelLen"]
+    del values["servingEngineSpec"]["modelSpec"][0]["vllmConfig"]["maxModelLen"]
+    assert "PD026" not in ids(values)
+
+
+def test_env_the_chart_owns_is_refused_and_ucx_lmcache_env_is_the_users() -> None:
+    env = [{"name": "UCX_TLS", "value": "all"}, {"name": "LMCACHE_CHUNK_SIZE", "value": "256"}]
+    assert "PD026" not in ids(nixl(decode={"env": env}))
+    owned = [*env, {"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "value": "x"}]
+    assert paths(nixl(decode={"env": owned}), "PD026") == [
+        "servingEngineSpec.modelSpec[1].env[2].name"
+    ]
+
+
+def test_router_extra_args_may_not_set_the_router_s_port() -> None:
+    values = nixl()
+    values["routerSpec"]["extraArgs"] = ["--port=9000"]
+    assert paths(values, "PD026") == ["routerSpec.extraArgs[0]"]

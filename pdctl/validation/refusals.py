@@ -13,11 +13,14 @@ from __future__ import annotations
 import json
 import re
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pdctl import manifests
 from pdctl.findings import Finding, Severity
 from pdctl.helm import Helm, TemplateRequest
+from pdctl.manifests import Manifest
 from pdctl.values.paths import KeyPath
 
 # One refusal line: the rule id, the key path (no spaces), then the message.
@@ -43,11 +46,19 @@ def parse(stderr: str) -> list[Finding]:
     return [_finding(*found) for found in REFUSAL.findall(stderr)]
 
 
-def refusals(
+@dataclass(frozen=True)
+class ChartAnswer:
+    """What `helm template` said: its refusals, or (accepted) the objects it rendered."""
+
+    refusals: list[Finding]
+    objects: list[Manifest]
+
+
+def ask_chart(
     helm: Helm, data: dict[str, Any], chart: Path, release: str, namespace: str
-) -> list[Finding]:
-    """The chart's refusals of user values (helm merges them with the chart's defaults); a
-    failure that is no refusal becomes one HELM finding."""
+) -> ChartAnswer:
+    """The chart's refusals of user values (helm merges them with the chart's defaults), a
+    failure that is no refusal as one HELM finding; or the objects it rendered."""
     with tempfile.TemporaryDirectory(prefix="pdctl-values-") as directory:
         path = Path(directory) / "values.json"
         path.write_text(json.dumps(data, indent=1), encoding="utf-8")
@@ -60,6 +71,6 @@ def refusals(
         )
         result = helm.run(request.args())
     if result.returncode == 0:
-        return []
+        return ChartAnswer([], manifests.parse(result.stdout))
     error = f"helm template failed: {result.stderr.strip()}"
-    return parse(result.stderr) or [Finding("HELM", Severity.error, error)]
+    return ChartAnswer(parse(result.stderr) or [Finding("HELM", Severity.error, error)], [])
