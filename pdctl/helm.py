@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pdctl import process
+from pdctl import helm_install, process
 from pdctl.chart import REPO_ROOT
 from pdctl.errors import EnvironmentProblem, InputError
 
@@ -117,6 +117,9 @@ def candidates(explicit: str | None) -> list[tuple[str, Path]]:
     on_path = shutil.which("helm")
     if on_path:
         found.append(("PATH", Path(on_path)))
+    fetched = helm_install.cache_dir() / f"helm-{helm_install.FETCHED}" / "helm"
+    if fetched.is_file():
+        found.append(("the user cache", fetched))
     return found
 
 
@@ -131,12 +134,13 @@ def _version(path: Path, mtime_ns: int, size: int) -> str:
 
 
 def find_helm(explicit: str | None = None) -> Helm:
+    """The helm to run: --helm, else PDCTL_HELM, else the tools folder, else PATH, else the one
+    pdctl fetched before; with none, the pinned Helm 4 fetched and checksum-verified into the
+    user cache (pdctl.helm_install; EnvironmentProblem, exit 3, when that is not possible)."""
     options = candidates(explicit)
     if not options:
-        raise EnvironmentProblem(
-            "helm was not found (looked at --helm, PDCTL_HELM, the tools folder and PATH)",
-            hint="install Helm 3.14+ or 4.x, or run `make helm` in a pd-stack checkout",
-        )
+        pin = helm_install.PINS[helm_install.FETCHED]
+        options = [("the user cache", helm_install.install(pin, helm_install.cache_dir()))]
     source, path = options[0]
     if not path.is_file() or not os.access(path, os.X_OK):
         raise EnvironmentProblem(f"helm from {source} is not an executable file: {path}")
