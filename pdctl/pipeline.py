@@ -8,9 +8,11 @@ validated is byte for byte the file helm renders.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +23,7 @@ from pdctl.chart import bundled_chart_dir
 from pdctl.errors import InputError
 from pdctl.findings import Finding, Severity
 from pdctl.helm import Helm, TemplateRequest, find_helm, template
-from pdctl.validation.inputs import STDIN
+from pdctl.validation.inputs import STDIN, Input
 from pdctl.validation.kube import check_objects
 from pdctl.validation.report import FileReport, RenderCheck
 from pdctl.validation.schema_and_rules import check_values
@@ -325,3 +327,16 @@ def validate(names: FileNames, options: ValidateOptions) -> FileReport:
                 options.kube_version, rendered.helm_version, len(rendered.objects)
             )
     return report
+
+
+def validate_each(inputs: Sequence[Input], options: ValidateOptions) -> list[FileReport]:
+    """validate() of each file alone (an unread one as its problem), in order; the files are
+    checked side by side, as each runs helm."""
+
+    def one(item: Input) -> FileReport:
+        if item.problem:
+            return FileReport.unread(item.name, item.problem, item.severity)
+        return validate([item.name], options)
+
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        return list(pool.map(one, inputs))
