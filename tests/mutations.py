@@ -6,7 +6,8 @@ was). `judge` then holds validate and the chart to their promises:
 - validate answers without a traceback, and every error has a rule and a message;
 - every error of the schema or of pdctl's own rules names the mutated key (or a key inside or
   above it), or comes from a rule that read it: nothing unrelated to the change is reported; a
-  refusal of the chart (which cannot say what it read) resolves to a line of the file;
+  refusal of the chart (which cannot say what it read) resolves to a line of the file (or is
+  about the deleted key);
 - no rule reports after reading a key the schema refused, and no refusal of the chart comes
   with a schema error (one error per cause);
 - whatever validate accepts, the chart renders into objects that pass strict Kubernetes
@@ -109,7 +110,8 @@ def judge(values: dict[str, Any], path: KeyPath, helm: Helm) -> str:
     rules = load_rules()
     for finding in report.errors:
         if finding.rule in rules and rules[finding.rule].check is None:  # the chart's refusal
-            assert not schema and finding.line is not None, finding.text()
+            # At a line of the file, unless it is about the key the mutation deleted.
+            assert not schema and (finding.line or related(finding.path, path)), finding.text()
             continue
         assert related(finding.path, path) or read_inside(finding, {path}), (
             f"mutating {path} gave an unrelated error: {finding.text()}"

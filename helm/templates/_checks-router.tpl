@@ -124,10 +124,8 @@ disaggregated_prefill tells prefill from decode only by --static-model-labels.
 {{- $urls := len (splitList "," $router.staticBackends) -}}
 {{- $models := len (splitList "," $router.staticModels) -}}
 {{- if ne $urls $models -}}
-{{- $_ := set $.pdStackRefusals (printf "[PD017] routerSpec.staticBackends: lists %d URL(s) but routerSpec.staticModels %d model(s): the production-stack router needs one model per backend" $urls $models) "" -}}
+{{- $_ := set $.pdStackRefusals (printf "[PD017] routerSpec.staticModels: lists %d model(s) but routerSpec.staticBackends %d URL(s): the production-stack router needs one model per backend" $models $urls) "" -}}
 {{- end -}}
-{{- end -}}
-{{- if $router.staticBackends -}}
 {{- /* rule PD008: `--prefill-model-labels`/`--decode-model-labels` in the production-stack router's `routerSpec.extraArgs` (comma lists, `--flag=x` too) name existing pools of that role; `disaggregated_prefill` has both flags, and with your own `staticBackends` also `--static-model-labels` */ -}}
 {{- if and (eq (toString $router.routingLogic) "disaggregated_prefill") (not (include "pd-stack.extraArgsHave" (dict "root" . "flag" "--static-model-labels"))) -}}
 {{- $_ := set $.pdStackRefusals "[PD008] routerSpec.extraArgs: routingLogic disaggregated_prefill with routerSpec.staticBackends needs \"--static-model-labels\", \"<pool name of each backend, comma separated>\": the router finds the prefill and decode backends by these labels" "" -}}
