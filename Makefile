@@ -94,13 +94,13 @@ schema: setup ## regenerate helm/values.schema.json from schemas/values.schema.y
 docs: setup ## regenerate the generated pages and the chart version lines
 	$(BIN)/python scripts/build_docs.py
 
-# Regenerate what the tests compare against: the defective-values corpus and the golden render of
-# the PD tutorial (review the diff: a changed golden file is a changed install).
+# Regenerate what the tests compare against: the defective-values corpus and the golden renders of
+# the shipped values files (review the diff: a changed golden file is a changed install).
 corpus: setup ## regenerate the defective-values corpus (review the diff)
 	$(BIN)/python tests/corpus/make_bad_corpus.py
 
-golden: setup ## regenerate the golden render of the PD tutorial and the golden outputs (review the diff)
-	$(HELM4) template pd helm -f $(DEMO_VALUES) > tests/golden/values-16-disagg-prefill.yaml
+golden: setup ## regenerate the golden renders of the shipped values files and the golden outputs (review the diff)
+	PDCTL_REGEN_GOLDEN=1 $(BIN)/python -m pytest tests/test_chart_versions.py -q -k golden
 	PDCTL_REGEN_GOLDEN=1 $(BIN)/python -m pytest tests/test_person_output.py -q
 
 $(REGISTRY) $(PROMTOOL): scripts/install_debian_tools.py

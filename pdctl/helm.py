@@ -15,6 +15,7 @@ does; a cluster it cannot reach is an EnvironmentProblem (exit 3).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pdctl import defaults, process
+from pdctl import defaults, helm_install, process
 from pdctl.chart import REPO_ROOT
 from pdctl.errors import EnvironmentProblem, InputError
 
@@ -74,9 +75,12 @@ class TemplateRequest:
     set_values: tuple[str, ...] = ()
     kube_version: str | None = None
     output_dir: Path | None = None
+    skip_schema_validation: bool = False  # for values pdctl's own schema pass checked
 
     def args(self) -> list[str]:
         args = ["template", "--namespace", self.namespace]
+        if self.skip_schema_validation:
+            args.append("--skip-schema-validation")
         for path in self.values_files:
             args += ["--values", str(path)]
         for assignment in self.set_values:
@@ -113,23 +117,35 @@ def candidates(explicit: str | None) -> list[tuple[str, Path]]:
     on_path = shutil.which("helm")
     if on_path:
         found.append(("PATH", Path(on_path)))
+    fetched = helm_install.cache_dir() / f"helm-{helm_install.FETCHED}" / "helm"
+    if fetched.is_file():
+        found.append(("the user cache", fetched))
     return found
 
 
-def find_helm(explicit: str | None = None) -> Helm:
-    options = candidates(explicit)
-    if not options:
-        raise EnvironmentProblem(
-            "helm was not found (looked at --helm, PDCTL_HELM, the tools folder and PATH)",
-            hint="install Helm 3.14+ or 4.x, or run `make helm` in a pd-stack checkout",
-        )
-    source, path = options[0]
-    if not path.is_file() or not os.access(path, os.X_OK):
-        raise EnvironmentProblem(f"helm from {source} is not an executable file: {path}")
+@functools.lru_cache(maxsize=8)
+def _version(path: Path, mtime_ns: int, size: int) -> str:
+    """`helm version` of the binary at path, asked once per process (validate asks for helm
+    once per file); a binary changed in place (another mtime or size) is asked again."""
     result = process.run([str(path), "version", "--template", "{{.Version}}"], VERSION_DEADLINE)
     if result.returncode != 0:
         raise EnvironmentProblem(f"{path} version failed: {result.stderr.strip()}")
-    version = result.stdout.strip()
+    return result.stdout.strip()
+
+
+def find_helm(explicit: str | None = None) -> Helm:
+    """The helm to run: --helm, else PDCTL_HELM, else the tools folder, else PATH, else the one
+    pdctl fetched before; with none, the pinned Helm 4 fetched and checksum-verified into the
+    user cache (pdctl.helm_install; EnvironmentProblem, exit 3, when that is not possible)."""
+    options = candidates(explicit)
+    if not options:
+        pin = helm_install.PINS[helm_install.FETCHED]
+        options = [("the user cache", helm_install.install(pin, helm_install.cache_dir()))]
+    source, path = options[0]
+    if not path.is_file() or not os.access(path, os.X_OK):
+        raise EnvironmentProblem(f"helm from {source} is not an executable file: {path}")
+    stat = path.stat()
+    version = _version(path, stat.st_mtime_ns, stat.st_size)
     if parse_version(version) < MIN_VERSION:
         raise EnvironmentProblem(
             f"helm {version} at {path} is too old; pdctl needs Helm 3.14 or newer (or 4.x)"

@@ -8,9 +8,11 @@ validated is byte for byte the file helm renders.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,8 +22,8 @@ from pdctl import defaults, manifests, render_dir, secrets
 from pdctl.chart import bundled_chart_dir
 from pdctl.errors import InputError
 from pdctl.findings import Finding, Severity
-from pdctl.helm import TemplateRequest, find_helm, template
-from pdctl.validation.inputs import STDIN
+from pdctl.helm import Helm, TemplateRequest, find_helm, template
+from pdctl.validation.inputs import STDIN, Input
 from pdctl.validation.kube import check_objects
 from pdctl.validation.report import FileReport, RenderCheck
 from pdctl.validation.schema_and_rules import check_values
@@ -73,6 +75,19 @@ class Values:
             if origin:
                 return origin
         return None
+
+    def nearest_set(self, path: KeyPath) -> Origin:
+        """The --set assignment whose key shares the most with path (the last of equals): where
+        a finding the assignments caused, with no record of what it read, is shown."""
+
+        def shared(wrote: KeyPath) -> int:
+            return next(
+                (i for i, (a, b) in enumerate(zip(wrote, path, strict=False)) if a != b),
+                min(len(wrote), len(path)),
+            )
+
+        best = max(range(len(self.sets)), key=lambda i: (shared(self.sets[i][0]), i))
+        return Origin(assignment=self.sets[best][1])
 
     def locate(self, path: KeyPath, read: frozenset[KeyPath] = frozenset()) -> Origin:
         """Where a key was set: the --set that wrote it (or a parent of it), else a --set that
@@ -129,14 +144,14 @@ def load_values(files: FileNames, set_values: Sequence[str] = ()) -> Values:
 
 
 def _from_files(
-    values: Values, release: str, chart: Path, namespace: str
+    helm: Helm, values: Values, release: str, chart: Path, namespace: str
 ) -> set[tuple[str, KeyPath]]:
     """(rule, key path) of each finding the files give without the --set assignments: the others
     the assignments caused (none to tell apart without any)."""
     if not values.sets:
         return set()
     files_alone = merge_files(document.data for _, document in values.sources)
-    return {(f.rule, f.path) for f in check_values(files_alone, release, chart, namespace)}
+    return {(f.rule, f.path) for f in check_values(helm, files_alone, release, chart, namespace)}
 
 
 def check(
@@ -144,17 +159,23 @@ def check(
     release: str = defaults.RELEASE,
     chart: Path | None = None,
     namespace: str = defaults.NAMESPACE,
+    helm_path: str | None = None,
 ) -> list[Finding]:
-    """The chart's schema and the PD rules; each finding located in its file and line, or at
-    the --set assignment that wrote its key."""
+    """The chart's schema, its refusals and pdctl's rules; each finding located in its file and
+    line, or at the --set assignment that wrote its key."""
 
     chart = chart or bundled_chart_dir()
-    findings = check_values(values.data, release, chart, namespace)
-    from_files = _from_files(values, release, chart, namespace)
+    helm = find_helm(helm_path)
+    findings = check_values(helm, values.data, release, chart, namespace)
+    from_files = _from_files(helm, values, release, chart, namespace)
     for finding in findings:
         if finding.path and finding.line is None:
             caused = (finding.rule, finding.path) not in from_files
-            origin = values.locate(finding.path, finding.inputs if caused else frozenset())
+            origin = (
+                values.nearest_set(finding.path)
+                if caused and values.sets and not finding.inputs  # a refusal names no reads
+                else values.locate(finding.path, finding.inputs if caused else frozenset())
+            )
             finding.file, finding.line, finding.assignment = (
                 origin.file,
                 origin.line,
@@ -182,12 +203,13 @@ def prepare(
     namespace: str = defaults.NAMESPACE,
     chart: Path | None = None,
     skip_validation: bool = False,
+    helm_path: str | None = None,
 ) -> Prepared:
     """Load and check values for helm; refused values raise InputError listing every error."""
     values = load_values(files, set_values)
     if skip_validation:
         return Prepared(values, [])
-    findings = check(values, release, chart, namespace)
+    findings = check(values, release, chart, namespace, helm_path)
     refused = errors(findings)
     if refused:
         raise InputError(
@@ -282,7 +304,9 @@ def validate(names: FileNames, options: ValidateOptions) -> FileReport:
         return report
     report.findings = [
         finding
-        for finding in check(values, options.release, options.chart, options.namespace)
+        for finding in check(
+            values, options.release, options.chart, options.namespace, options.helm_path
+        )
         if not (finding.severity is Severity.warning and finding.rule in options.ignore)
     ]
     if options.render and not errors(report.findings):
@@ -303,3 +327,16 @@ def validate(names: FileNames, options: ValidateOptions) -> FileReport:
                 options.kube_version, rendered.helm_version, len(rendered.objects)
             )
     return report
+
+
+def validate_each(inputs: Sequence[Input], options: ValidateOptions) -> list[FileReport]:
+    """validate() of each file alone (an unread one as its problem), in order; the files are
+    checked side by side, as each runs helm."""
+
+    def one(item: Input) -> FileReport:
+        if item.problem:
+            return FileReport.unread(item.name, item.problem, item.severity)
+        return validate([item.name], options)
+
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        return list(pool.map(one, inputs))

@@ -42,30 +42,28 @@ def chart_rule_ids() -> set[str]:
 def rules_page() -> str:
     from pdctl.rules import load_rules
 
-    chart = chart_rule_ids()
-    rows = []
-    for rule_id, rule in load_rules().items():
-        module = rule.check.__module__.rsplit(".", 1)[1]
-        refused = "yes" if rule_id in chart else "no"
-        rows.append(
-            f"| {rule_id} | {rule.severity.value} | {rule.explain} | `pdctl/rules/{module}.py` "
-            f"| {refused} |"
-        )
+    rows = [
+        f"| {rule.id} | {rule.severity.value} | {rule.explain} | `{rule.source}` |"
+        for rule in load_rules().values()
+    ]
     return "\n".join(
         [
             "# PD rules",
             "",
-            GENERATED.format(source="the rule registry (pdctl/rules/)"),
+            GENERATED.format(source="the rule registry (pdctl/rules/registry.py)"),
             "",
-            "`pdctl validate` runs the schema, then these rules. Errors fail validation (exit 1);",
-            "warnings fail it with `--strict`, and `--ignore PDnnn` leaves a warning out. The",
-            "chart refuses every error rule marked so by itself, with the same id at the start of",
-            "its message (`helm/templates/_checks*.tpl`), so a plain `helm install` is protected",
-            "too; `tests/test_rule_ids.py` keeps the two lists in step. A rule stays silent when",
-            "the schema refused a key it reads: the schema's error is the one to fix.",
+            "`pdctl validate` runs the schema, then the chart's checks (helm template), then its",
+            "own rules. Errors fail validation (exit 1); warnings fail it with `--strict`, and",
+            "`--ignore PDnnn` leaves a warning out. Each error is the chart's own refusal",
+            "(`helm/templates/_checks*.tpl`, its explanation in the `rule` comment beside the",
+            "check), so a plain `helm install` refuses it too, with the same line:",
+            "`[PDnnn] key.path: message`. PD007 is checked by validate alone: helm template has",
+            "no limit on names, and Kubernetes refuses an over-long one at install. The chart's",
+            "checks run only on values the schema accepted, and a warning stays silent when the",
+            "schema refused a key it reads: the schema's error is the one to fix.",
             "",
-            "| id | severity | checks | module | chart refuses it |",
-            "|---|---|---|---|---|",
+            "| id | severity | checks | where |",
+            "|---|---|---|---|",
             *rows,
             "",
         ]

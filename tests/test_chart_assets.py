@@ -55,7 +55,7 @@ def test_default_values_need_a_pool(helm: Helm, tmp_path: Path) -> None:
     """The chart's defaults enable engines with no pool: it says what to add."""
     result = helm_template_result(helm, write_values(tmp_path, "{}\n"))
     assert result.returncode != 0
-    assert "[PD016] servingEngineSpec.modelSpec has no enabled engine pool" in result.stderr
+    assert "[PD016] servingEngineSpec.modelSpec: has no enabled engine pool" in result.stderr
 
 
 def test_engines_off_render_router_only(helm: Helm, tmp_path: Path) -> None:

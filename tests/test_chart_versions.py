@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from pdctl import manifests
 from pdctl.helm import Helm
@@ -15,7 +18,7 @@ from tests.helpers import (
     ASSETS,
     CHART,
     ROOT,
-    TUTORIAL_VALUES,
+    VALUES_FILES,
     container,
     helm_template_result,
     load_values,
@@ -82,9 +85,13 @@ def test_nixl_without_known_version_leaves_the_policy_out(helm4: Helm, tmp_path:
     assert manifests.find(objects, "Deployment", "pd-qwen-decode-deployment-vllm")
 
 
-def test_tutorial_render_is_unchanged(helm: Helm) -> None:
-    """The PD tutorial renders byte for byte as the golden file (tests/golden) records it."""
-    golden = (ROOT / "tests" / "golden" / "values-16-disagg-prefill.yaml").read_text()
-    result = helm.run(["template", "pd", str(CHART), "-f", str(TUTORIAL_VALUES)])
+@pytest.mark.parametrize("values_file", VALUES_FILES, ids=lambda p: p.name)
+def test_shipped_files_render_as_their_golden(helm: Helm, values_file: Path) -> None:
+    """Every tutorial asset and helm/ci scenario renders byte for byte as its golden render
+    (tests/golden/renders; PDCTL_REGEN_GOLDEN=1 rewrites them), with each pinned helm."""
+    golden = ROOT / "tests" / "golden" / "renders" / values_file.name
+    result = helm.run(["template", "pd", str(CHART), "-f", str(values_file)])
     assert result.returncode == 0, result.stderr
-    assert result.stdout == golden
+    if os.environ.get("PDCTL_REGEN_GOLDEN"):
+        golden.write_text(result.stdout)
+    assert result.stdout == golden.read_text()

@@ -91,6 +91,11 @@ def test_validate_refuses_with_its_defect(path: Path) -> None:
         assert match[0]["line"] is not None and match[0]["message"]
     else:
         assert any(f["rule"] == case.rule and f["message"] for f in findings), findings
+    # Every refusal of the chart resolves to a line of the file (or the --set that caused it).
+    chart_ids = {i for i, rule in load_rules().items() if rule.check is None}
+    for finding in findings:
+        if finding["rule"] in chart_ids:
+            assert finding["line"] is not None or finding["set"], finding
     text = runner.invoke(app, ["validate", str(path), *case.args])
     assert text.exit_code == 1 and "Traceback" not in text.output
     assert (case.target if not case.target.startswith("line ") else case.rule) in text.stdout

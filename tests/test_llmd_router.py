@@ -369,7 +369,12 @@ REFUSED = {
         "PD017",
         "does not speak the tutorial's LMCache form",
     ),
-    "gateway-without-name": (STANDALONE, {"mode": "gateway"}, "PD022", "gateway.name is required"),
+    "gateway-without-name": (
+        STANDALONE,
+        {"mode": "gateway"},
+        "PD022",
+        "is required with routerSpec.llmd.mode gateway",
+    ),
     "gateway-name-in-standalone": (
         STANDALONE,
         {"gateway": {"name": "gw"}},
@@ -381,7 +386,7 @@ REFUSED = {
         STANDALONE,
         {"version": "v0.9.0", "scheduler": {"stageOrder": "prefill-first"}},
         "PD022",
-        "stageOrder needs llm-d-router v0.10.0",
+        "needs llm-d-router v0.10.0",
     ),
     "raw-config-api-version": (
         STANDALONE,

@@ -1,6 +1,7 @@
-"""One error per cause: when the schema refuses a key, the PD rules that read it stay silent
-(pdctl/rules/reads.py), the error says what was meant, and no rule crashes on a value of the wrong
-type, whichever command prints the findings."""
+"""One error per cause: when the schema refuses a key, the chart's refusals are not reported
+(pdctl/validation/refusals.py) and pdctl's rules that read it stay silent (pdctl/rules/reads.py),
+the error says what was meant, and no rule crashes on a value of the wrong type, whichever command
+prints the findings."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ from typer.testing import CliRunner
 
 from pdctl import pipeline
 from pdctl.cli.app import app
+from pdctl.helm import find_helm
 from pdctl.rules import run_rules
+from pdctl.validation.refusals import ask_chart
 from pdctl.values.paths import format_path
-from tests.helpers import ASSETS, load_values, write_values
+from tests.helpers import ASSETS, CHART, load_values, write_values
 
 NIXL = load_values(ASSETS / "values-17-nixl-vllm-router.yaml")
 LLMD = load_values(ASSETS / "values-25-llm-d-router.yaml")
@@ -87,8 +90,9 @@ def test_a_misspelt_router_type_gives_one_error_that_says_what_was_meant(tmp_pat
     assert [(rule, key, hint) for rule, key, _, hint in found] == [
         ("SCHEMA", "routerSpec.type", "did you mean vllm-router?")
     ]
-    # What the schema silences: the router rules would have said the router cannot route NIXL.
-    assert any(f.rule == "PD017" for f in run_rules(values))
+    # What the schema silences: the chart would have said the router cannot route NIXL.
+    answer = ask_chart(find_helm(), values, CHART, "pd", "default")
+    assert any(f.rule == "PD017" for f in answer.refusals)
 
 
 def test_a_kuberay_file_is_refused_by_name_alone(tmp_path: Path) -> None:
@@ -114,12 +118,11 @@ def test_a_null_that_deletes_a_needed_default_is_named(tmp_path: Path) -> None:
 
 def test_findings_carry_the_keys_their_rule_read(tmp_path: Path) -> None:
     """What the silencing stands on: a rule's finding knows the keys behind it."""
-    values = pool(NIXL, requestGPU=2)
-    found = [f for f in run_rules(values) if f.rule == "PD010"]
+    values = pool(NIXL, vllmConfig__gpuMemoryUtilization=0.97)
+    found = [f for f in run_rules(values) if f.rule == "PD011"]
     assert found
     read = {format_path(path) for path in found[0].inputs}
-    assert "servingEngineSpec.modelSpec[0].requestGPU" in read
-    assert "servingEngineSpec.modelSpec[0].vllmConfig.tensorParallelSize" in read
+    assert "servingEngineSpec.modelSpec[0].vllmConfig.gpuMemoryUtilization" in read
 
 
 @pytest.mark.parametrize("command", [["template"], ["deploy", "--dry-run"]])

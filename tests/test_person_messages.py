@@ -159,8 +159,7 @@ def test_rule_finding_caused_by_set_is_at_the_flag(tmp_path: Path) -> None:
     out = _validate(tmp_path, TUTORIAL, "--set", f"{PREFILL_LEN}=8192")
     assert out.startswith(
         f"--set {PREFILL_LEN}=8192: error PD005 [servingEngineSpec.modelSpec[1].vllmConfig"
-        ".maxModelLen]: decode pool 'llama-decode' has maxModelLen 32000 but prefill pool "
-        "'llama-prefill' has 8192"
+        '.maxModelLen]: is "32000" but prefill pool "llama-prefill" has "8192"'
     )
     assert "values.yaml:49" not in out
 

@@ -119,13 +119,13 @@ def test_production_stack_static_backends_as_given(helm4: Helm, tmp_path: Path) 
             {"staticBackends": "http://10.0.0.5:8000"},
             "PD017",
             "routerSpec.staticBackends",
-            "routerSpec.staticBackends is set without routerSpec.staticModels",
+            "routerSpec.staticBackends: is set without routerSpec.staticModels",
         ),
         (
             {"staticModels": MODEL},
             "PD017",
             "routerSpec.staticModels",
-            "routerSpec.staticModels is set without routerSpec.staticBackends",
+            "routerSpec.staticModels: is set without routerSpec.staticBackends",
         ),
         (
             {
@@ -135,7 +135,7 @@ def test_production_stack_static_backends_as_given(helm4: Helm, tmp_path: Path) 
             },
             "PD017",
             "routerSpec.staticModels",
-            "lists 2 URL(s) but routerSpec.staticModels 1 model(s)",
+            "lists 1 model(s) but routerSpec.staticBackends 2 URL(s)",
         ),
         (
             {
@@ -181,7 +181,7 @@ def test_vllm_router_takes_the_shared_discovery_key(helm4: Helm, tmp_path: Path)
 def test_vllm_router_discovery_keys_must_agree(helm4: Helm, tmp_path: Path) -> None:
     values = routed(NIXL, serviceDiscovery="static")  # vllmRouter.serviceDiscovery is k8s
     stderr = refused(helm4, tmp_path, values, "PD017", "routerSpec.serviceDiscovery")
-    assert "routerSpec.serviceDiscovery is static but routerSpec.vllmRouter.serviceDiscovery" in (
+    assert "routerSpec.serviceDiscovery: is static but routerSpec.vllmRouter.serviceDiscovery" in (
         stderr
     )
     values["routerSpec"]["vllmRouter"]["serviceDiscovery"] = "static"

@@ -1,4 +1,6 @@
-"""PD rules at library level, on plain dicts (including keys the schema gains later)."""
+"""PD rules on plain dicts (including keys the schema gains later): the chart's refusals and
+pdctl's own rules, as `pdctl validate` gives them (check_values: the schema, helm template of
+the chart, the Python warnings)."""
 
 from __future__ import annotations
 
@@ -7,8 +9,16 @@ from typing import Any
 
 import pytest
 
-from pdctl.findings import Severity
+from pdctl.findings import Finding, Severity
+from pdctl.helm import find_helm
 from pdctl.rules import RULES, run_rules
+from pdctl.validation.schema_and_rules import check_values
+from tests.helpers import CHART
+
+
+def findings(values: dict[str, Any], release: str = "pd") -> list[Finding]:
+    """What validate finds in the values: the schema's, the chart's refusals, the warnings."""
+    return check_values(find_helm(), values, release, CHART)
 
 
 def pool(name: str, role: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -47,13 +57,11 @@ def nixl(
 
 
 def ids(values: dict[str, Any], release: str = "pd", severity: Severity | None = None) -> set[str]:
-    return {
-        f.rule for f in run_rules(values, release) if severity is None or f.severity is severity
-    }
+    return {f.rule for f in findings(values, release) if severity is None or f.severity is severity}
 
 
 def paths(values: dict[str, Any], rule: str) -> list[str]:
-    return [f.key for f in run_rules(values) if f.rule == rule]
+    return [f.key for f in findings(values) if f.rule == rule]
 
 
 def test_registry_has_ids_titles_and_severities() -> None:
@@ -176,12 +184,9 @@ def test_memory_utilization_warns(value: float) -> None:
 
 @pytest.mark.parametrize("value", [0, 1.2])
 def test_memory_utilization_out_of_range_is_the_schemas(value: float) -> None:
-    from pdctl.validation.schema_and_rules import check_values
-    from tests.helpers import CHART
-
     values = nixl(decode={"vllmConfig": {"gpuMemoryUtilization": value}})
-    findings = check_values(values, "pd", CHART)
-    assert [f.rule for f in findings if f.key.endswith("gpuMemoryUtilization")] == ["SCHEMA"]
+    found = findings(values)
+    assert [f.rule for f in found if f.key.endswith("gpuMemoryUtilization")] == ["SCHEMA"]
 
 
 def test_pynccl_only_up_to_0_10_0() -> None:
@@ -286,7 +291,7 @@ def test_warnings_stay_quiet_when_fine(override: dict[str, Any], rule: str) -> N
 def test_gpu_hint_offers_both_directions() -> None:
     """Wanting 4 GPUs per engine (requestGPU: 4, no TP) is answered with TP 4 first."""
     values = nixl(decode={"requestGPU": 4})
-    (finding,) = [f for f in run_rules(values) if f.rule == "PD010"]
+    (finding,) = [f for f in findings(values) if f.rule == "PD010"]
     assert finding.hint is not None
     assert finding.hint.startswith("to use 4 GPUs per engine set vllmConfig.tensorParallelSize: 4")
     assert finding.hint.endswith("or set requestGPU: 1")
@@ -301,15 +306,15 @@ def test_swapped_roles_point_at_the_role_keys_and_never_at_the_pool_itself() -> 
         "kv_consumer",
         "kv_producer",
     )
-    findings = [f for f in run_rules(values) if f.severity is Severity.error]
-    assert findings[0].rule == "PD001"
-    assert findings[0].key == "servingEngineSpec.modelSpec[0].lmcacheConfig.kvRole"
-    assert "swap them back" in (findings[0].hint or "")
-    for finding in findings:
+    found = [f for f in findings(values) if f.severity is Severity.error]
+    assert found[0].rule == "PD001"
+    assert found[0].key == "servingEngineSpec.modelSpec[0].lmcacheConfig.kvRole"
+    assert "swap them back" in (found[0].hint or "")
+    for finding in found:
         hint = finding.hint or ""
         assert "pd-llama-prefill-engine-service" not in hint, finding  # the sender's own Service
-    labels = [f for f in findings if f.rule == "PD008"]
-    assert labels and all("by lmcacheConfig.kvRole" in f.message for f in labels)
+    labels = [f for f in found if f.rule == "PD008"]
+    assert labels and all(" pool; list " in f.message for f in labels)  # a pool of the other role
 
 
 def test_gated_model_without_token_warns() -> None:
@@ -357,3 +362,45 @@ def test_pd113_a_declared_kv_both_that_vllm_deprecates_for_nixl_warns(
         assert found[0].key == "servingEngineSpec.modelSpec[0].kvTransfer.kvRole"
         assert found[0].hint and "kv_producer" in found[0].hint
     assert not [f for f in run_rules(nixl()) if f.rule == "PD113"]  # roles given: no warning
+
+
+def test_extra_args_that_the_chart_renders_too_are_warned_about() -> None:
+    """PD117 reads the render: a flag the chart's command has (in any spelling vLLM's parser
+    takes) and --config are warned about; a flag the chart does not render is not."""
+    extra = ["--gpu_memory_utilization=0.5", "--enforce-eager", "--config", "c.yaml"]
+    values = nixl(prefill={"vllmConfig": {"extraArgs": extra, "gpuMemoryUtilization": 0.8}})
+    warned = paths(values, "PD117")
+    at = "servingEngineSpec.modelSpec[0].vllmConfig.extraArgs"
+    assert warned == [f"{at}[0]", f"{at}[2]"]
+    assert "PD117" not in ids(nixl(prefill={"vllmConfig": {"extraArgs": ["--enforce-eager"]}}))
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [["--port", "9000"], ["--host=::"], ["--kv_transfer_config", "{}"], ["--max_model_len=4096"]],
+)
+def test_extra_args_may_not_set_the_chart_s_own_flags(extra: list[str]) -> None:
+    values = nixl(decode={"vllmConfig": {"extraArgs": ["--enforce-eager", *extra]}})
+    assert paths(values, "PD026") == ["servingEngineSpec.modelSpec[1].vllmConfig.extraArgs[1]"]
+
+
+def test_max_model_len_is_the_chart_s_only_when_max_model_len_is_set() -> None:
+    values = nixl(decode={"vllmConfig": {"extraArgs": ["--max-model-len", "4096"]}})
+    del values["servingEngineSpec"]["modelSpec"][1]["vllmConfig"]["maxModelLen"]
+    del values["servingEngineSpec"]["modelSpec"][0]["vllmConfig"]["maxModelLen"]
+    assert "PD026" not in ids(values)
+
+
+def test_env_the_chart_owns_is_refused_and_ucx_lmcache_env_is_the_users() -> None:
+    env = [{"name": "UCX_TLS", "value": "all"}, {"name": "LMCACHE_CHUNK_SIZE", "value": "256"}]
+    assert "PD026" not in ids(nixl(decode={"env": env}))
+    owned = [*env, {"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "value": "x"}]
+    assert paths(nixl(decode={"env": owned}), "PD026") == [
+        "servingEngineSpec.modelSpec[1].env[2].name"
+    ]
+
+
+def test_router_extra_args_may_not_set_the_router_s_port() -> None:
+    values = nixl()
+    values["routerSpec"]["extraArgs"] = ["--port=9000"]
+    assert paths(values, "PD026") == ["routerSpec.extraArgs[0]"]

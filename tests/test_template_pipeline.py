@@ -31,7 +31,7 @@ def test_a_pd_rule_error_is_refused_before_helm(helm_opt: list[str]) -> None:
     assert f"{bad}:30: error PD004 [servingEngineSpec.modelSpec[0].lmcacheConfig.nixlPeerPort]" in (
         result.stderr
     )
-    assert "sends to port 55555 but receiver 'llama-decode' listens on 55556" in result.stderr
+    assert 'is 55555 but its receiver "llama-decode" listens on 55556' in result.stderr
     assert "error: the values were refused: 1 error(s)" in result.stderr
     assert "--skip-validation" in result.stderr and not result.stdout
 

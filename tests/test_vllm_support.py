@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from pdctl import pipeline
 from pdctl.helm import Helm
-from pdctl.rules import run_rules
 from tests.helpers import helm_template_result, write_values
 
 
@@ -51,6 +51,7 @@ def test_chart_and_validate_agree(
 ) -> None:
     values = pair(connector, version, **extra)
     rendered = helm_template_result(helm4, write_values(tmp_path, values))
-    flagged = [f for f in run_rules(values) if f.rule == "PD012"]
+    report = pipeline.validate([str(write_values(tmp_path, values))], pipeline.ValidateOptions())
+    flagged = [f for f in report.errors if f.rule == "PD012"]
     assert (rendered.returncode == 0) is supported, rendered.stderr
     assert (not flagged) is supported, flagged

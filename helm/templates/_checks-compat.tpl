@@ -1,4 +1,4 @@
-{{/* production-stack keys pd-stack refuses by name (pdctl/rules/compat.py). */}}
+{{/* production-stack keys pd-stack refuses by name. */}}
 
 {{/*
 production-stack keys pd-stack refuses (files/production-stack.yaml, status refused, or refusedBy
@@ -9,8 +9,9 @@ subkey `usedWhen` names when set), any other mapping or list when not empty, a s
 {{- $table := .Files.Get "files/production-stack.yaml" | fromYaml -}}
 {{- range $path, $entry := $table.keys -}}
 {{- if eq $entry.status "refused" -}}
+{{- /* rule PD019: production-stack features pd-stack does not serve are refused by name with the reason and what to use instead (docs/production-stack.md); with `routerSpec.type: vllm-router`, `lmcache-proxy` or `llm-d`, so are the production-stack router's own keys (`staticBackends`, `rootPath`, `prefixMinMatchLength`, the LMCache controller keys) */ -}}
 {{- range include "pd-stack.usedKeys" (dict "node" $.Values "parts" (splitList "." $path) "at" "" "usedWhen" ($entry.usedWhen | default "")) | fromJsonArray -}}
-{{- fail (printf "[PD019] %s: production-stack's %s is not supported by pd-stack: %s" . (last (splitList "." $path)) (trim (replace "\n" " " $entry.note))) -}}
+{{- $_ := set $.pdStackRefusals (printf "[PD019] %s: production-stack's %s is not supported by pd-stack: %s" . (last (splitList "." $path)) (trim (replace "\n" " " $entry.note))) "" -}}
 {{- end -}}
 {{- end -}}
 {{- /* Keys of the production-stack router's own flags: refused with another router type. */ -}}
@@ -18,7 +19,7 @@ subkey `usedWhen` names when set), any other mapping or list when not empty, a s
 {{- with get ($entry.refusedBy | default dict) $type -}}
 {{- $why := . -}}
 {{- range include "pd-stack.usedKeys" (dict "node" $.Values "parts" (splitList "." $path) "at" "" "usedWhen" ($entry.usedWhen | default "")) | fromJsonArray -}}
-{{- fail (printf "[PD019] %s: production-stack's %s is not supported with routerSpec.type %s: %s" . (last (splitList "." $path)) $type (trim (replace "\n" " " $why))) -}}
+{{- $_ := set $.pdStackRefusals (printf "[PD019] %s: production-stack's %s is not supported with routerSpec.type %s: %s" . (last (splitList "." $path)) $type (trim (replace "\n" " " $why))) "" -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

@@ -1,4 +1,4 @@
-{{/* Checks between prefill and decode pools (pdctl/rules/pairing.py). */}}
+{{/* Checks between prefill and decode pools. */}}
 
 {{/* Checks between prefill and decode pools (dict root pools). */}}
 {{- define "pd-stack.checks.pairs" -}}
@@ -10,8 +10,9 @@
 {{- end -}}
 {{- range $role, $other := dict "prefill" "decode" "decode" "prefill" -}}
 {{- if and (get $byRole $role) (not (get $byRole $other)) -}}
+{{- /* rule PD001: a declared kvRole agrees with the pool's role (producer = prefill, consumer = decode), a NIXL `nixlRole` too (sender = prefill); a prefill pool has a decode pool and vice versa; NIXL needs LMCache enabled */ -}}
 {{- $spec := first (get $byRole $role) -}}
-{{- fail (printf "[PD001] %s (pool %q) is a %s pool but no %s pool exists: add one, or make the pool role both" (include "pd-stack.poolPath" (dict "root" $root "spec" $spec)) $spec.name $role $other) -}}
+{{- $_ := set $.root.pdStackRefusals (printf "[PD001] %s: pool %q is a %s pool but no %s pool exists: add one, or make the pool role both" (include "pd-stack.poolPath" (dict "root" $root "spec" $spec)) $spec.name $role $other) "" -}}
 {{- end -}}
 {{- end -}}
 {{- range $p := $byRole.prefill -}}
@@ -29,13 +30,14 @@
 {{- $dPath := include "pd-stack.poolPath" $d -}}
 {{- $pConn := include "pd-stack.poolConnector" $p | fromJson -}}
 {{- $dConn := include "pd-stack.poolConnector" $d | fromJson -}}
+{{- /* rule PD013: prefill and decode use the same connector (or both none); PyNccl and P2pNccl need equal TP (NIXL, Mooncake, LMCache allow hetero TP) */ -}}
 {{- if ne ($pConn.name | default "") ($dConn.name | default "") -}}
-{{- fail (printf "[PD013] %s uses %s but prefill pool %q uses %s: both sides of a PD pair use the same connector" $dPath ($dConn.name | default "no KV connector") .prefill.name ($pConn.name | default "no KV connector")) -}}
+{{- $_ := set $.root.pdStackRefusals (printf "[PD013] %s.%s: uses %s but prefill pool %q uses %s: both sides of a PD pair use the same connector" $dPath (ternary "lmcacheConfig.enabled" "kvTransfer.connector" (eq (toString $dConn.settingsKey) "lmcacheConfig")) ($dConn.name | default "no KV connector") .prefill.name ($pConn.name | default "no KV connector")) "" -}}
 {{- end -}}
 {{- $pTP := int (include "pd-stack.parallelSize" (dict "ctx" $p "key" "tensorParallelSize")) -}}
 {{- $dTP := int (include "pd-stack.parallelSize" (dict "ctx" $d "key" "tensorParallelSize")) -}}
 {{- if and $pConn (not $pConn.heteroTP) (ne $pTP $dTP) -}}
-{{- fail (printf "[PD013] %s.vllmConfig.tensorParallelSize is %d but prefill pool %q has %d: %s needs the same tensor parallelism on both sides (NixlConnector allows different)" $dPath $dTP .prefill.name $pTP $pConn.name) -}}
+{{- $_ := set $.root.pdStackRefusals (printf "[PD013] %s.vllmConfig.tensorParallelSize: is %d but prefill pool %q has %d: %s needs the same tensor parallelism on both sides (NixlConnector allows different)" $dPath $dTP .prefill.name $pTP $pConn.name) "" -}}
 {{- end -}}
 {{- $pV := .prefill.vllmConfig | default dict -}}
 {{- $dV := .decode.vllmConfig | default dict -}}
@@ -51,8 +53,9 @@
 {{- end -}}
 {{- range $fields -}}
 {{- $key := index . 0 -}}
+{{- /* rule PD005: prefill and decode agree on modelURL, maxModelLen, kvCacheDtype, blockSize (NIXL: prefill block size may be smaller) */ -}}
 {{- if ne (toString (index . 1)) (toString (index . 2)) -}}
-{{- fail (printf "[PD005] %s.%s is %q but prefill pool %q has %q: the KV cache a prefill pool sends is only usable by a decode pool with the same %s" $dPath $key (toString (index . 2)) $.prefill.name (toString (index . 1)) $key) -}}
+{{- $_ := set $.root.pdStackRefusals (printf "[PD005] %s.%s: is %q but prefill pool %q has %q: the KV cache a prefill pool sends is only usable by a decode pool with the same %s" $dPath $key (toString (index . 2)) $.prefill.name (toString (index . 1)) $key) "" -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

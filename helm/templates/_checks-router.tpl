@@ -1,4 +1,4 @@
-{{/* Checks of the router against the pools (pdctl/rules/router.py). */}}
+{{/* Checks of the router against the pools. */}}
 
 {{/* Checks of the router against the pools (dict root pools). */}}
 {{- define "pd-stack.checks.router" -}}
@@ -10,20 +10,25 @@
 {{- range $spec := .pools -}}{{- $roles = append $roles (include "pd-stack.poolRole" (dict "root" $root "spec" $spec)) -}}{{- end -}}
 {{- $both := and (has "prefill" $roles) (has "decode" $roles) -}}
 {{- $how := ternary "routerSpec.routingLogic disaggregated_prefill" (printf "routerSpec.type %s" $type) (eq $type "production-stack") -}}
+{{- /* rule PD009: PD routing (`disaggregated_prefill`, or `routerSpec.type` vllm-router, lmcache-proxy or llm-d) has both roles; prefill+decode pools have PD routing */ -}}
 {{- if and .pools $pd (not $both) -}}
-{{- fail (printf "[PD009] %s routes each request through prefill then decode, but the pools have only role(s) %s: add a prefill and a decode pool, or route without PD" $how (join ", " (uniq $roles | sortAlpha))) -}}
+{{- $_ := set $.root.pdStackRefusals (printf "[PD009] %s: %s routes each request through prefill then decode, but the pools have only role(s) %s: add a prefill and a decode pool, or route without PD" (first (splitList " " $how)) $how (join ", " (uniq $roles | sortAlpha))) "" -}}
 {{- end -}}
 {{- if and $both (not $pd) -}}
-{{- fail (printf "[PD009] prefill and decode pools exist but the router does not route PD (routerSpec.routingLogic %s): set routerSpec.routingLogic: disaggregated_prefill or routerSpec.type: vllm-router" (toString $router.routingLogic)) -}}
+{{- $_ := set $.root.pdStackRefusals (printf "[PD009] routerSpec.routingLogic: prefill and decode pools exist but the router does not route PD (routerSpec.routingLogic %s): set routerSpec.routingLogic: disaggregated_prefill or routerSpec.type: vllm-router" (toString $router.routingLogic)) "" -}}
 {{- end -}}
 {{- if $pd -}}
 {{- range $spec := .pools -}}
 {{- $ctx := dict "root" $root "spec" $spec -}}
 {{- $conn := include "pd-stack.poolConnector" $ctx | fromJson -}}
+{{- /* rule PD017: the router can route the pools' connector (production-stack's `disaggregated_prefill`: the tutorial's LMCache and PyNccl; vllm-router: NIXL, Mooncake, P2pNccl; lmcache-proxy: LMCache >= 0.3.7; llm-d: NIXL, Mooncake); LMCache's proxy has its script (`lmcacheProxy.scriptConfigMap` or `scriptPath`), the pools' Services (no `serviceDiscovery: k8s`) and one list of receiver ports for all decode pools; vllm-router's `kvConnector` is the one the pools need; static discovery has a prefill and a decode worker; `routerSpec.serviceDiscovery` agrees with `vllmRouter.serviceDiscovery`; the production-stack router's `staticBackends` and `staticModels` come together, one model per backend */ -}}
 {{- if and $conn (not (hasKey $conn.routers $type)) -}}
-{{- fail (printf "[PD017] routerSpec.type %s cannot route %s (%s): %s" $type (include "pd-stack.poolPath" $ctx) $conn.summary (get $conn.notRoutedBy $type)) -}}
+{{- $_ := set $.root.pdStackRefusals (printf "[PD017] routerSpec.type: %s cannot route %s (%s): %s" $type (include "pd-stack.poolPath" $ctx) $conn.summary (get $conn.notRoutedBy $type)) "" -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
+{{- if ne $type "llm-d" -}}
+{{- include "pd-stack.checks.ownedFlags" (dict "root" $root "args" ($router.extraArgs | default list) "at" "routerSpec.extraArgs" "owned" (list "--host" "--port")) -}}
 {{- end -}}
 {{- if eq $type "vllm-router" -}}
 {{- include "pd-stack.checks.vllmRouter" $root -}}
@@ -42,19 +47,19 @@
 {{- $vr := .Values.routerSpec.vllmRouter | default dict -}}
 {{- $needed := include "pd-stack.routerPoolsNeed" (dict "root" . "router" "vllm-router" "key" "kvConnector") | fromJsonArray -}}
 {{- if gt (len $needed) 1 -}}
-{{- fail (printf "[PD017] the engine pools need different vllm-router --kv-connector values (%s); use one connector for the release" (join ", " $needed)) -}}
+{{- $_ := set $.pdStackRefusals (printf "[PD017] servingEngineSpec.modelSpec: the engine pools need different vllm-router --kv-connector values (%s); use one connector for the release" (join ", " $needed)) "" -}}
 {{- end -}}
 {{- if and $vr.kvConnector $needed (ne $vr.kvConnector (first $needed)) -}}
-{{- fail (printf "[PD017] routerSpec.vllmRouter.kvConnector is %s but the engine pools' connector needs %s; set it to %s or leave it unset" $vr.kvConnector (first $needed) (first $needed)) -}}
+{{- $_ := set $.pdStackRefusals (printf "[PD017] routerSpec.vllmRouter.kvConnector: is %s but the engine pools' connector needs %s; set it to %s or leave it unset" $vr.kvConnector (first $needed) (first $needed)) "" -}}
 {{- end -}}
 {{- $shared := .Values.routerSpec.serviceDiscovery | default "" -}}
 {{- if and $shared $vr.serviceDiscovery (ne $shared $vr.serviceDiscovery) -}}
-{{- fail (printf "[PD017] routerSpec.serviceDiscovery is %s but routerSpec.vllmRouter.serviceDiscovery is %s: both say how vllm-router finds the engines; set one of them" $shared $vr.serviceDiscovery) -}}
+{{- $_ := set $.pdStackRefusals (printf "[PD017] routerSpec.serviceDiscovery: is %s but routerSpec.vllmRouter.serviceDiscovery is %s: both say how vllm-router finds the engines; set one of them" $shared $vr.serviceDiscovery) "" -}}
 {{- end -}}
 {{- if eq (include "pd-stack.routerDiscovery" .) "static" -}}
 {{- $workers := include "pd-stack.vllmRouterStaticWorkers" . | fromJson -}}
 {{- if or (not $workers.prefill) (not $workers.decode) -}}
-{{- fail (printf "[PD017] %s static needs at least one prefill and one decode URL: set routerSpec.vllmRouter.prefillUrls/decodeUrls or add pools with role prefill and decode" (ternary "routerSpec.serviceDiscovery" "routerSpec.vllmRouter.serviceDiscovery" (ne $shared ""))) -}}
+{{- $_ := set $.pdStackRefusals (printf "[PD017] routerSpec.vllmRouter.%s: serviceDiscovery static needs at least one prefill and one decode URL: set routerSpec.vllmRouter.prefillUrls/decodeUrls or add pools with role prefill and decode" (ternary "prefillUrls" "decodeUrls" (not $workers.prefill))) "" -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
@@ -70,20 +75,20 @@ sender opens the receiver's init and alloc ports through it); LMCache senders re
 {{- $router := .Values.routerSpec -}}
 {{- $lp := $router.lmcacheProxy | default dict -}}
 {{- if eq (empty $lp.scriptConfigMap) (empty $lp.scriptPath) -}}
-{{- fail "[PD017] routerSpec.type lmcache-proxy needs LMCache's proxy script (examples/disagg_prefill/disagg_proxy_server.py), which is neither in the lmcache package nor in the release images lmcache/vllm-openai:vX.Y.Z: set routerSpec.lmcacheProxy.scriptConfigMap to a ConfigMap made from LMCache's repository at your image's tag (tutorial 19), or scriptPath to the script inside the image; not both" -}}
+{{- $_ := set $.pdStackRefusals "[PD017] routerSpec.lmcacheProxy: routerSpec.type lmcache-proxy needs LMCache's proxy script (examples/disagg_prefill/disagg_proxy_server.py), which is neither in the lmcache package nor in the release images lmcache/vllm-openai:vX.Y.Z: set routerSpec.lmcacheProxy.scriptConfigMap to a ConfigMap made from LMCache's repository at your image's tag (tutorial 19), or scriptPath to the script inside the image; not both" "" -}}
 {{- end -}}
 {{- if eq (toString $router.serviceDiscovery) "k8s" -}}
-{{- fail "[PD017] routerSpec.serviceDiscovery is k8s but LMCache's PD proxy takes the pools' Services (static): remove routerSpec.serviceDiscovery" -}}
+{{- $_ := set $.pdStackRefusals "[PD017] routerSpec.serviceDiscovery: is k8s but LMCache's PD proxy takes the pools' Services (static): remove routerSpec.serviceDiscovery" "" -}}
 {{- end -}}
 {{- $pools := include "pd-stack.lmcacheProxyPools" . | fromJson -}}
 {{- $first := first ($pools.decodePools | default (list dict)) | default dict -}}
 {{- range $pools.decodePools -}}
 {{- $path := include "pd-stack.poolPath" (dict "root" $ "spec" (dict "name" .pool)) -}}
 {{- if gt (int .replicas) 1 -}}
-{{- fail (printf "[PD014] %s.replicaCount is %d but LMCache's PD proxy reaches each decode pool through its Service, where a sender's KV must land on the pod the request decodes on: one replica per decode pool (add decode pools for more)" $path (int .replicas)) -}}
+{{- $_ := set $.pdStackRefusals (printf "[PD014] %s.replicaCount: is %d but LMCache's PD proxy reaches each decode pool through its Service, where a sender's KV must land on the pod the request decodes on: one replica per decode pool (add decode pools for more)" $path (int .replicas)) "" -}}
 {{- end -}}
 {{- if or (ne .init $first.init) (ne .alloc $first.alloc) -}}
-{{- fail (printf "[PD017] %s receives on init ports %s and alloc ports %s but decode pool %q on %s and %s: LMCache's PD proxy takes one list for every decode pool; give the decode pools the same tensorParallelSize and kvTransfer.lmcache ports" $path .init .alloc $first.pool $first.init $first.alloc) -}}
+{{- $_ := set $.pdStackRefusals (printf "[PD017] %s.kvTransfer.lmcache: receives on init ports %s and alloc ports %s but decode pool %q on %s and %s: LMCache's PD proxy takes one list for every decode pool; give the decode pools the same tensorParallelSize and kvTransfer.lmcache ports" $path .init .alloc $first.pool $first.init $first.alloc) "" -}}
 {{- end -}}
 {{- end -}}
 {{- $service := include "pd-stack.routerServiceName" . -}}
@@ -94,10 +99,10 @@ sender opens the receiver's init and alloc ports through it); LMCache senders re
 {{- $lmc := dig "kvTransfer" "lmcache" dict $spec -}}
 {{- if and (eq (include "pd-stack.kvRole" $ctx) "kv_producer") (hasKey ((include "pd-stack.poolConnector" $ctx | fromJson).routers | default dict) "lmcache-proxy") -}}
 {{- if and $lmc.proxyHost (not (regexMatch $hostPattern (toString $lmc.proxyHost))) -}}
-{{- fail (printf "[PD003] %s.kvTransfer.lmcache.proxyHost %q is not the LMCache proxy this release deploys (%s): leave it unset" (include "pd-stack.poolPath" $ctx) (toString $lmc.proxyHost) $service) -}}
+{{- $_ := set $.pdStackRefusals (printf "[PD003] %s.kvTransfer.lmcache.proxyHost: %q is not the LMCache proxy this release deploys (%s): leave it unset" (include "pd-stack.poolPath" $ctx) (toString $lmc.proxyHost) $service) "" -}}
 {{- end -}}
 {{- if and $lmc.proxyPort (ne (int $lmc.proxyPort) $notify) -}}
-{{- fail (printf "[PD004] %s.kvTransfer.lmcache.proxyPort is %d but the LMCache proxy listens on %d (routerSpec.lmcacheProxy.notifyPort): leave it unset" (include "pd-stack.poolPath" $ctx) (int $lmc.proxyPort) $notify) -}}
+{{- $_ := set $.pdStackRefusals (printf "[PD004] %s.kvTransfer.lmcache.proxyPort: is %d but the LMCache proxy listens on %d (routerSpec.lmcacheProxy.notifyPort): leave it unset" (include "pd-stack.poolPath" $ctx) (int $lmc.proxyPort) $notify) "" -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
@@ -113,16 +118,17 @@ disaggregated_prefill tells prefill from decode only by --static-model-labels.
 {{- $router := .Values.routerSpec -}}
 {{- if eq (include "pd-stack.routerDiscovery" .) "static" -}}
 {{- if and (or $router.staticBackends $router.staticModels) (not (and $router.staticBackends $router.staticModels)) -}}
-{{- fail (printf "[PD017] routerSpec.%s is set without routerSpec.%s: with serviceDiscovery static give both (one model per backend URL), or neither for one backend per pool Service" (ternary "staticBackends" "staticModels" (not (empty $router.staticBackends))) (ternary "staticModels" "staticBackends" (not (empty $router.staticBackends)))) -}}
+{{- $_ := set $.pdStackRefusals (printf "[PD017] routerSpec.%s: is set without routerSpec.%s: with serviceDiscovery static give both (one model per backend URL), or neither for one backend per pool Service" (ternary "staticBackends" "staticModels" (not (empty $router.staticBackends))) (ternary "staticModels" "staticBackends" (not (empty $router.staticBackends)))) "" -}}
 {{- end -}}
-{{- if $router.staticBackends -}}
+{{- if and $router.staticBackends $router.staticModels -}}
 {{- $urls := len (splitList "," $router.staticBackends) -}}
 {{- $models := len (splitList "," $router.staticModels) -}}
 {{- if ne $urls $models -}}
-{{- fail (printf "[PD017] routerSpec.staticBackends lists %d URL(s) but routerSpec.staticModels %d model(s): the production-stack router needs one model per backend" $urls $models) -}}
+{{- $_ := set $.pdStackRefusals (printf "[PD017] routerSpec.staticModels: lists %d model(s) but routerSpec.staticBackends %d URL(s): the production-stack router needs one model per backend" $models $urls) "" -}}
 {{- end -}}
+{{- /* rule PD008: `--prefill-model-labels`/`--decode-model-labels` in the production-stack router's `routerSpec.extraArgs` (comma lists, `--flag=x` too) name existing pools of that role; `disaggregated_prefill` has both flags, and with your own `staticBackends` also `--static-model-labels` */ -}}
 {{- if and (eq (toString $router.routingLogic) "disaggregated_prefill") (not (include "pd-stack.extraArgsHave" (dict "root" . "flag" "--static-model-labels"))) -}}
-{{- fail "[PD008] routerSpec.extraArgs: routingLogic disaggregated_prefill with routerSpec.staticBackends needs \"--static-model-labels\", \"<pool name of each backend, comma separated>\": the router finds the prefill and decode backends by these labels" -}}
+{{- $_ := set $.pdStackRefusals "[PD008] routerSpec.extraArgs: routingLogic disaggregated_prefill with routerSpec.staticBackends needs \"--static-model-labels\", \"<pool name of each backend, comma separated>\": the router finds the prefill and decode backends by these labels" "" -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
@@ -152,16 +158,15 @@ disaggregated_prefill both flags are present (dict root pools).
 {{- end -}}
 {{- $labels := compact (splitList "," $text) -}}
 {{- if not $labels -}}
-{{- fail (printf "[PD008] routerSpec.extraArgs[%d]: %s has no value; name the %s pools, e.g. a,b" $at $parts._0 $role) -}}
+{{- $_ := set $.root.pdStackRefusals (printf "[PD008] routerSpec.extraArgs[%d]: %s has no value; name the %s pools, e.g. a,b" $at $parts._0 $role) "" -}}
 {{- end -}}
 {{- range $labels -}}
 {{- $pool := include "pd-stack.poolByName" (dict "root" $root "name" .) | fromJson -}}
-{{- if not $pool -}}
-{{- fail (printf "[PD008] routerSpec.extraArgs[%d]: %s names %q, which is not a pool of this release" $at $parts._0 .) -}}
-{{- end -}}
 {{- $actual := include "pd-stack.poolRole" (dict "root" $root "spec" $pool) -}}
-{{- if ne $actual $role -}}
-{{- fail (printf "[PD008] routerSpec.extraArgs[%d]: %s names %q, a %s pool; list %s pools here" $at $parts._0 . $actual $role) -}}
+{{- if not $pool -}}
+{{- $_ := set $.root.pdStackRefusals (printf "[PD008] routerSpec.extraArgs[%d]: %s names %q, which is not a pool of this release" $at $parts._0 .) "" -}}
+{{- else if ne $actual $role -}}
+{{- $_ := set $.root.pdStackRefusals (printf "[PD008] routerSpec.extraArgs[%d]: %s names %q, a %s pool; list %s pools here" $at $parts._0 . $actual $role) "" -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
@@ -169,7 +174,7 @@ disaggregated_prefill both flags are present (dict root pools).
 {{- if and .pools (eq (toString $root.Values.routerSpec.routingLogic) "disaggregated_prefill") -}}
 {{- range $role := list "prefill" "decode" -}}
 {{- if not (hasKey $seen $role) -}}
-{{- fail (printf "[PD008] routerSpec.extraArgs: routingLogic disaggregated_prefill without --%s-model-labels: the router cannot find the %s pools; add \"--%s-model-labels\", \"<%s pool names>\"" $role $role $role $role) -}}
+{{- $_ := set $.root.pdStackRefusals (printf "[PD008] routerSpec.extraArgs: routingLogic disaggregated_prefill without --%s-model-labels: the router cannot find the %s pools; add \"--%s-model-labels\", \"<%s pool names>\"" $role $role $role $role) "" -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

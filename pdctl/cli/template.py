@@ -65,6 +65,7 @@ def template(
         namespace=namespace,
         chart=chart,
         skip_validation=skip_validation,
+        helm_path=helm,
     )
     for finding in prepared.warnings:
         for line in finding.lines():

@@ -114,9 +114,8 @@ def validate(
     needs keys from a base file fails on its own. The -f files are checked once, merged in
     order as template, deploy and preflight merge them: `pdctl validate -f base.yaml -f
     override.yaml` checks what `pdctl deploy base.yaml override.yaml` would install."""
-    from pdctl.pipeline import ValidateOptions, validate  # lazy: start-up
+    from pdctl.pipeline import ValidateOptions, validate, validate_each  # lazy: start-up
     from pdctl.validation.inputs import expand, warning_ids  # lazy: start-up
-    from pdctl.validation.report import FileReport  # lazy: start-up
 
     if not re.match(r"^1\.\d+(\.\d+)?$", kube_version):
         raise UsageError(f"--kube-version {kube_version!r}: expected a version such as 1.35")
@@ -132,12 +131,9 @@ def validate(
         helm_path=helm,
         chart=chart,
     )
-    reports = [
-        FileReport.unread(item.name, item.problem, item.severity)
-        if item.problem
-        else validate([item.name], options)
-        for item in expand(files or [])
-    ] + ([validate(values, options)] if values else [])
+    reports = validate_each(expand(files or []), options) + (
+        [validate(values, options)] if values else []
+    )
     if output is ValidateFormat.json:
         failed = [r for r in reports if not r.passed(strict)]
         _output.as_json(

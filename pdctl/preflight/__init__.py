@@ -122,6 +122,7 @@ def prepare(options: Options) -> tuple[jobs.ProbeJobs, list[str]]:
         options.namespace,
         options.chart,
         options.skip_validation,
+        options.helm_path,
     )
     rendered = pipeline.render(
         prepared.values,

@@ -264,6 +264,7 @@ def deploy(options: DeployOptions, reporter: Reporter | None = None) -> DeployRe
         namespace=options.namespace,
         chart=options.chart,
         skip_validation=options.skip_validation,
+        helm_path=options.helm_path,
     )
     helm = helm_mod.find_helm(options.helm_path)
     chart = options.chart or bundled_chart_dir()

@@ -1,6 +1,6 @@
-"""Monitors that scrape what they name, once (PD024): the ServiceMonitors and PodMonitors of the
-engines and the router; and what reads the engines' series has a monitor that scrapes them (PD115:
-the alerts, the dashboard, KEDA's Prometheus triggers)."""
+"""What reads the engines' series has a monitor that scrapes them (PD115: the alerts, the
+dashboard, KEDA's Prometheus triggers). That a monitor scrapes what it names, once (PD024), is the
+chart's check: helm/templates/_checks-monitoring.tpl."""
 
 from __future__ import annotations
 
@@ -11,38 +11,6 @@ from pdctl.findings import Severity
 from pdctl.rules.deployment import Deployment, as_dict
 from pdctl.rules.registry import Issue, rule
 from pdctl.values.paths import KeyPath, format_path
-
-
-@rule(
-    "PD024",
-    "a monitor scrapes what it names, once (serviceMonitor, podMonitor)",
-    explain=(
-        "a monitor scrapes what it names, once: not both `serviceMonitor` and `podMonitor` "
-        "for the engines or for the router; no router monitor for LMCache's PD proxy (it "
-        "exports no metrics)"
-    ),
-)
-def monitors(deployment: Deployment) -> Iterator[Issue]:
-    for where in ("servingEngineSpec", "routerSpec"):
-        spec = as_dict(deployment.values.get(where))
-        on = [k for k in ("serviceMonitor", "podMonitor") if as_dict(spec.get(k)).get("enabled")]
-        if len(on) == 2:
-            yield Issue(
-                (where, "podMonitor"),
-                f"{where}.serviceMonitor and {where}.podMonitor are both enabled: Prometheus would "
-                "scrape every pod twice and double every sum",
-                "enable one of them",
-            )
-    if deployment.router_enabled and deployment.router_type == "lmcache-proxy":
-        for kind in ("serviceMonitor", "podMonitor"):
-            if as_dict(deployment.router.get(kind)).get("enabled"):
-                yield Issue(
-                    ("routerSpec", kind),
-                    "routerSpec.type lmcache-proxy exports no Prometheus metrics (LMCache's PD "
-                    "proxy serves only its completion routes)",
-                    f"disable routerSpec.{kind}",
-                )
-
 
 # The pod labels the engines' series must carry as Prometheus labels for the consumers to find
 # them (pd-stack.monitorPodLabels: the chart's monitors copy them onto every series).

@@ -15,34 +15,6 @@ from pdctl.values.paths import KeyPath
 
 
 @rule(
-    "PD016",
-    "engines enabled need at least one pool",
-    explain="engines enabled with no pool (`servingEngineSpec.modelSpec` empty or missing)",
-)
-def pools_exist(deployment: Deployment) -> Iterator[Issue]:
-    if deployment.engines_enabled and not deployment.pools:
-        yield Issue(
-            POOLS_PATH,
-            "servingEngineSpec.modelSpec has no enabled engine pool but "
-            "servingEngineSpec.enableEngine is true",
-            "add a pool, or set servingEngineSpec.enableEngine: false to render only the router",
-        )
-
-
-@rule("PD006", "pool names are unique", explain="pool names are unique")
-def unique_names(deployment: Deployment) -> Iterator[Issue]:
-    seen: dict[str, int] = {}
-    for pool in deployment.pools:
-        if pool.name in seen:
-            yield Issue(
-                pool.at("name"),
-                f"pool name {pool.name!r} is used twice (also modelSpec[{seen[pool.name]}])",
-                "every pool needs its own name: it names the pool's Deployment and Service",
-            )
-        seen.setdefault(pool.name, pool.index)
-
-
-@rule(
     "PD007",
     "object names stay within 63 characters after the release prefix",
     explain=(
@@ -87,47 +59,6 @@ def _group_pod_names(deployment: Deployment, pool: Pool) -> list[str]:
 
 
 @rule(
-    "PD010",
-    "GPUs per pod equal tensor x pipeline x data parallel size",
-    explain="`requestGPU` = tensorParallelSize x pipelineParallelSize x dataParallelSize",
-)
-def gpus_match_parallelism(deployment: Deployment) -> Iterator[Issue]:
-    for pool in deployment.pools:
-        needed = pool.tp * pool.pp * pool.dp
-        # A KubeRay pool (production-stack's raySpec, refused by PD019) spreads its engine over
-        # Ray worker pods: its GPUs per pod are not the engine's.
-        if ("requestGPU" not in pool.spec and needed == 1) or "raySpec" in pool.spec:
-            continue
-        if pool.nodes > 1 and pool.gpus * pool.nodes != needed:
-            yield Issue(
-                pool.at("requestGPU"),
-                f"pool {pool.name!r} requests {pool.gpus} GPU(s) per pod on multiNode.nodes "
-                f"{pool.nodes} pods ({pool.gpus * pool.nodes} GPUs) but tensor x pipeline x data "
-                f"parallelism is {pool.tp} x {pool.pp} x {pool.dp} = {needed}",
-                f"set requestGPU: {needed // pool.nodes} per pod"
-                if needed % pool.nodes == 0
-                else f"make the parallelism a multiple of {pool.nodes} nodes",
-            )
-        elif pool.nodes == 1 and pool.gpus != needed:
-            yield Issue(
-                pool.at("requestGPU"),
-                f"pool {pool.name!r} requests {pool.gpus} GPU(s) per pod but tensor x pipeline x "
-                f"data parallelism is {pool.tp} x {pool.pp} x {pool.dp} = {needed}",
-                _gpu_hint(pool.gpus, needed, pool.pp * pool.dp),
-            )
-
-
-def _gpu_hint(gpus: int, needed: int, other_ranks: int) -> str:
-    """Both ways to make GPUs and parallelism agree, the user's GPU count first."""
-    keep_gpus = (
-        f"to use {gpus} GPUs per engine set vllmConfig.tensorParallelSize: {gpus // other_ranks}"
-        if gpus > 0 and gpus % other_ranks == 0
-        else f"to use {gpus} GPUs per engine change the parallelism to multiply to {gpus}"
-    )
-    return f"{keep_gpus} (with pipeline and data parallel sizes), or set requestGPU: {needed}"
-
-
-@rule(
     "PD011",
     "gpuMemoryUtilization between 0.5 and 0.95 (the schema bounds it to (0, 1])",
     Severity.warning,
@@ -150,29 +81,6 @@ def memory_utilization(deployment: Deployment) -> Iterator[Issue]:
             yield Issue(
                 path, f"gpuMemoryUtilization {value} leaves most of the GPU unused for KV cache"
             )
-
-
-@rule(
-    "PD015",
-    "a pool's label model equals its name (the router tells pools apart by it)",
-    explain="`labels.model` equals the pool name",
-)
-def model_label(deployment: Deployment) -> Iterator[Issue]:
-    engine = deployment.values.get("servingEngineSpec")
-    common = engine.get("labels") if isinstance(engine, dict) else None
-    for pool in deployment.pools:
-        for labels, path in (
-            (pool.spec.get("labels"), pool.at("labels", "model")),
-            (pool.spec.get("podLabels"), pool.at("podLabels", "model")),
-            (common, ("servingEngineSpec", "labels", "model")),
-        ):
-            if isinstance(labels, dict) and "model" in labels and str(labels["model"]) != pool.name:
-                yield Issue(
-                    path,
-                    f"label model is {labels['model']!r} but pool is named {pool.name!r}; the "
-                    "chart refuses this",
-                    f"set the label model: {pool.name}, or drop it",
-                )
 
 
 def _is_pd(deployment: Deployment) -> bool:

@@ -1,0 +1,110 @@
+"""What `pdctl validate` says about every corpus file and a seeded run of single mutations.
+
+One line per file: accepted, or refused with its errors as `RULE:line` (the file's line, or
+`set` for an error a --set assignment caused), first error first (by line, then rule id); for a
+corpus file also what `helm template` of the chart answers (the ids it refused with). Run it
+on two commits and diff the outputs: a file whose answer changed is on a line that differs.
+
+    python benchmarks/validate_record.py                 # corpus + 3000 mutations, seed 0
+    python benchmarks/validate_record.py -n 300 --seed 7
+
+The mutations are benchmarks/mutations.py's (same seed, same draws), so a line here and a line
+there name the same document.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import random
+import re
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pdctl import pipeline  # noqa: E402
+from pdctl.helm import Helm, find_helm  # noqa: E402
+from pdctl.validation.report import FileReport  # noqa: E402
+from tests.helpers import helm_template_result  # noqa: E402
+from tests.mutations import DELETE, REPLACEMENTS, SHIPPED, key_paths, mutated  # noqa: E402
+from tests.test_corpus import BAD, read_case  # noqa: E402
+
+
+def _options(args: list[str]) -> pipeline.ValidateOptions:
+    """The corpus headers' arguments: --release NAME and --set KEY=VALUE."""
+    release, sets = "pd", []
+    for flag, value in zip(args[::2], args[1::2], strict=True):
+        if flag == "--release":
+            release = value
+        elif flag == "--set":
+            sets.append(value)
+        else:
+            raise SystemExit(f"unknown corpus argument {flag}")
+    return pipeline.ValidateOptions(set_values=tuple(sets), release=release)
+
+
+def verdict(report: FileReport) -> str:
+    """`accepted`, or `refused` and each error as RULE:line, in line order."""
+    if report.passed():
+        return "accepted"
+    found = sorted(
+        {(f.line or 0, f.rule, "set" if f.assignment else str(f.line)) for f in report.errors}
+    )
+    return "refused " + " ".join(f"{rule}:{where}" for _, rule, where in found)
+
+
+def chart_verdict(helm: Helm, path: Path, release: str) -> str:
+    """What `helm template` of the chart says: accepted, or the rule ids it refused with."""
+    result = helm_template_result(helm, path, release=release)
+    if result.returncode == 0:
+        return "accepted"
+    return "refused " + " ".join(dict.fromkeys(re.findall(r"\[(PD\d{3})\]", result.stderr)))
+
+
+def corpus(helm: Helm) -> Iterator[str]:
+    """Each corpus file: validate's verdict, then the chart's (helm template, default values)."""
+    for path in BAD:
+        case = read_case(path)
+        options = _options(case.args)
+        report = pipeline.validate([str(path)], options)
+        chart = chart_verdict(helm, path, options.release)
+        yield f"corpus/{path.name}  {verdict(report)}  | chart: {chart}"
+
+
+def mutations(count: int, seed: int) -> Iterator[str]:
+    rng = random.Random(seed)
+    names = sorted(SHIPPED)
+    with tempfile.TemporaryDirectory() as tmp:
+        file = Path(tmp) / "values.yaml"
+        for number in range(count):
+            name = rng.choice(names)
+            path = rng.choice(key_paths(SHIPPED[name]))
+            replacement = rng.choice(REPLACEMENTS)
+            values, _ = mutated(SHIPPED[name], path, replacement)
+            file.write_text(yaml.safe_dump(values))
+            report = pipeline.validate([str(file)], pipeline.ValidateOptions())
+            shown = "DELETE" if replacement is DELETE else repr(replacement)
+            where = ".".join(map(str, path))
+            yield f"mutation {number} {name} {where}={shown}  {verdict(report)}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", "--mutations", type=int, default=3000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--helm", help="the helm binary (default: PDCTL_HELM, .tools, PATH)")
+    args = parser.parse_args()
+    helm = find_helm(args.helm)
+    print(f"# helm {helm.version}; corpus: validate's verdict | the chart's; then mutations")
+    for line in itertools.chain(corpus(helm), mutations(args.mutations, args.seed)):
+        print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
