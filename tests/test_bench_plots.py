@@ -161,12 +161,13 @@ def test_the_sweep_still_runs_without_a_subcommand(
     """`pdctl bench --url X ...` (the group's callback) runs the sweep; `bench compare` does not."""
     import pdctl.bench.run
     import pdctl.cli.bench
+    from pdctl.cli._targets import Found
 
     calls: list[BenchSettings] = []
 
     @contextlib.contextmanager
-    def targets(*args: Any) -> Iterator[None]:
-        yield None
+    def targets(*args: Any, **options: Any) -> Iterator[Found]:
+        yield Found(targets=None, cluster_release=None)  # type: ignore[arg-type]
 
     def sweep(
         found: Any, workload: BenchSettings, progress: Any = None, api_key: str | None = None

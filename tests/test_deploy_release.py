@@ -280,10 +280,13 @@ def test_dry_run_json(helm4: Helm, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert [p["name"] for p in report["pools"]] == ["llama-prefill", "llama-decode"]
 
 
-def test_refused_values_stop_before_helm_and_cluster(kube: KubeAPIDouble, tmp_path: Path) -> None:
+def test_refused_values_stop_before_the_cluster(
+    helm4: Helm, kube: KubeAPIDouble, tmp_path: Path
+) -> None:
+    """The chart refuses them (the helm template validation runs): no install, no cluster call."""
     bad = write_values(tmp_path, TUTORIAL_VALUES.read_text().replace("kv_consumer", "kv_producer"))
-    result = runner.invoke(app, ["deploy", "-f", str(bad), "--helm", "/no/such/helm"])
-    assert result.exit_code == 1, result.output  # not 3: helm was never looked for
+    result = runner.invoke(app, ["deploy", "-f", str(bad), "--helm", str(helm4.path)])
+    assert result.exit_code == 1, result.output
     assert "the values were refused" in result.stderr
     assert kube.requests == []
 

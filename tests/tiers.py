@@ -71,7 +71,7 @@ MODULES: dict[str, str] = {
     "test_redteam_set": "integration",
     "test_router_compat": "integration",
     "test_router_tracing": "integration",
-    "test_rule_ids": "unit",
+    "test_rule_ids": "chart",
     "test_rules": "unit",
     "test_schema": "chart",
     "test_schema_kubernetes": "chart",
