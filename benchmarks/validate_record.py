@@ -7,6 +7,14 @@ on two commits and diff the outputs: a file whose answer changed is on a line th
 
     python benchmarks/validate_record.py                 # corpus + 3000 mutations, seed 0
     python benchmarks/validate_record.py -n 300 --seed 7
+    python benchmarks/validate_record.py --compare BASE.txt NEW.txt   # each change, explained
+
+`--compare` names why each line differs (`explain`): a file that now lists more defects; a
+document with one cause (a single mutation of a shipped file, or a corpus file of one schema
+defect) whose schema error is now its only error, since the chart's refusals are asked for once
+the schema accepts (one error per cause); a mutation that sets a key to null, which helm deletes,
+so the chart's own answer replaces pdctl's old reading of it; a file new to the corpus. Anything
+else, and any file that moves between accepted and refused, is `unexplained` (exit 1).
 
 The mutations are benchmarks/mutations.py's (same seed, same draws), so a line here and a line
 there name the same document.
@@ -20,6 +28,7 @@ import random
 import re
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -93,12 +102,59 @@ def mutations(count: int, seed: int) -> Iterator[str]:
             yield f"mutation {number} {name} {where}={shown}  {verdict(report)}"
 
 
+def _answers(lines: list[str]) -> dict[str, tuple[bool, list[str]]]:
+    """name -> (refused, its errors as RULE:line) for each line of a record."""
+    found = {}
+    for line in lines:
+        if line.startswith("#") or not line.strip():
+            continue
+        name, answer = line.split("  ")[:2]
+        verdict_word, *errors = answer.split()
+        found[name] = (verdict_word == "refused", errors)
+    return found
+
+
+def explain(name: str, base: tuple[bool, list[str]] | None, new: tuple[bool, list[str]]) -> str:
+    """Why one file's answer differs between two records (module docstring)."""
+    if base is None:
+        return "added"
+    if base[0] != new[0]:
+        return "unexplained"
+    before, after = Counter(base[1]), Counter(new[1])
+    if before <= after:
+        return "more"
+    schema = Counter(e for e in base[1] if e.startswith("SCHEMA:"))
+    one_cause = name.startswith(("mutation ", "corpus/schema-"))
+    if one_cause and schema and after == schema:
+        return "one cause"
+    if name.startswith("mutation ") and name.endswith("=None") and not schema:
+        return "null"
+    return "unexplained"
+
+
+def compare(base: Path, new: Path) -> int:
+    """Each line that differs, with its class; a count of each class."""
+    old = _answers(base.read_text().splitlines())
+    counts: Counter[str] = Counter()
+    for name, answer in _answers(new.read_text().splitlines()).items():
+        if old.get(name) == answer:
+            continue
+        why = explain(name, old.get(name), answer)
+        counts[why] += 1
+        print(f"{why:12} {name}: {' '.join(old.get(name, (0, ['-']))[1])} -> {' '.join(answer[1])}")
+    print("# " + ", ".join(f"{why} {count}" for why, count in sorted(counts.items())))
+    return 1 if counts["unexplained"] else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", "--mutations", type=int, default=3000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--helm", help="the helm binary (default: PDCTL_HELM, .tools, PATH)")
+    parser.add_argument("--compare", nargs=2, type=Path, metavar=("BASE", "NEW"))
     args = parser.parse_args()
+    if args.compare:
+        return compare(*args.compare)
     helm = find_helm(args.helm)
     print(f"# helm {helm.version}; corpus: validate's verdict | the chart's; then mutations")
     for line in itertools.chain(corpus(helm), mutations(args.mutations, args.seed)):

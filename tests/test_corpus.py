@@ -101,6 +101,17 @@ def test_validate_refuses_with_its_defect(path: Path) -> None:
     assert (case.target if not case.target.startswith("line ") else case.rule) in text.stdout
 
 
+def test_a_refusal_of_a_pool_whose_name_is_taken_names_that_pool() -> None:
+    """Two pools of one name (PD006): a check of the second one names modelSpec[1], its own
+    entry, not the first pool of that name."""
+    path = ROOT / "tests" / "corpus" / "bad" / "pd006-duplicate-pool.yaml"
+    result = runner.invoke(app, ["validate", str(path), "-o", "json"])
+    findings = json.loads(result.stdout)["files"][0]["findings"]
+    (label,) = [f for f in findings if f["rule"] == "PD015"]
+    assert label["path"] == "servingEngineSpec.modelSpec[1].labels.model"
+    assert label["line"] == 66 and '"llama-decode"' in label["message"]
+
+
 @pytest.mark.parametrize("path", BAD, ids=lambda p: p.stem)
 def test_chart_refuses_what_validate_refuses(helm: Helm, path: Path) -> None:
     case = read_case(path)

@@ -3,10 +3,11 @@ no sleeping, no HTTP): one prefill and one decode engine of Llama-3.1-8B on H100
 transfer timed as the planner times it, a steady closed loop of 10 x concurrency requests after
 a first wave that is dropped. TTFT and ITL medians come within 15% of `pdctl plan`'s estimates
 for the same workload. Not at 32 in flight for TTFT, which is therefore not tested here: the
-simulated loop's prefill queue from its synchronized start dies out over tens of waves (TTFT p50
-191 ms at 11 waves, 144 at 21, 50 at 41, the later waves waiting for nothing), the planner's
-M/D/1 closed loop for a PD prefill engine says 72 ms, and no real-engine record of a PD prefill
-queue decides between them (docs/simulator.md)."""
+simulated loop's prompts travel in groups from its synchronized start (TTFT p50 191 ms over
+waves 2-11), the planner's M/D/1 closed loop says 72 ms, and the real-engine record sides with
+the simulator (benchmarks/records/pdctl-up-h200-1gpu-closed-loop.json: groups kept for 42
+waves; tests/test_closed_loop_record.py), while the planner has no closed form of them yet
+(docs/simulator.md)."""
 
 from __future__ import annotations
 

@@ -28,6 +28,7 @@ MODULES: dict[str, str] = {
     "test_benchmark_script": "integration",
     "test_canary": "integration",
     "test_cli": "chart",
+    "test_closed_loop_record": "records",
     "test_connector_table": "chart",
     "test_corpus": "chart",
     "test_dashboard": "integration",

@@ -26,6 +26,8 @@ class Timing:
     ttft: float = 0.0  # seconds to the first streamed token
     gaps: list[float] = field(default_factory=list)  # seconds between later tokens
     error: str | None = None
+    sent: float = 0.0  # perf_counter seconds when it was sent, and when its stream ended
+    ended: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -57,10 +59,12 @@ async def _one(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> Tim
                 last = now
     except httpx.HTTPError as error:
         return Timing(error=f"{type(error).__name__}: {error}")
+    timing.sent, timing.ended = start, time.perf_counter()
     return timing
 
 
-async def _run(url: str, model: str, load: Load, vocab_size: int, seed: int) -> dict[str, Any]:
+async def timed(url: str, model: str, load: Load, vocab_size: int, seed: int) -> list[Timing]:
+    """Every request of the load, timed, in the order they were sent."""
     rng = random.Random(seed)
     prompts = [model_dir.prompt(rng, load.prompt_len, vocab_size) for _ in range(load.requests)]
     gate = asyncio.Semaphore(load.concurrency)
@@ -81,10 +85,13 @@ async def _run(url: str, model: str, load: Load, vocab_size: int, seed: int) -> 
             async with gate:
                 return await _one(client, url, body)
 
-        start = time.perf_counter()
-        timings = await asyncio.gather(*(send(p) for p in prompts))
-        wall = time.perf_counter() - start
-    return summarize(list(timings), wall, load)
+        return list(await asyncio.gather(*(send(p) for p in prompts)))
+
+
+async def _run(url: str, model: str, load: Load, vocab_size: int, seed: int) -> dict[str, Any]:
+    start = time.perf_counter()
+    timings = await timed(url, model, load, vocab_size, seed)
+    return summarize(timings, time.perf_counter() - start, load)
 
 
 def percentiles(values: list[float]) -> dict[str, float]:

@@ -38,14 +38,21 @@ kvTransfer.kvRole the same way; otherwise both (aggregated serving).
 {{- end -}}
 {{- end -}}
 
-{{/* "servingEngineSpec.modelSpec[<index>]" of a pool, for messages that name the key path. */}}
+{{/* "servingEngineSpec.modelSpec[<index>]" of a pool, for messages that name the key path: the
+entry equal to .spec, else the first of its name (.spec may be just the name). Two pools of one
+name (refused by PD006) are told apart by their content. */}}
 {{- define "pd-stack.poolPath" -}}
 {{- $name := .spec.name -}}
+{{- $spec := toJson .spec -}}
+{{- $named := "" -}}
 {{- $found := "" -}}
 {{- range $i, $s := .root.Values.servingEngineSpec.modelSpec -}}
-{{- if and (eq $s.name $name) (eq $found "") -}}{{- $found = toString $i -}}{{- end -}}
+{{- if eq $s.name $name -}}
+{{- if eq $named "" -}}{{- $named = toString $i -}}{{- end -}}
+{{- if and (eq $found "") (eq (toJson $s) $spec) -}}{{- $found = toString $i -}}{{- end -}}
 {{- end -}}
-{{- printf "servingEngineSpec.modelSpec[%s]" $found -}}
+{{- end -}}
+{{- printf "servingEngineSpec.modelSpec[%s]" (default $named $found) -}}
 {{- end -}}
 
 {{/* The pool named .name (as JSON), or {}. */}}
