@@ -79,7 +79,10 @@ def errors(obj: dict[str, Any], kube_version: str) -> list[str]:
     """Every way a rendered custom resource (LeaderWorkerSet, DisaggregatedSet, InferencePool,
     HTTPRoute) fails its CRD or, for its metadata and pod templates, Kubernetes `kube_version`."""
     import jsonschema
-    import kubernetes_validate
+
+    from pdctl.validation.kube import library
+
+    kubernetes_validate = library()
 
     found = [
         f"{'.'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}"

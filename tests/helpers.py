@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import socket
 import subprocess
 import sys
-from collections.abc import Callable
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -87,9 +91,10 @@ def helm_template_result(
 def assert_kube_valid(objects: list[manifests.Manifest], kube_version: str) -> None:
     """Every object against strict Kubernetes schemas; LeaderWorkerSets and DisaggregatedSets
     against their CRDs' own schemas (tests/crd_schemas.py)."""
-    import kubernetes_validate
-
+    from pdctl.validation.kube import library
     from tests import crd_schemas
+
+    kubernetes_validate = library()
 
     for obj in objects:
         if crd_schemas.is_custom(obj):
@@ -149,6 +154,54 @@ def stop(proc: subprocess.Popen[Any]) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=5)
+
+
+def free_port() -> int:
+    """A loopback port no one listened on a moment ago (server() starts again if one does now)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def server(
+    command: Callable[[int, int], list[str]], ready: Callable[[int], str], log: Path
+) -> Iterator[tuple[subprocess.Popen[bytes], int, int]]:
+    """A program serving on two free loopback ports: `command(port, other)` started, waited for
+    until `ready(port)` (a URL) answers, stopped after the block; (the process, port, other).
+
+    A port that was free a moment ago may be taken by another program on the host (two test
+    suites at once): when the program exits saying its address is in use, it starts again on
+    other ports, up to five times. A bound on the start (STARTUP_LIMIT), not a timing check."""
+    for _ in range(5):
+        port, other = free_port(), free_port()
+        argv = command(port, other)
+        with log.open("wb") as out:
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        if _answers(proc, ready(port), log):
+            break
+        stop(proc)
+        if "address already in use" not in log.read_text(errors="replace").lower():
+            pytest.fail(f"{Path(argv[0]).name} exited: {log.read_text()[-2000:]}")
+    else:
+        pytest.fail(f"no free ports for {Path(argv[0]).name} in five tries")
+    try:
+        yield proc, port, other
+    finally:
+        stop(proc)
+
+
+def _answers(proc: subprocess.Popen[bytes], url: str, log: Path) -> bool:
+    """Whether the started program answers `url` (False once it has exited)."""
+    deadline = time.monotonic() + STARTUP_LIMIT
+    while proc.poll() is None:
+        assert time.monotonic() < deadline, f"{url} did not answer: {log.read_text()[-2000:]}"
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return proc.poll() is None  # not another program's answer on a taken port
+        except OSError:
+            time.sleep(0.05)
+    return False
 
 
 def extended(resources: dict[str, Any]) -> dict[str, Any]:

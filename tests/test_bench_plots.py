@@ -167,7 +167,7 @@ def test_the_sweep_still_runs_without_a_subcommand(
 
     @contextlib.contextmanager
     def targets(*args: Any, **options: Any) -> Iterator[Found]:
-        yield Found(targets=None, cluster_release=None)  # type: ignore[arg-type]
+        yield Found(targets=None, api_key=None)  # type: ignore[arg-type]
 
     def sweep(
         found: Any, workload: BenchSettings, progress: Any = None, api_key: str | None = None

@@ -34,7 +34,7 @@ from pdctl.verify.proof import pd_proof
 from pdctl.verify.report import Check, Endpoint, Settings, Status, Targets
 from tests.doubles import http_server
 from tests.doubles.kube_api import KubeAPIDouble
-from tests.doubles.router_stack import Stack, free_port, pd_stack
+from tests.doubles.router_stack import Stack, pd_stack
 from tests.doubles.vllm_engine import VllmEngineDouble
 from tests.helpers import (
     ASSETS,
@@ -43,6 +43,7 @@ from tests.helpers import (
     ROOT,
     assert_kube_valid,
     canary_script,
+    free_port,
     render_file,
     write_values,
 )

@@ -4,10 +4,13 @@ refuses every file too (with the message its header states), except the files li
 
 from __future__ import annotations
 
+import copy
 import json
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -15,6 +18,7 @@ from typer.testing import CliRunner
 from pdctl.cli.app import app
 from pdctl.helm import Helm
 from pdctl.rules import load_rules
+from pdctl.validation.refusals import ChartAnswer, ask_chart
 from tests.helpers import ROOT, VALUES_FILES, helm_template_result
 
 runner = CliRunner()
@@ -75,7 +79,25 @@ def test_corpus_files_name_distinct_known_defects() -> None:
     assert errors <= {read_case(path).rule for path in BAD}
 
 
+@pytest.fixture(scope="module")
+def chart_answers() -> Iterator[None]:
+    """The chart's answer to the same values, asked once in this module: each corpus file is
+    validated twice (JSON, then text), and helm answers the same values the same way."""
+    asked: dict[str, ChartAnswer] = {}
+
+    def ask(helm: Helm, data: dict[str, Any], *args: Any) -> ChartAnswer:
+        key = json.dumps([str(helm.path), data, *map(str, args)], sort_keys=True)
+        if key not in asked:
+            asked[key] = ask_chart(helm, data, *args)
+        return copy.deepcopy(asked[key])
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("pdctl.validation.schema_and_rules.ask_chart", ask)
+        yield
+
+
 @pytest.mark.parametrize("path", BAD, ids=lambda p: p.stem)
+@pytest.mark.usefixtures("chart_answers")
 def test_validate_refuses_with_its_defect(path: Path) -> None:
     case = read_case(path)
     result = runner.invoke(app, ["validate", str(path), "-o", "json", *case.args])

@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-import socket
-import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -20,14 +17,14 @@ import pytest
 
 from pdctl import connectors, manifests, naming
 from pdctl.helm import Helm
+from tests.doubles.router_stack import _pd_args
 from tests.doubles.vllm_engine import KvRegistry, VllmEngineDouble
 from tests.helpers import (
     ASSETS,
     CHART,
-    STARTUP_LIMIT,
     load_values,
     render_file,
-    stop,
+    server,
     write_values,
 )
 
@@ -187,12 +184,6 @@ def test_engine_double_exports_the_vllm_names() -> None:
     assert modelled <= exported & set(METRICS)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _post(url: str) -> int:
     body = json.dumps({"model": "double-model", "prompt": "hello " * 20, "max_tokens": 4})
     request = urllib.request.Request(
@@ -214,25 +205,18 @@ def test_vllm_router_exports_them(tmp_path: Path) -> None:
     registry = KvRegistry()
     prefill = VllmEngineDouble("prefill", registry).up()
     decode = VllmEngineDouble("decode", registry).up()
-    port, metrics_port = _free_port(), _free_port()
-    command = [str(router), "--host", "127.0.0.1", "--port", str(port)]
-    command += ["--vllm-pd-disaggregation", "--prefill", prefill.url, "--decode", decode.url]
-    command += ["--kv-connector", "nixl", "--policy", "round_robin"]
-    command += ["--prometheus-host", "127.0.0.1", "--prometheus-port", str(metrics_port)]
-    log = tmp_path / "router.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + STARTUP_LIMIT
-        while True:
-            assert proc.poll() is None, log.read_text()[-2000:]
-            assert time.monotonic() < deadline, log.read_text()[-2000:]
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=1):
-                    break
-            except OSError:
-                time.sleep(0.05)
+
+    def command(port: int, metrics_port: int) -> list[str]:
+        pd = _pd_args(prefill.url, decode.url)
+        return [str(router), "--host", "127.0.0.1", "--port", str(port), *pd] + [
+            "--prometheus-host", "127.0.0.1", "--prometheus-port", str(metrics_port)
+        ]  # fmt: skip
+
+    def health(port: int) -> str:
+        return f"http://127.0.0.1:{port}/health"
+
+    with server(command, health, tmp_path / "router.log") as (_, port, metrics_port):
+        url = f"http://127.0.0.1:{port}"
         assert _post(url) == 200
         decode.down()
         assert _post(url) >= 500
@@ -244,8 +228,6 @@ def test_vllm_router_exports_them(tmp_path: Path) -> None:
             for line in text.read().decode().splitlines()
             if line and not line.startswith("#")
         }
-    finally:
-        stop(proc)
     wanted = {name for name in METRICS if name.startswith("vllm_router_")}
     assert wanted <= exported, sorted(wanted - exported)
 

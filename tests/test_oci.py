@@ -9,11 +9,8 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +21,7 @@ import pdctl
 from pdctl import naming
 from pdctl.helm import Helm
 from tests.doubles.kube_api import KubeAPIDouble
-from tests.helpers import ROOT, STARTUP_LIMIT, TUTORIAL_VALUES
+from tests.helpers import ROOT, TUTORIAL_VALUES, server
 
 sys.path.insert(0, str(ROOT / "scripts"))  # as `python scripts/package_chart.py` has it
 import install_debian_tools  # noqa: E402
@@ -34,42 +31,29 @@ VERSION = pdctl.__version__
 REGISTRY = install_debian_tools.destination("docker-registry")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     assert REGISTRY.is_file(), f"{REGISTRY} is missing: run `make test` (install_debian_tools.py)"
     work = tmp_path_factory.mktemp("registry")
-    address = f"127.0.0.1:{_free_port()}"
-    config = {
-        "version": 0.1,
-        "storage": {"filesystem": {"rootdirectory": str(work / "data")}},
-        "http": {"addr": address},
-        "log": {"level": "error"},
-    }
-    (work / "config.yml").write_text(yaml.safe_dump(config))
-    log = (work / "registry.log").open("w")
-    server = subprocess.Popen(
-        [str(REGISTRY), "serve", str(work / "config.yml")], stdout=log, stderr=log
-    )
-    try:
-        deadline = time.monotonic() + STARTUP_LIMIT
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://{address}/v2/", timeout=2):
-                    break
-            except OSError:
-                assert server.poll() is None, (work / "registry.log").read_text()
-                assert time.monotonic() < deadline, "the registry did not answer /v2/"
-                time.sleep(0.1)
+    address = ""
+
+    def command(port: int, _: int) -> list[str]:
+        nonlocal address
+        address = f"127.0.0.1:{port}"
+        config = {
+            "version": 0.1,
+            "storage": {"filesystem": {"rootdirectory": str(work / "data")}},
+            "http": {"addr": address},
+            "log": {"level": "error"},
+        }
+        (work / "config.yml").write_text(yaml.safe_dump(config))
+        return [str(REGISTRY), "serve", str(work / "config.yml")]
+
+    def v2(port: int) -> str:
+        return f"http://127.0.0.1:{port}/v2/"
+
+    with server(command, v2, work / "registry.log"):
         yield address
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")

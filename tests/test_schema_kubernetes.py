@@ -19,11 +19,11 @@ from types import ModuleType
 from typing import Any
 
 import jsonschema
-import kubernetes_validate
 import pytest
 import yaml
 
 from pdctl.chart import default_values
+from pdctl.validation.kube import library
 from pdctl.validation.schema import check
 from pdctl.values.coalesce import with_defaults
 
@@ -35,6 +35,7 @@ HELM = ROOT / ".tools" / "helm-4.1.4" / "helm"
 BASE = yaml.safe_load((ROOT / "tutorials" / "assets" / "values-16-disagg-prefill.yaml").read_text())
 KUBE_VERSION = "1.29.0"
 LOCAL = "#/definitions/"
+kubernetes_validate = library()
 
 
 def _load_build_script() -> ModuleType:

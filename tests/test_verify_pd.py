@@ -28,8 +28,9 @@ from pdctl.naming import VLLM_PORT
 from pdctl.verify import proof
 from pdctl.verify.checks import Settings, run
 from pdctl.verify.report import Check, Endpoint, Report, Status, Targets
-from tests.doubles.router_stack import Stack, free_port, pd_stack
+from tests.doubles.router_stack import Stack, pd_stack
 from tests.doubles.vllm_engine import PREFILL_REQUEST_PARAMS
+from tests.helpers import free_port
 
 runner = CliRunner()
 # Fast settings for the library runs: no waiting for counters that will not move.

@@ -23,8 +23,8 @@ import pytest
 from pdctl.verify.checks import Settings, run
 from pdctl.verify.report import Check, Report, Status
 from pdctl.verify.targets import from_urls
-from tests.doubles.router_stack import _pd_args, _router, free_port
-from tests.helpers import stop
+from tests.doubles.router_stack import _pd_args, _router
+from tests.helpers import free_port, stop
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 NIXL = '{"kv_connector":"NixlConnector","kv_load_failure_policy":"fail","kv_role":"kv_both"}'

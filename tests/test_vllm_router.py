@@ -10,12 +10,8 @@ front of the Rust router (vllm_router_rs). Parsing therefore needs no network an
 from __future__ import annotations
 
 import http.server
-import os
-import socket
-import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +24,7 @@ from vllm_router import launch_router  # type: ignore[import-untyped]  # noqa: E
 
 from pdctl import manifests
 from pdctl.helm import Helm
-from tests.helpers import ASSETS, CI, STARTUP_LIMIT, Render, container, stop
+from tests.helpers import ASSETS, CI, Render, container, server
 
 VLLM_ROUTER_FILES = {
     "nixl-k8s": ASSETS / "values-17-nixl-vllm-router.yaml",
@@ -177,23 +173,17 @@ class _StubWorkerHandler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def stub_workers() -> Iterator[list[str]]:
     servers = [
         http.server.ThreadingHTTPServer(("127.0.0.1", 0), _StubWorkerHandler) for _ in range(2)
     ]
-    for server in servers:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+    for stub in servers:
+        threading.Thread(target=stub.serve_forever, daemon=True).start()
     yield [f"http://127.0.0.1:{s.server_address[1]}" for s in servers]
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+    for stub in servers:
+        stub.shutdown()
+        stub.server_close()
 
 
 def _loopback(args: list[str], prefill: str, decode: str, port: int, metrics: int) -> list[str]:
@@ -213,33 +203,23 @@ def test_router_starts_with_static_urls(
 ) -> None:
     binary = Path(sys.executable).parent / "vllm-router"
     assert binary.is_file(), "the vllm-router console script is missing: make setup"
-    port, metrics = _free_port(), _free_port()
     prefill, decode = stub_workers
-    args = _loopback(router_args["nixl-static-explicit"], prefill, decode, port, metrics)
-    assert all("127.0.0.1" in a for a in args if a.startswith("http"))
-    log = tmp_path / "router.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [str(binary), *args], stdout=out, stderr=subprocess.STDOUT, env={**os.environ}
-        )
-    try:
-        deadline = time.monotonic() + STARTUP_LIMIT
-        ready = None
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readiness", timeout=1) as r:
-                    ready = (r.status, r.read().decode())
-                    break
-            except OSError:
-                time.sleep(0.2)
-        assert proc.poll() is None, f"vllm-router exited: {log.read_text()[-2000:]}"
-        assert ready is not None, f"vllm-router did not listen in 30 s: {log.read_text()[-2000:]}"
-        status, body = ready
+    rendered = router_args["nixl-static-explicit"]
+
+    def command(port: int, metrics: int) -> list[str]:
+        args = _loopback(rendered, prefill, decode, port, metrics)
+        assert all("127.0.0.1" in a for a in args if a.startswith("http"))
+        return [str(binary), *args]
+
+    def readiness(port: int) -> str:
+        return f"http://127.0.0.1:{port}/readiness"
+
+    with server(command, readiness, tmp_path / "router.log") as (_, port, _):
+        with urllib.request.urlopen(readiness(port), timeout=2) as r:
+            status, body = r.status, r.read().decode()
         assert status == 200 and '"prefill":{"healthy":1,"total":1}' in body
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/liveness", timeout=2) as r:
             assert r.status == 200
         # The chart's `helm test` hook asks the router Service for /health.
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
             assert r.status == 200
-    finally:
-        stop(proc)

@@ -253,7 +253,6 @@ def bench(
     from pdctl.bench import report as files  # lazy: start-up
     from pdctl.bench.run import run  # lazy: start-up
     from pdctl.bench.workload import BenchSettings, parse_concurrency, parse_rate  # lazy: start-up
-    from pdctl.verify import apikey  # lazy: start-up
 
     workload = BenchSettings(
         input_len=input_len,
@@ -284,11 +283,11 @@ def bench(
         namespace,
         router_port,
         engine_port,
+        api_key_file,
         cluster=cluster,
     ) as found:
-        key = apikey.resolve(api_key_file, found.cluster_release, namespace)
         progress = None if output is OutputFormat.json else _progress
-        result = run(found.targets, workload, progress, key)
+        result = run(found.targets, workload, progress, found.api_key)
     payload: dict[str, Any] = result.as_dict()
     if report is not None:
         written = files.write(result, report)

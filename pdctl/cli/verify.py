@@ -150,7 +150,6 @@ def verify(
     An aggregated release (engines of role both: found by the pods' role label, or given with
     --engine-url) gets health, models, completion and streaming checks; the PD checks are
     skipped, as there is no KV transfer to prove."""
-    from pdctl.verify import apikey  # lazy: start-up
     from pdctl.verify.checks import Settings, run  # lazy: start-up
 
     settings = Settings(
@@ -171,11 +170,11 @@ def verify(
         namespace,
         router_port,
         engine_port,
+        api_key_file,
         engine_url,
         cluster,
     ) as found:
-        key = apikey.resolve(api_key_file, found.cluster_release, namespace)
-        report = run(found.targets, dataclasses.replace(settings, api_key=key))
+        report = run(found.targets, dataclasses.replace(settings, api_key=found.api_key))
     if output is OutputFormat.json:
         _output.as_json(report.as_dict())
     else:

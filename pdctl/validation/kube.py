@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from pdctl import workloads
@@ -13,8 +14,20 @@ from pdctl.findings import Finding, Severity
 CUSTOM_KINDS = {"LeaderWorkerSet", "DisaggregatedSet", "InferencePool", "HTTPRoute"}
 
 
-def _check_custom(obj: dict[str, Any], name: str, kube_version: str) -> list[Finding]:
+def library() -> Any:
+    """kubernetes-validate, imported on first use, its schema files read once per process: as
+    released (1.37.0) it reads them, the large `_definitions.json` among them, again for every
+    object, which made checking a render about ten times slower."""
     import kubernetes_validate
+    from kubernetes_validate import utils
+
+    if not hasattr(utils.schema_contents, "cache_info"):
+        utils.schema_contents = functools.cache(utils.schema_contents)
+    return kubernetes_validate
+
+
+def _check_custom(obj: dict[str, Any], name: str, kube_version: str) -> list[Finding]:
+    kubernetes_validate = library()
 
     wrapped = [("metadata", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": obj["metadata"]})]
     for where, template in workloads.pod_templates(obj):
@@ -38,7 +51,7 @@ def _check_custom(obj: dict[str, Any], name: str, kube_version: str) -> list[Fin
 
 
 def check_objects(objects: list[dict[str, Any]], kube_version: str) -> list[Finding]:
-    import kubernetes_validate
+    kubernetes_validate = library()
 
     findings = []
     for obj in objects:

@@ -7,11 +7,7 @@ Only the router is real; the engines are doubles that speak vLLM's PD protocol a
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,16 +16,10 @@ from pathlib import Path
 from pdctl.verify.report import Targets
 from pdctl.verify.targets import from_urls
 from tests.doubles.vllm_engine import Behaviour, KvRegistry, VllmEngineDouble
-from tests.helpers import STARTUP_LIMIT, stop
+from tests.helpers import server
 
 # The venv's console script; VLLM_ROUTER names another (the GPU host installs it elsewhere).
 ROUTER = Path(os.environ.get("VLLM_ROUTER") or Path(sys.executable).parent / "vllm-router")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -58,25 +48,14 @@ class Stack:
 @contextmanager
 def _router(args: list[str], log: Path) -> Iterator[str]:
     assert ROUTER.is_file(), "the vllm-router console script is missing: make setup"
-    port, metrics_port = free_port(), free_port()
-    command = [str(ROUTER), "--host", "127.0.0.1", "--port", str(port), *args]
-    command += ["--prometheus-host", "127.0.0.1", "--prometheus-port", str(metrics_port)]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env={**os.environ})
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + STARTUP_LIMIT
-        while True:
-            assert proc.poll() is None, f"vllm-router exited: {log.read_text()[-2000:]}"
-            assert time.monotonic() < deadline, f"vllm-router not up: {log.read_text()[-2000:]}"
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=1):
-                    break
-            except OSError:
-                time.sleep(0.05)
-        yield url
-    finally:
-        stop(proc)
+
+    def command(port: int, metrics_port: int) -> list[str]:
+        return [str(ROUTER), "--host", "127.0.0.1", "--port", str(port), *args] + [
+            "--prometheus-host", "127.0.0.1", "--prometheus-port", str(metrics_port)
+        ]  # fmt: skip
+
+    with server(command, lambda port: f"http://127.0.0.1:{port}/health", log) as (_, port, _):
+        yield f"http://127.0.0.1:{port}"
 
 
 def _pd_args(prefill: str, decode: str) -> list[str]:
