@@ -5,7 +5,7 @@ from here; `make test-fast` runs the unit tier, `make test` every tier).
 - chart: runs the pinned helm (or another pinned tool: promtool, `helm package`) on the chart.
 - integration: servers and child processes: the Kubernetes API double, the engine and router
   doubles, the real vllm-router, the OCI registry, pdctl itself as a subprocess.
-- records: reads the kept records of GPU runs (benchmarks/records/).
+- records: reads the kept records (benchmarks/records/): GPU runs, validate before and after.
 
 A module's tier is its entry in MODULES, else the tier of the one PATTERNS entry its name
 matches. A module in none, or matched by patterns of two tiers, is an error (tests/test_tiers.py
@@ -84,6 +84,7 @@ MODULES: dict[str, str] = {
     "test_tutorial_commands": "chart",
     "test_uninstall": "integration",
     "test_validate_cli": "chart",
+    "test_validate_record": "records",
     "test_validate_property": "chart",
     "test_values_docs": "unit",
     "test_values_loader": "chart",
