@@ -50,16 +50,8 @@ def pd_rows() -> None:
     print("in flight  TTFT plan  TTFT sim   ITL plan  ITL sim")
     for concurrency in (1, 8, 32):
         workload = Workload(input_len=1024, output_len=128, concurrency=concurrency)
-        req = Request(_arch(), gpu, gpus=2, workload=workload)
-        engine = _engine(req)
-        planned = sizing.evaluate_layout(req, engine, 1, engine, 1)
-        timing = model.timing(req.arch, gpu, 1)
-        pd = closed_loop.Pd(
-            timing, timing, planned.kv_transfer_ms / 1000, request_overhead_seconds(gpu)
-        )
-        served = closed_loop.run(
-            pd, input_len=1024, output_len=128, concurrency=concurrency, requests=11 * concurrency
-        )
+        planned, pd = closed_loop.planned_pair(_arch(), gpu, workload)
+        served = closed_loop.run(pd, workload, 11 * concurrency)
         sim = closed_loop.steady(served, concurrency)
         print(
             f"{concurrency:9}  {planned.ttft_ms:9.1f}  {sim.ttft_p50_s * 1000:8.1f}  "
@@ -83,9 +75,7 @@ def aggregated_rows() -> None:
         assert planned is not None and planned.replicas == 1
         timing = model.timing(req.arch, gpu, 1)
         pd = closed_loop.Pd(timing, timing, 0.0, request_overhead_seconds(gpu), x=1, y=0)
-        served = closed_loop.run(
-            pd, input_len=prompt, output_len=output, concurrency=concurrency, requests=requests
-        )
+        served = closed_loop.run(pd, workload, requests)
         sim = closed_loop.steady(served, 0)  # as the bench ran: nothing dropped
         print(
             f"{concurrency:9}  {step['ttft_ms']['p50']:9.1f}  {planned.ttft_ms:9.1f}  "

@@ -14,10 +14,8 @@ from __future__ import annotations
 import pytest
 
 from pdctl.models import catalog
-from pdctl.plan import sizing
-from pdctl.plan.layout import Estimates, Request, Workload
-from pdctl.plan.roofline import request_overhead_seconds
-from pdctl.simulator import closed_loop, model
+from pdctl.plan.layout import Estimates, Workload
+from pdctl.simulator import closed_loop
 
 MODEL, GPU = "meta-llama/Llama-3.1-8B-Instruct", "H100-80GB"
 INPUT, OUTPUT = 1024, 128
@@ -27,22 +25,9 @@ WITHIN = 0.15
 def _compare(concurrency: int) -> tuple[Estimates, closed_loop.Summary]:
     entry = catalog.find_model(MODEL)
     assert entry is not None
-    gpu = catalog.gpu(GPU)
     workload = Workload(input_len=INPUT, output_len=OUTPUT, concurrency=concurrency)
-    req = Request(entry.arch, gpu, gpus=2, workload=workload)
-    (engine,) = [e for e in sizing.engines(req) if e.tp == 1]
-    planned = sizing.evaluate_layout(req, engine, 1, engine, 1)
-    timing = model.timing(entry.arch, gpu, 1)
-    pd = closed_loop.Pd(
-        timing, timing, planned.kv_transfer_ms / 1000, request_overhead_seconds(gpu)
-    )
-    served = closed_loop.run(
-        pd,
-        input_len=INPUT,
-        output_len=OUTPUT,
-        concurrency=concurrency,
-        requests=11 * concurrency,
-    )
+    planned, pd = closed_loop.planned_pair(entry.arch, catalog.gpu(GPU), workload)
+    served = closed_loop.run(pd, workload, 11 * concurrency)
     summary = closed_loop.steady(served, concurrency)
     assert summary.requests == 10 * concurrency
     return planned, summary

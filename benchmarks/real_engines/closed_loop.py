@@ -103,30 +103,15 @@ def simulated(model: str, gpu: str, concurrency: int, waves: int) -> tuple[dict[
     """The simulator's windows in virtual time, and the plan's TTFT, for 1P1D of `model` on
     `gpu`."""
     from pdctl.models import catalog
-    from pdctl.plan import sizing
-    from pdctl.plan.layout import Request, Workload
-    from pdctl.plan.roofline import request_overhead_seconds
+    from pdctl.plan.layout import Workload
     from pdctl.simulator import closed_loop
-    from pdctl.simulator import model as sim_model
 
     entry = catalog.find_model(model)
     if entry is None:
         raise SystemExit(f"{model}: not in the catalog")
-    card = catalog.gpu(gpu)
     workload = Workload(input_len=INPUT, output_len=OUTPUT, concurrency=concurrency)
-    req = Request(entry.arch, card, gpus=2, workload=workload)
-    (engine,) = [e for e in sizing.engines(req) if e.tp == 1]
-    planned = sizing.evaluate_layout(req, engine, 1, engine, 1)
-    timing = sim_model.timing(entry.arch, card, 1)
-    transfer_s = planned.kv_transfer_ms / 1000
-    pd = closed_loop.Pd(timing, timing, transfer_s, request_overhead_seconds(card))
-    served = closed_loop.run(
-        pd,
-        input_len=INPUT,
-        output_len=OUTPUT,
-        concurrency=concurrency,
-        requests=waves * concurrency,
-    )
+    planned, pd = closed_loop.planned_pair(entry.arch, catalog.gpu(gpu), workload)
+    served = closed_loop.run(pd, workload, waves * concurrency)
     rows = [[s.sent * 1e3, s.ttft_s * 1e3, s.token_times[-1] * 1e3] for s in served]
     return windows(rows, concurrency), planned.ttft_ms
 

@@ -12,6 +12,12 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pdctl.models.catalog import Gpu
+from pdctl.models.config import ModelArch
+from pdctl.plan import sizing
+from pdctl.plan.layout import Estimates, Request, Workload
+from pdctl.plan.roofline import request_overhead_seconds
+from pdctl.simulator import model
 from pdctl.simulator.engine import Timing
 from pdctl.simulator.scheduler import Batch, Scheduler, Sequence
 
@@ -28,6 +34,18 @@ class Pd:
     overhead_s: float = 0.0
     x: int = 1
     y: int = 1
+
+
+def planned_pair(arch: ModelArch, gpu: Gpu, workload: Workload) -> tuple[Estimates, Pd]:
+    """One TP1 prefill and one TP1 decode engine of `arch` on `gpu`: `pdctl plan`'s estimates
+    for the workload, and the pair to simulate, its KV transfer and request overhead timed as the
+    planner times them."""
+    req = Request(arch, gpu, gpus=2, workload=workload)
+    (engine,) = [e for e in sizing.engines(req) if e.tp == 1]
+    planned = sizing.evaluate_layout(req, engine, 1, engine, 1)
+    timing = model.timing(arch, gpu, 1)
+    transfer_s = planned.kv_transfer_ms / 1000
+    return planned, Pd(timing, timing, transfer_s, request_overhead_seconds(gpu))
 
 
 @dataclass(frozen=True)
@@ -103,19 +121,17 @@ class _Loop:
         self.at(now + self.pd.transfer_s, lambda then: self._arrive(self.decode, seq, then, sent))
 
 
-def run(
-    pd: Pd, *, input_len: int, output_len: int, concurrency: int, requests: int
-) -> list[Served]:
-    """Serve `requests` requests of `input_len` prompt and `output_len` output tokens with
+def run(pd: Pd, workload: Workload, requests: int) -> list[Served]:
+    """Serve `requests` requests of the workload's prompt and output lengths with its
     `concurrency` clients; the requests in the order they ended."""
     loop = _Loop(
         pd,
-        input_len,
-        output_len,
+        workload.input_len,
+        workload.output_len,
         [_Engine(pd.prefill.scheduler()) for _ in range(pd.x)],
         [_Engine(pd.decode.scheduler()) for _ in range(pd.y)],  # none: aggregated
     )
-    for _ in range(concurrency):
+    for _ in range(workload.concurrency):
         loop.send(0.0)
     while loop.events and len(loop.served) < requests:
         now, _, action = heapq.heappop(loop.events)
