@@ -9,7 +9,9 @@ pipes (a pipe nobody reads while the child waits could fill up and stop it).
 
 `signals_raise()` (pdctl's entry point installs it) turns SIGINT and SIGTERM into `Interrupted`,
 so every `with` block unwinds (temporary files removed, children stopped) before pdctl exits with
-128 + the signal's number.
+128 + the signal's number. While the main thread starts a child, a signal is held until pdctl
+knows the child's process group, then raised: one that arrived just after the child started
+would otherwise end pdctl and leave the child running.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -43,8 +46,30 @@ class Interrupted(BaseException):
         return 128 + self.signum
 
 
+# The signals received while the main thread starts a child (None: not starting one).
+_held: list[int] | None = None
+
+
 def _raise(signum: int, _frame: FrameType | None) -> None:
+    if _held is not None:
+        _held.append(signum)
+        return
     raise Interrupted(signum)
+
+
+def _hold() -> None:
+    """Hold SIGINT and SIGTERM from now (on the main thread, where signal handlers run)."""
+    global _held
+    if threading.current_thread() is threading.main_thread():
+        _held = []
+
+
+def _release() -> None:
+    """Raise signals again, and a held one now."""
+    global _held
+    held, _held = _held, None
+    if held:
+        raise Interrupted(held[0])
 
 
 @contextmanager
@@ -128,8 +153,14 @@ def start(argv: Sequence[str], deadline: float, what: str | None = None) -> Iter
     with ExitStack() as stack:
         out = stack.enter_context(_output_file())
         err = stack.enter_context(_output_file())
-        child = Child(argv, deadline, what or describe(argv), out, err)
+        _hold()
         try:
+            child = Child(argv, deadline, what or describe(argv), out, err)
+        except BaseException:
+            _release()
+            raise
+        try:
+            _release()
             yield child
         except Interrupted as interrupted:
             child.stop(interrupted.signum)

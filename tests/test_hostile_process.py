@@ -93,6 +93,27 @@ def test_a_signal_received_is_forwarded_to_the_childs_group(tmp_path: Path, sign
     eventually(lambda: not alive(shell) and not alive(sleeper), "the double and its child end")
 
 
+def test_a_signal_just_after_the_child_started_still_stops_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM delivered while pdctl starts the child, once the child runs (a loaded machine
+    once delayed pdctl there): pdctl still stops the child's group before it exits."""
+    pid_file = tmp_path / "pids"
+    script = hanging_helm(tmp_path / "double", "template", pid_file)
+    started = process.Child.__init__
+
+    def start_then_signal(self: process.Child, *args: Any) -> None:
+        started(self, *args)
+        eventually(lambda: len(pids(pid_file)) == 2, "the double starts")
+        os.kill(os.getpid(), signal.SIGTERM)  # its handler runs before __init__ returns
+
+    monkeypatch.setattr(process.Child, "__init__", start_then_signal)
+    with process.signals_raise(), pytest.raises(process.Interrupted):
+        process.run([str(script), "template"], 600)
+    shell, sleeper = pids(pid_file)
+    eventually(lambda: not alive(shell) and not alive(sleeper), "the double and its child end")
+
+
 def test_a_program_that_cannot_start_is_an_environment_problem(tmp_path: Path) -> None:
     not_a_program = tmp_path / "helm"
     not_a_program.write_text("no interpreter line")
