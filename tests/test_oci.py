@@ -141,6 +141,8 @@ def keyrings(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         gpg("--pinentry-mode", "loopback", "--passphrase", "", "--export-secret-keys")
     )
     public.write_bytes(gpg("--export"))
+    # gpg started an agent for this home; it would outlive the suite.
+    subprocess.run(["gpgconf", "--kill", "gpg-agent"], env=env, check=True, capture_output=True)
     return secret, public
 
 
