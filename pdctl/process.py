@@ -57,16 +57,23 @@ def _raise(signum: int, _frame: FrameType | None) -> None:
     raise Interrupted(signum)
 
 
+def _on_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
 def _hold() -> None:
-    """Hold SIGINT and SIGTERM from now (on the main thread, where signal handlers run)."""
+    """Hold SIGINT and SIGTERM from now (on the main thread, where signal handlers run; other
+    threads never get Interrupted)."""
     global _held
-    if threading.current_thread() is threading.main_thread():
+    if _on_main_thread():
         _held = []
 
 
 def _release() -> None:
-    """Raise signals again, and a held one now."""
+    """Raise signals again, and a held one now (on the main thread)."""
     global _held
+    if not _on_main_thread():
+        return
     held, _held = _held, None
     if held:
         raise Interrupted(held[0])

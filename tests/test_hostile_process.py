@@ -114,6 +114,24 @@ def test_a_signal_just_after_the_child_started_still_stops_it(
     eventually(lambda: not alive(shell) and not alive(sleeper), "the double and its child end")
 
 
+def test_a_child_started_on_another_thread_leaves_the_main_threads_hold() -> None:
+    """validate runs helm on worker threads: one of them starting and ending a child neither
+    drops a signal the main thread holds nor raises it on the worker."""
+    import threading
+
+    process._hold()
+    try:
+        process._raise(signal.SIGTERM, None)  # received while the main thread starts a child
+        worker = threading.Thread(target=process.run, args=(["true"], 30))
+        worker.start()
+        worker.join()
+        with pytest.raises(process.Interrupted) as raised:
+            process._release()
+        assert raised.value.signum == signal.SIGTERM
+    finally:
+        process._held = None
+
+
 def test_a_program_that_cannot_start_is_an_environment_problem(tmp_path: Path) -> None:
     not_a_program = tmp_path / "helm"
     not_a_program.write_text("no interpreter line")
