@@ -21,7 +21,9 @@ import os
 import re
 import shutil
 import subprocess
-from contextlib import AbstractContextManager
+import tempfile
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,16 @@ _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
 VERSION_DEADLINE = 30.0
 COMMAND_DEADLINE = 120.0
 TIMEOUT_MARGIN = 60.0
+
+
+@contextmanager
+def values_file(data: dict[str, Any]) -> Iterator[Path]:
+    """Values as one file for helm (deleted afterwards), written as JSON: a YAML document helm's
+    parser reads back to exactly these values (no bare y, 1e9 or dates to reinterpret)."""
+    with tempfile.TemporaryDirectory(prefix="pdctl-values-") as directory:
+        path = Path(directory) / "values.json"
+        path.write_text(json.dumps(data, indent=1), encoding="utf-8")
+        yield path
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,11 @@ validated is byte for byte the file helm renders.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +20,7 @@ from pdctl import defaults, manifests, render_dir, secrets
 from pdctl.chart import bundled_chart_dir
 from pdctl.errors import InputError
 from pdctl.findings import Finding, Severity
-from pdctl.helm import Helm, TemplateRequest, find_helm, template
+from pdctl.helm import Helm, TemplateRequest, find_helm, template, values_file
 from pdctl.validation.inputs import STDIN, Input
 from pdctl.validation.kube import check_objects
 from pdctl.validation.report import FileReport, RenderCheck
@@ -221,14 +219,9 @@ def prepare(
     return Prepared(values, [f for f in findings if f.severity is Severity.warning])
 
 
-@contextmanager
-def merged_file(values: Values) -> Iterator[Path]:
-    """The values as one file for helm (deleted afterwards), written as JSON: a YAML document
-    helm's parser reads back to exactly these values (no bare y, 1e9 or dates to reinterpret)."""
-    with tempfile.TemporaryDirectory(prefix="pdctl-values-") as directory:
-        path = Path(directory) / "values.json"
-        path.write_text(json.dumps(values.data, indent=1), encoding="utf-8")
-        yield path
+def merged_file(values: Values) -> AbstractContextManager[Path]:
+    """The merged values as one file for helm (pdctl.helm.values_file)."""
+    return values_file(values.data)
 
 
 def render(

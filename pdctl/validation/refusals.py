@@ -10,16 +10,14 @@ cannot say which keys a check read), so the schema's errors are fixed first.
 
 from __future__ import annotations
 
-import json
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pdctl import manifests
 from pdctl.findings import Finding, Severity
-from pdctl.helm import Helm, TemplateRequest
+from pdctl.helm import Helm, TemplateRequest, values_file
 from pdctl.manifests import Manifest
 from pdctl.values.paths import KeyPath
 
@@ -59,9 +57,7 @@ def ask_chart(
 ) -> ChartAnswer:
     """The chart's refusals of user values (helm merges them with the chart's defaults), a
     failure that is no refusal as one HELM finding; or the objects it rendered."""
-    with tempfile.TemporaryDirectory(prefix="pdctl-values-") as directory:
-        path = Path(directory) / "values.json"
-        path.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    with values_file(data) as path:
         request = TemplateRequest(
             chart=chart,
             release=release,
