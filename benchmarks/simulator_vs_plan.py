@@ -1,9 +1,11 @@
 """The simulator's queueing beside the planner's, and both beside a real engine's record.
 
 1. PD, in virtual time (pdctl/simulator/closed_loop.py, as tests/test_plan_simulator.py): one
-   prefill and one decode engine of Llama-3.1-8B on H100-80GB, 1024-token prompts, 128 out, a
-   steady closed loop of 10 x concurrency requests after a dropped first wave, against `pdctl
-   plan`'s TTFT and ITL for the same workload.
+   prefill and one decode engine of Llama-3.1-8B on H100-80GB, 1024-token prompts, 128 out (drawn
+   within 20%, seed 0, as the test draws them), a steady closed loop of 10 x concurrency requests
+   after a dropped first wave, against `pdctl plan`'s TTFT and ITL for the same workload; and the
+   TTFT of the same loop with every output exactly 128 tokens (lockstep), over waves 2-11 and
+   22-41.
 2. Aggregated, against the real-engine record benchmarks/records/real-engines-h200-1gpu-bench.json
    (`pdctl bench` to one vLLM 0.26.0 engine of Llama-3.1-8B on an H200, 2,048-token prompts, 128
    out, 16 requests at each of 1, 4 and 16 in flight): the simulator runs that load as the bench
@@ -46,16 +48,20 @@ def _arch() -> ModelArch:
 
 def pd_rows() -> None:
     gpu = catalog.gpu("H100-80GB")
-    print("PD, H100-80GB, 1024 in / 128 out, steady closed loop (ms, p50)")
-    print("in flight  TTFT plan  TTFT sim   ITL plan  ITL sim")
+    print("PD, H100-80GB, 1024 in / 128 out (within 20%), steady closed loop (ms, p50)")
+    print("in flight  TTFT plan  TTFT sim   ITL plan  ITL sim   lockstep: waves 2-11  22-41")
     for concurrency in (1, 8, 32):
         workload = Workload(input_len=1024, output_len=128, concurrency=concurrency)
         planned, pd = closed_loop.planned_pair(_arch(), gpu, workload)
-        served = closed_loop.run(pd, workload, 11 * concurrency)
+        served = closed_loop.run(pd, workload, 11 * concurrency, spread=0.2)
         sim = closed_loop.steady(served, concurrency)
+        equal = closed_loop.run(pd, workload, 42 * concurrency)
+        early = closed_loop.steady(equal[: 11 * concurrency], concurrency)
+        late = closed_loop.steady(equal, 21 * concurrency)
         print(
             f"{concurrency:9}  {planned.ttft_ms:9.1f}  {sim.ttft_p50_s * 1000:8.1f}  "
-            f"{planned.itl_ms:8.2f}  {sim.itl_p50_s * 1000:7.2f}"
+            f"{planned.itl_ms:8.2f}  {sim.itl_p50_s * 1000:7.2f}  "
+            f"{early.ttft_p50_s * 1000:20.1f}  {late.ttft_p50_s * 1000:5.1f}"
         )
 
 

@@ -29,6 +29,7 @@ from pdctl.bench.workload import (
 )
 from pdctl.cli.app import app
 from pdctl.errors import InputError, UsageError
+from pdctl.plan.queueing import output_lengths
 from pdctl.verify import judge
 from pdctl.verify.report import Endpoint
 from pdctl.verify.timing import Timed
@@ -235,6 +236,38 @@ def test_latencies_are_at_least_the_injected_delays(stack: Stack) -> None:
             assert gauges["waiting"]["max"] <= 3 and gauges["running"]["samples"] >= 1
             # the simulator's KV usage: its blocks in use, of more than a million here
             assert 0.0 <= gauges["kv_cache_usage"]["max"] <= 1.0
+
+
+def test_output_spread_draws_each_requests_length_and_the_decode_generates_it(
+    stack: Stack,
+) -> None:
+    """--output-spread: each generated request asks for its own length within the share of
+    --output-len (a seeded draw, repeated by --seed), and the tokens counted are those."""
+    stack.decode.behaviour = Behaviour()  # no injected delays: only lengths matter here
+    stack.prefill.behaviour = Behaviour()
+    workload = BenchSettings(input_len=8, output_len=20, output_spread=0.5, requests=12, seed=4)
+    step = run(stack.targets(), workload).steps[0]
+    asked = [r.body["max_tokens"] for r in stack.decode.generation_requests()]
+    assert len(asked) == 12 and all(10 <= n <= 30 for n in asked) and len(set(asked)) > 3
+    assert all(
+        r.body["min_tokens"] == r.body["max_tokens"] for r in stack.decode.generation_requests()
+    )
+    assert step["completion_tokens"] == sum(asked)
+    stack.reset()
+    run(stack.targets(), workload)
+    assert sorted(r.body["max_tokens"] for r in stack.decode.generation_requests()) == sorted(asked)
+
+
+def test_output_spread_is_a_share_and_not_for_a_dataset() -> None:
+    for bad in (-0.1, 1.0):
+        with pytest.raises(UsageError, match="output-spread"):
+            BenchSettings(output_spread=bad)
+    with pytest.raises(UsageError, match="output-spread"):
+        BenchSettings(output_spread=0.2, dataset=(Entry("x"),))
+    draw = output_lengths(100, 0.1, seed=1)
+    drawn = [draw() for _ in range(200)]
+    assert 90 <= min(drawn) < 95 and 105 < max(drawn) <= 110
+    assert output_lengths(100, 0.0)() == 100 and output_lengths(3, 0.9, seed=2)() >= 2
 
 
 def test_goodput_all_under_a_loose_slo_none_under_a_tight_one(stack: Stack) -> None:

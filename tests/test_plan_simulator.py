@@ -2,12 +2,15 @@
 no sleeping, no HTTP): one prefill and one decode engine of Llama-3.1-8B on H100-80GB, the KV
 transfer timed as the planner times it, a steady closed loop of 10 x concurrency requests after
 a first wave that is dropped. TTFT and ITL medians come within 15% of `pdctl plan`'s estimates
-for the same workload. Not at 32 in flight for TTFT, which is therefore not tested here: the
-simulated loop's prompts travel in groups from its synchronized start (TTFT p50 191 ms over
-waves 2-11), the planner's M/D/1 closed loop says 72 ms, and the real-engine record sides with
-the simulator (benchmarks/records/pdctl-up-h200-1gpu-closed-loop.json: groups kept for 42
-waves; tests/test_closed_loop_record.py), while the planner has no closed form of them yet
-(docs/simulator.md)."""
+for the same workload.
+
+The loop's output lengths vary within 20% of the workload's 128 (seeded draws), as a real model's
+do where generation ends at its end-of-sequence token (`pdctl bench` does not set ignore_eos), so
+the clients fall out of step: what the planner's M/D/1 prefill queue models. With every output
+exactly 128 tokens, as a benchmark that sets ignore_eos sends them, the clients start in lockstep
+and move in groups for some twenty waves before the loop settles; the last test pins that,
+and docs/simulator.md "How close it comes to the planner" says what the real-engine record shows
+of it."""
 
 from __future__ import annotations
 
@@ -20,29 +23,58 @@ from pdctl.simulator import closed_loop
 MODEL, GPU = "meta-llama/Llama-3.1-8B-Instruct", "H100-80GB"
 INPUT, OUTPUT = 1024, 128
 WITHIN = 0.15
+SPREAD = 0.2
+SEEDS = range(8)  # the p50 moves with the draws: every one of these lands within 15%
 
 
-def _compare(concurrency: int) -> tuple[Estimates, closed_loop.Summary]:
+def _pair(concurrency: int) -> tuple[Workload, Estimates, closed_loop.Pd]:
     entry = catalog.find_model(MODEL)
     assert entry is not None
     workload = Workload(input_len=INPUT, output_len=OUTPUT, concurrency=concurrency)
     planned, pd = closed_loop.planned_pair(entry.arch, catalog.gpu(GPU), workload)
-    served = closed_loop.run(pd, workload, 11 * concurrency)
+    return workload, planned, pd
+
+
+def _compare(concurrency: int, seed: int) -> tuple[Estimates, closed_loop.Summary]:
+    workload, planned, pd = _pair(concurrency)
+    served = closed_loop.run(pd, workload, 11 * concurrency, spread=SPREAD, seed=seed)
     summary = closed_loop.steady(served, concurrency)
-    assert summary.requests == 10 * concurrency
+    assert summary.requests >= 10 * concurrency  # a step may end several at once
     return planned, summary
 
 
+@pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("concurrency", [1, 8, 32])
-def test_itl_p50_within_15_percent_of_the_plan(concurrency: int) -> None:
-    planned, simulated = _compare(concurrency)
+def test_ttft_and_itl_p50_within_15_percent_of_the_plan(concurrency: int, seed: int) -> None:
+    planned, simulated = _compare(concurrency, seed)
+    assert simulated.ttft_p50_s * 1000 == pytest.approx(planned.ttft_ms, rel=WITHIN)
     assert simulated.itl_p50_s * 1000 == pytest.approx(planned.itl_ms, rel=WITHIN)
 
 
-@pytest.mark.parametrize("concurrency", [1, 8])
-def test_ttft_p50_within_15_percent_of_the_plan(concurrency: int) -> None:
-    planned, simulated = _compare(concurrency)
-    assert simulated.ttft_p50_s * 1000 == pytest.approx(planned.ttft_ms, rel=WITHIN)
+def test_the_loop_draws_output_lengths_within_the_spread() -> None:
+    """The draws reach the engines: the decode generates each request's own length, spread over
+    the whole band, averaging the workload's."""
+    workload, _, pd = _pair(8)
+    served = closed_loop.run(pd, workload, 400, spread=SPREAD, seed=3)
+    lengths = [len(s.token_times) for s in served]
+    low, high = OUTPUT * (1 - SPREAD), OUTPUT * (1 + SPREAD)
+    assert low - 0.5 <= min(lengths) and max(lengths) <= high + 0.5  # rounded draws
+    assert max(lengths) - min(lengths) > OUTPUT * SPREAD  # not one length
+    assert sum(lengths) / len(lengths) == pytest.approx(OUTPUT, rel=0.03)
+
+
+def test_equal_outputs_move_in_groups_then_settle_below_the_plan() -> None:
+    """Every output 128 tokens, 32 clients started together: waves 2-11 queue in groups (TTFT p50
+    over twice the plan's), and once the groups have thinned out (waves 22-41) each prompt finds
+    the prefill engine idle: TTFT p50 within 15% of the plan's unqueued TTFT, below its M/D/1
+    estimate. Neither window is what the planner estimates (docs/simulator.md)."""
+    workload, planned, pd = _pair(32)
+    served = closed_loop.run(pd, workload, 42 * 32)
+    early = closed_loop.steady(served[: 11 * 32], 32)
+    late = closed_loop.steady(served, 21 * 32)
+    assert early.ttft_p50_s * 1000 > 2 * planned.ttft_ms
+    assert late.ttft_p50_s * 1000 == pytest.approx(planned.ttft_unqueued_ms, rel=WITHIN)
+    assert late.ttft_p50_s * 1000 < planned.ttft_ms * (1 - WITHIN)
 
 
 def test_the_simulator_waits_for_kv_blocks_and_the_budget() -> None:

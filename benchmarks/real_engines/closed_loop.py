@@ -7,9 +7,10 @@ queueing and the planner's (docs/simulator.md "Against the planner").
     python -m benchmarks.real_engines.closed_loop compare record.json
 
 `run` sends the workload of tests/test_plan_simulator.py (1,024-token prompts of the generated
-tokenizer's words, no shared prefix, 128 output tokens) through the release's router: a closed
-loop at each concurrency of 11 x concurrency requests, and at the largest one a long loop of 41
-waves. Every request's send, first-token and end times are kept, so the record can be cut into
+tokenizer's words, no shared prefix, 128 output tokens, or with `--output-spread S` each
+request's output drawn within S of 128, as the test draws them) through the release's router: a
+closed loop at each concurrency of 11 x concurrency requests, and at the largest one a long loop
+of 42 waves. Every request's send, first-token and end times are kept, so the record can be cut into
 windows of waves afterwards: requests in the order they ended, the first wave (`concurrency`
 requests) dropped, then waves 2-11, 12-21 and 22-41.
 
@@ -51,12 +52,14 @@ def _ms(seconds: float) -> float:
     return round(seconds * 1e3, 2)
 
 
-def loop_record(timings: list[measure.Timing], load: measure.Load) -> dict[str, Any]:
+def loop_record(
+    timings: list[measure.Timing], load: measure.Load, output_spread: float = 0.0
+) -> dict[str, Any]:
     """A load's requests, as [sent, ttft, ended] milliseconds from the first send, in the order
     they were sent; errors apart."""
     start = min(t.sent for t in timings if t.error is None)
     return {
-        "load": load.__dict__,
+        "load": {**load.__dict__, "output_spread": output_spread},
         "errors": [t.error for t in timings if t.error is not None][:5],
         "requests_ms": [
             [_ms(t.sent - start), _ms(t.ttft), _ms(t.ended - start)]
@@ -91,15 +94,18 @@ def run_command(args: argparse.Namespace) -> int:
     loads.append(measure.Load(INPUT, OUTPUT, CONCURRENCY[-1], LONG_WAVES * CONCURRENCY[-1]))
     for load in loads:
         seed = measure.seed("closed-loop", load)
-        timings = asyncio.run(measure.timed(found.router, model, load, vocab, seed))
-        part = loop_record(timings, load)
+        spread = args.output_spread
+        timings = asyncio.run(measure.timed(found.router, model, load, vocab, seed, spread))
+        part = loop_record(timings, load, spread)
         print(load, windows(part["requests_ms"], load.concurrency), part["errors"], flush=True)
         record["loops"].append(part)
     args.record.write_text(json.dumps(record, indent=1))
     return 0
 
 
-def simulated(model: str, gpu: str, concurrency: int, waves: int) -> tuple[dict[str, float], float]:
+def simulated(
+    model: str, gpu: str, concurrency: int, waves: int, output_spread: float = 0.0
+) -> tuple[dict[str, float], float]:
     """The simulator's windows in virtual time, and the plan's TTFT, for 1P1D of `model` on
     `gpu`."""
     from pdctl.models import catalog
@@ -111,7 +117,7 @@ def simulated(model: str, gpu: str, concurrency: int, waves: int) -> tuple[dict[
         raise SystemExit(f"{model}: not in the catalog")
     workload = Workload(input_len=INPUT, output_len=OUTPUT, concurrency=concurrency)
     planned, pd = closed_loop.planned_pair(entry.arch, catalog.gpu(gpu), workload)
-    served = closed_loop.run(pd, workload, waves * concurrency)
+    served = closed_loop.run(pd, workload, waves * concurrency, spread=output_spread)
     rows = [[s.sent * 1e3, s.ttft_s * 1e3, s.token_times[-1] * 1e3] for s in served]
     return windows(rows, concurrency), planned.ttft_ms
 
@@ -125,9 +131,13 @@ def compare_command(args: argparse.Namespace) -> int:
     for loop in record["loops"]:
         load = loop["load"]
         waves = len(loop["requests_ms"]) // load["concurrency"]
-        sim, plan = simulated(model, args.gpu, load["concurrency"], waves)
+        spread = load.get("output_spread", 0.0)
+        sim, plan = simulated(model, args.gpu, load["concurrency"], waves, spread)
         real = windows(loop["requests_ms"], load["concurrency"])
-        print(f"\n{load['concurrency']} in flight, {waves} waves; plan TTFT {plan:.1f} ms")
+        print(
+            f"\n{load['concurrency']} in flight, {waves} waves, output spread {spread:g}; "
+            f"plan TTFT {plan:.1f} ms"
+        )
         for window, ms in real.items():
             simulator = sim.get(window, float("nan"))
             print(f"  {window:12} record {ms:8.1f} ms   simulator {simulator:8.1f} ms")
@@ -141,6 +151,9 @@ def main() -> int:
     run.add_argument("--release", default="pd")
     run.add_argument("--vocab-size", default=128256, help="the generated tokenizer's vocabulary")
     run.add_argument("--record", type=Path, default=Path("closed-loop-record.json"))
+    run.add_argument(
+        "--output-spread", type=float, default=0.0, help="output lengths within this share of 128"
+    )
     run.set_defaults(go=run_command)
     compare = commands.add_parser("compare", help="a record beside the simulator and the plan")
     compare.add_argument("record", type=Path)

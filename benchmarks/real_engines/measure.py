@@ -63,21 +63,29 @@ async def _one(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> Tim
     return timing
 
 
-async def timed(url: str, model: str, load: Load, vocab_size: int, seed: int) -> list[Timing]:
-    """Every request of the load, timed, in the order they were sent."""
+async def timed(
+    url: str, model: str, load: Load, vocab_size: int, seed: int, output_spread: float = 0.0
+) -> list[Timing]:
+    """Every request of the load, timed, in the order they were sent. Each asks for exactly
+    `load.output_len` tokens, or with `output_spread` a length drawn within that share of it (as
+    `pdctl bench --output-spread` and the simulator's closed loop draw them)."""
+    from pdctl.plan.queueing import output_lengths
+
     rng = random.Random(seed)
     prompts = [model_dir.prompt(rng, load.prompt_len, vocab_size) for _ in range(load.requests)]
+    draw = output_lengths(load.output_len, output_spread, seed)
+    outputs = [draw() for _ in prompts]
     gate = asyncio.Semaphore(load.concurrency)
     limits = httpx.Limits(max_connections=load.concurrency + 4)
 
     async with httpx.AsyncClient(timeout=600, limits=limits) as client:
 
-        async def send(text: str) -> Timing:
+        async def send(text: str, output_len: int) -> Timing:
             body = {
                 "model": model,
                 "prompt": text,
-                "max_tokens": load.output_len,
-                "min_tokens": load.output_len,
+                "max_tokens": output_len,
+                "min_tokens": output_len,
                 "ignore_eos": True,
                 "temperature": 0,
                 "stream": True,
@@ -85,7 +93,7 @@ async def timed(url: str, model: str, load: Load, vocab_size: int, seed: int) ->
             async with gate:
                 return await _one(client, url, body)
 
-        return list(await asyncio.gather(*(send(p) for p in prompts)))
+        return list(await asyncio.gather(*map(send, prompts, outputs)))
 
 
 async def _run(url: str, model: str, load: Load, vocab_size: int, seed: int) -> dict[str, Any]:

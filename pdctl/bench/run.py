@@ -15,6 +15,7 @@ from pdctl.bench.gauges import Sampler
 from pdctl.bench.load import run_open_step, run_step
 from pdctl.bench.workload import BenchSettings, DatasetRequests, Prompts, Source
 from pdctl.errors import EnvironmentProblem, InputError
+from pdctl.plan.queueing import output_lengths
 from pdctl.verify.checks import listed_model
 from pdctl.verify.client import Http
 from pdctl.verify.proof import resolve_connector, scrape_all
@@ -98,7 +99,10 @@ def _step(
     """Send one load step; its numbers, less the engines' counters."""
     seed = _seed(workload, rate if rate is not None else concurrency or 0)
     shared = round(workload.prefix_share * workload.input_len)
-    source = dataset or Prompts(workload.input_len, seed, shared)
+    outputs = None
+    if workload.output_spread:
+        outputs = output_lengths(workload.output_len, workload.output_spread, seed)
+    source = dataset or Prompts(workload.input_len, seed, shared, outputs)
     body = functools.partial(_body, workload, model, source)
     held = None
     if rate is not None:

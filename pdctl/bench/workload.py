@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -39,10 +40,12 @@ class BenchSettings:
     `concurrency` in flight (closed loop) or arriving at `rate` per second (open loop, Poisson,
     at most `max_in_flight` at once), each a prompt of `input_len` words (the first
     `prefix_share` of them the same for every request of a step) or the next request of
-    `dataset`, asking for `output_len` tokens unless the dataset line says."""
+    `dataset`, asking for `output_len` tokens unless the dataset line says, or a length drawn
+    within `output_spread` of it (`output_lengths`)."""
 
     input_len: int = defaults.BENCH_INPUT_LEN
     output_len: int = defaults.BENCH_OUTPUT_LEN
+    output_spread: float = 0.0
     concurrency: tuple[int, ...] = (defaults.BENCH_CONCURRENCY,)
     rate: tuple[float, ...] | None = None  # requests/s per step; None: closed loop
     max_in_flight: int = defaults.BENCH_MAX_IN_FLIGHT
@@ -70,6 +73,13 @@ class BenchSettings:
             raise UsageError("--prefix-share: a share of the prompt from 0 up to (not) 1")
         if self.dataset is not None and self.prefix_share:
             raise UsageError("--prefix-share shapes generated prompts; a --dataset has its own")
+        if not 0.0 <= self.output_spread < 1.0:
+            raise UsageError("--output-spread: a share of --output-len from 0 up to (not) 1")
+        if self.dataset is not None and self.output_spread:
+            raise UsageError(
+                "--output-spread draws generated requests' lengths; a --dataset's "
+                "lines say their own"
+            )
 
     @property
     def steps(self) -> list[tuple[int | None, float | None]]:
@@ -86,6 +96,7 @@ class BenchSettings:
         return {
             "input_len": None if self.dataset else self.input_len,
             "output_len": self.output_len,
+            "output_spread": self.output_spread,
             "concurrency": None if self.rate is not None else list(self.concurrency),
             "rate": None if self.rate is None else list(self.rate),
             "max_in_flight": None if self.rate is None else self.max_in_flight,
@@ -144,17 +155,25 @@ class Source(Protocol):
 
 class Prompts:
     """Prompts of `words` random words from one seeded generator, the first `shared` words the
-    same for all of them (thread-safe enough: each call draws a whole prompt under the GIL from
-    a generator only this object uses)."""
+    same for all of them, each with an output length from `outputs` (None: the workload's)
+    (thread-safe enough: each call draws a whole prompt under the GIL from generators only this
+    object uses)."""
 
-    def __init__(self, words: int, seed: int | None, shared: int = 0) -> None:
+    def __init__(
+        self,
+        words: int,
+        seed: int | None,
+        shared: int = 0,
+        outputs: Callable[[], int] | None = None,
+    ) -> None:
         self.words = words
         self._rng = random.Random(seed)
         self._prefix = self._rng.choices(_WORDS, k=shared)
+        self._outputs = outputs
 
     def next(self) -> tuple[str, int | None]:
         rest = self._rng.choices(_WORDS, k=self.words - len(self._prefix))
-        return " ".join(self._prefix + rest), None
+        return " ".join(self._prefix + rest), self._outputs() if self._outputs else None
 
 
 class DatasetRequests:

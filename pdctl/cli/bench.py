@@ -160,6 +160,16 @@ def bench(
     output_len: Annotated[
         int, typer.Option("--output-len", min=1, help="Output tokens per request.")
     ] = defaults.BENCH_OUTPUT_LEN,
+    output_spread: Annotated[
+        float,
+        typer.Option(
+            "--output-spread",
+            min=0.0,
+            max=0.9,
+            help="Draw each output length within this share of --output-len (0: all equal, and "
+            "a closed loop's requests end and restart together; docs/sizing.md).",
+        ),
+    ] = 0.0,
     concurrency: Annotated[
         str,
         typer.Option("--concurrency", help="Requests in flight, one step each: e.g. 1,4,16."),
@@ -257,6 +267,7 @@ def bench(
     workload = BenchSettings(
         input_len=input_len,
         output_len=output_len,
+        output_spread=output_spread,
         concurrency=parse_concurrency(concurrency),
         rate=None if rate is None else parse_rate(rate),
         max_in_flight=max_in_flight,

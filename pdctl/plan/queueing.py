@@ -14,6 +14,7 @@ arrive together, and vLLM packs them into steps of its token budget. Pure functi
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -98,3 +99,15 @@ def wave_median(
         return first_s + steps * step_s(full)
 
     return (ends((prompts - 1) // 2) + ends(prompts // 2)) / 2
+
+
+def output_lengths(mean: int, spread: float, seed: int | None = None) -> Callable[[], int]:
+    """Output lengths drawn uniformly within `spread` (a share) of `mean`, at least 2 (one gap
+    between tokens), from a seeded generator; `mean` itself with no spread. Equal outputs make a
+    closed loop's clients end together and send together (lockstep); outputs that vary, as a
+    model's do where it stops at its end-of-sequence token, put them out of step: the queue
+    `under_load` estimates (docs/sizing.md "TTFT under load"). `pdctl bench --output-spread` and
+    the simulator's closed loop draw their lengths here."""
+    draw = random.Random(seed)
+    low, high = mean * (1 - spread), mean * (1 + spread)
+    return lambda: max(2, round(draw.uniform(low, high))) if spread else mean

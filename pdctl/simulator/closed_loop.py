@@ -2,7 +2,13 @@
 (each the simulator's scheduler, pdctl.simulator.scheduler), the KV transfer between them, and a
 closed loop of clients (each sends its next request when the last one ends, as `vllm bench serve
 --max-concurrency`). A discrete-event loop: no sleeping, no threads, no HTTP. It is how the
-simulator's queueing is compared with the planner's (tests/test_plan_simulator.py)."""
+simulator's queueing is compared with the planner's (tests/test_plan_simulator.py).
+
+Every client starts at once. With equal output lengths the prompts that one prefill step packs
+decode together and come back together, so the loop moves in groups (lockstep) until they thin
+out; with output lengths that vary (`spread`, drawn as `pdctl bench --output-spread` draws them),
+as they do where generation ends at an end-of-sequence token, the clients fall out of step within
+a wave (docs/simulator.md)."""
 
 from __future__ import annotations
 
@@ -16,6 +22,7 @@ from pdctl.models.catalog import Gpu
 from pdctl.models.config import ModelArch
 from pdctl.plan import sizing
 from pdctl.plan.layout import Estimates, Request, Workload
+from pdctl.plan.queueing import output_lengths
 from pdctl.plan.roofline import request_overhead_seconds
 from pdctl.simulator import model
 from pdctl.simulator.engine import Timing
@@ -63,18 +70,24 @@ class Served:
         return [b - a for a, b in itertools.pairwise(t)]
 
 
+@dataclass(frozen=True)
+class _Asked:
+    sent: float  # when its client sent it
+    output_len: int
+
+
 @dataclass(eq=False)
 class _Engine:
     scheduler: Scheduler
     busy: bool = False
-    sent: dict[int, float] = field(default_factory=dict)  # sequence id -> its client's send time
+    asked: dict[int, _Asked] = field(default_factory=dict)  # by sequence id
 
 
 @dataclass
 class _Loop:
     pd: Pd
     input_len: int
-    output_len: int
+    output_len: Callable[[], int]  # the next request's output tokens
     prefill: list[_Engine]
     decode: list[_Engine]
     events: list[tuple[float, int, Callable[[float], None]]] = field(default_factory=list)
@@ -87,14 +100,15 @@ class _Loop:
 
     def send(self, sent: float) -> None:
         """A client sends a request: it reaches a prefill engine after the overhead."""
-        output = 1 if self.decode else self.output_len  # PD: the prefill makes one token
+        asked = _Asked(sent, self.output_len())
+        output = 1 if self.decode else asked.output_len  # PD: the prefill makes one token
         seq = Sequence(self.input_len, output, arrival=sent + self.pd.overhead_s)
-        self.at(seq.arrival, lambda now: self._arrive(self.prefill, seq, now, sent))
+        self.at(seq.arrival, lambda now: self._arrive(self.prefill, seq, now, asked))
 
-    def _arrive(self, engines: list[_Engine], seq: Sequence, now: float, sent: float) -> None:
+    def _arrive(self, engines: list[_Engine], seq: Sequence, now: float, asked: _Asked) -> None:
         engine = engines[next(self.turn) % len(engines)]  # round robin, as the router's policy
         engine.scheduler.add(seq)
-        engine.sent[seq.ident] = sent
+        engine.asked[seq.ident] = asked
         self._run(engine, now)
 
     def _run(self, engine: _Engine, now: float) -> None:
@@ -109,25 +123,29 @@ class _Loop:
         engine.busy = False
         for seq in engine.scheduler.complete(batch, now):
             if engine in self.prefill and self.decode:
-                self._transfer(seq, engine.sent.pop(seq.ident), now)
+                self._transfer(engine.asked.pop(seq.ident), now)
             elif seq.done:
-                self.served.append(Served(engine.sent.pop(seq.ident), tuple(seq.token_times)))
+                sent = engine.asked.pop(seq.ident).sent
+                self.served.append(Served(sent, tuple(seq.token_times)))
                 self.send(now)
         self._run(engine, now)
 
-    def _transfer(self, prefilled: Sequence, sent: float, now: float) -> None:
+    def _transfer(self, asked: _Asked, now: float) -> None:
         """The prompt's KV moves to a decode engine, which generates the output."""
-        seq = Sequence(self.input_len, self.output_len, cached=self.input_len)
-        self.at(now + self.pd.transfer_s, lambda then: self._arrive(self.decode, seq, then, sent))
+        seq = Sequence(self.input_len, asked.output_len, cached=self.input_len)
+        self.at(now + self.pd.transfer_s, lambda then: self._arrive(self.decode, seq, then, asked))
 
 
-def run(pd: Pd, workload: Workload, requests: int) -> list[Served]:
-    """Serve `requests` requests of the workload's prompt and output lengths with its
-    `concurrency` clients; the requests in the order they ended."""
+def run(
+    pd: Pd, workload: Workload, requests: int, *, spread: float = 0.0, seed: int = 0
+) -> list[Served]:
+    """Serve `requests` requests of the workload's prompt length with its `concurrency` clients,
+    each asking for the workload's output length, or a length within `spread` of it
+    (`output_lengths` with `seed`); the requests in the order they ended."""
     loop = _Loop(
         pd,
         workload.input_len,
-        workload.output_len,
+        output_lengths(workload.output_len, spread, seed),
         [_Engine(pd.prefill.scheduler()) for _ in range(pd.x)],
         [_Engine(pd.decode.scheduler()) for _ in range(pd.y)],  # none: aggregated
     )
