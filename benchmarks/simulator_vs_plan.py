@@ -11,9 +11,13 @@
    out, 16 requests at each of 1, 4 and 16 in flight): the simulator runs that load as the bench
    did (16 requests, none dropped) and the planner estimates it (pdctl/plan/aggregated.py).
 
+3. With `--sweep`: the PD loop of 1. over 1-64 in flight and 512-4,096-token prompts, each point's
+   TTFT and ITL beside the plan's, the points off by more than 15% marked (docs/sizing.md "TTFT
+   under load").
+
 Not a test: it prints where the two models part and what the real engine did.
 
-    python benchmarks/simulator_vs_plan.py
+    python benchmarks/simulator_vs_plan.py [--sweep]
 """
 
 from __future__ import annotations
@@ -65,6 +69,27 @@ def pd_rows() -> None:
         )
 
 
+def sweep_rows() -> None:
+    gpu = catalog.gpu("H100-80GB")
+    print("\nPD sweep, H100-80GB, 128 out (within 20%), steady closed loop (ms, p50)")
+    print("prompt  in flight  TTFT plan  TTFT sim   ITL plan  ITL sim")
+    misses = 0
+    for prompt in (512, 1024, 2048, 4096):
+        for concurrency in (1, 8, 16, 32, 64):
+            workload = Workload(input_len=prompt, output_len=128, concurrency=concurrency)
+            planned, pd = closed_loop.planned_pair(_arch(), gpu, workload)
+            served = closed_loop.run(pd, workload, 11 * concurrency, spread=0.2)
+            sim = closed_loop.steady(served, concurrency)
+            ttft, itl = sim.ttft_p50_s * 1000, sim.itl_p50_s * 1000
+            off = abs(ttft / planned.ttft_ms - 1) > 0.15 or abs(itl / planned.itl_ms - 1) > 0.15
+            misses += off
+            print(
+                f"{prompt:6}  {concurrency:9}  {planned.ttft_ms:9.1f}  {ttft:8.1f}  "
+                f"{planned.itl_ms:8.2f}  {itl:7.2f}{'  off by more than 15%' if off else ''}"
+            )
+    print(f"{misses} of 20 points off by more than 15%")
+
+
 def aggregated_rows() -> None:
     record = json.loads(RECORD.read_text())
     steps = record["bench"]["alone"]["result"]["steps"]
@@ -93,3 +118,5 @@ def aggregated_rows() -> None:
 if __name__ == "__main__":
     pd_rows()
     aggregated_rows()
+    if "--sweep" in sys.argv[1:]:
+        sweep_rows()

@@ -184,3 +184,17 @@ def test_env_from_the_clusters_secrets_is_left_out_and_said(
     layout = local.plan(objects, "pd", local.Options(engine="sim"))
     assert not any("VLLM_API_KEY" in e.env for e in layout.engines)
     assert "env read from the cluster's Secrets left out: VLLM_API_KEY" in layout.changes
+
+
+def test_ports_are_never_given_twice(rendered: list[manifests.Manifest]) -> None:
+    """A probe's port can come back from the next probe (the system reuses it): the plan skips
+    a port it already gave, so every listener has one of its own."""
+    repeats = iter([9000, 9000, 9001, 9001, 9001, 9002, 9003, 9003, 9004, 9005, 9006, 9007])
+    found = local.plan(rendered, "pd", local.Options(), ports=lambda: next(repeats))
+    ports = [p.port for p in [*found.engines, found.router] if p is not None]
+    ports += [int(p.env[local.NIXL_PORT_ENV]) for p in found.engines]
+    assert len(ports) == len(set(ports)) == 5
+    same = local.distinct(lambda: 9000)
+    assert same() == 9000
+    with pytest.raises(RuntimeError, match="no port left"):
+        same()

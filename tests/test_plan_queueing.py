@@ -3,6 +3,7 @@ serving beside PD."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from pathlib import Path
@@ -99,6 +100,25 @@ def test_a_closed_loop_obeys_littles_law() -> None:
     opened = load(1.0, 64)
     assert opened.queue_s == pytest.approx(queueing.md1_wait(0.5, 1.0))
     assert math.isinf(load(2.0, 1).queue_s)
+
+
+def test_the_closed_loop_is_a_finite_population_of_clients() -> None:
+    """Mean-value analysis: one client never waits; throughput rises with clients towards what
+    the servers serve and never past it; the clients queued never outnumber the clients; near
+    saturation the loop waits less than an M/D/1 queue at the same throughput."""
+    service, outside = 1.0, 9.0
+    assert queueing.closed_loop(1, service, outside, 1) == pytest.approx(1 / (service + outside))
+    rates = [queueing.closed_loop(2, service, outside, n) for n in range(1, 80)]
+    assert all(a <= b for a, b in itertools.pairwise(rates)) and rates[0] < rates[20]
+    assert rates[-1] == 2 / service and max(rates) <= 2 / service
+    for clients in (5, 10, 20, 40):
+        rate = queueing.closed_loop(1, service, outside, clients)
+        response = clients / rate - outside  # per prompt at the server: wait + service
+        assert service <= response <= clients * service
+    near = 9  # clients that keep one server over 80% busy
+    rate = queueing.closed_loop(1, service, outside, near)
+    wait = near / rate - outside - service
+    assert 0.8 < rate * service < 1.0 and wait < queueing.md1_wait(rate, service)
 
 
 def test_high_concurrency_without_rate_shows_the_queue() -> None:

@@ -102,6 +102,22 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def distinct(ports: Ports) -> Ports:
+    """`ports` never giving one twice: free_port can (the system may hand a port that a probe
+    just closed to the next probe), and every listener needs a port of its own."""
+    given: set[int] = set()
+
+    def next_port() -> int:
+        for _ in range(100):
+            port = ports()
+            if port not in given:
+                given.add(port)
+                return port
+        raise RuntimeError("no port left that was not already given")
+
+    return next_port
+
+
 def counting(base: int) -> Ports:
     """Ports base, base + 1, ... (a plan made on one machine and run on another)."""
     numbers = iter(range(base, 65536))
@@ -303,6 +319,7 @@ def plan(
     if not summary.pools:
         raise InputError(f"the render holds no engine pool of release {release}")
     _refuse_what_is_not_local(summary)
+    ports = distinct(ports)
     share, assigned = _shares(summary.pools, options.devices)
     layout = Layout([], None, release=release, engine=options.engine)
     layout.changes = [

@@ -4,7 +4,9 @@ Two loads: open arrivals at `--rate` requests/s (Poisson, as `vllm bench serve -
 or a closed loop of `--concurrency` clients that each send their next request when the last one
 ends (as `vllm bench serve --max-concurrency` at an infinite rate). A prefill server (a prefill
 engine, or the prefill share of an aggregated engine) serves one prompt after another in a fixed
-time: an M/D/1 queue per server, requests spread evenly over the servers.
+time, requests spread evenly over the servers: an M/D/1 queue per server under open arrivals, a
+mean-value analysis of the clients' loop under a closed one (`closed_loop`). Both are queues of
+clients out of step, as output lengths that vary make them (`output_lengths`).
 
 An aggregated engine under a closed loop of equal requests runs in waves instead
 (`wave_median`): its decoding requests end in the same step, so their clients' next prompts
@@ -54,29 +56,45 @@ def under_load(
     `capacity` the requests/s the layout sustains.
 
     Open (`rate` given): M/D/1 wait at rate / servers per server; infinite at or past capacity.
-    Closed (`concurrency` clients): the throughput X solves X = N / (fixed + wait(X) + decode)
-    (Little's law over one request's life) and is at most `capacity`; the queueing part of TTFT
-    is then N / X - fixed - decode (Little's law again), which also holds when X is held at
-    `capacity` by a stage other than prefill (requests wait for a decode slot).
+    Closed (`concurrency` clients): mean-value analysis of the clients' loop (`closed_loop`),
+    its throughput X at most `capacity`; the queueing part of TTFT is then N / X - fixed - decode
+    (Little's law over one request's life), which also holds when X is held at `capacity` by a
+    stage other than prefill (requests wait for a decode slot).
     """
     if rate is not None:
         if rate >= capacity:
             return Load(rate, math.inf, min(rate * service_s / servers, 1.0))
         return Load(rate, md1_wait(rate / servers, service_s), rate * service_s / servers)
-
-    def excess(x: float) -> float:
-        return x - concurrency / (fixed_s + md1_wait(x / servers, service_s) + decode_s)
-
-    # excess(0) < 0 <= excess(high): past servers / service_s the wait is infinite; without a
-    # prefill time (a prompt riding free in decode steps) nothing waits.
-    high = servers / service_s if service_s > 0 else concurrency / (fixed_s + decode_s)
-    low = 0.0
-    for _ in range(60):
-        middle = (low + high) / 2
-        low, high = (middle, high) if excess(middle) < 0 else (low, middle)
-    throughput = min(low, capacity)
+    outside_s = fixed_s - service_s + decode_s  # a request's time away from the prefill servers
+    throughput = min(closed_loop(servers, service_s, outside_s, concurrency), capacity)
     queue = max(concurrency / throughput - fixed_s - decode_s, 0.0)
     return Load(throughput, queue, throughput * service_s / servers)
+
+
+def closed_loop(servers: int, service_s: float, outside_s: float, clients: int) -> float:
+    """Requests/s of `clients` that each send a prompt to one of `servers` prefill servers
+    (spread evenly), wait for it to be served (`service_s` each, one at a time), spend
+    `outside_s` elsewhere (transfer, decode, the network) and send the next one.
+
+    Mean-value analysis (Reiser and Lavenberg, "Mean-Value Analysis of Closed Multichain Queuing
+    Networks", J. ACM 27(2), 1980, https://doi.org/10.1145/322186.322195), client by client: a
+    prompt arriving at its server finds the queue that one client fewer leaves there, and waits
+    for each prompt of it, the one in service only half done on average (a fixed service time:
+    its mean residual is half of it). That residual is exact for the one in service but makes
+    the queue grow by half a prompt per client once the servers are always busy, so the
+    throughput is held at what the servers serve, `servers / service_s`. Unlike an open queue,
+    the clients are a finite population, so the queue never holds more than they are: a closed
+    loop near the prefill servers' capacity waits less than an M/D/1 queue at the same
+    throughput says."""
+    queue = busy = 0.0  # per server, at one client fewer
+    throughput = 0.0
+    most = servers / service_s if service_s > 0 else math.inf
+    for n in range(1, clients + 1):
+        response = service_s * (1 + queue - busy / 2)
+        throughput = min(n / (response + outside_s), most)
+        queue = throughput * response / servers
+        busy = min(throughput * service_s / servers, 1.0)
+    return throughput
 
 
 def wave_median(

@@ -5,14 +5,14 @@ The memory arithmetic is pdctl.models.memory's, the time estimates pdctl.plan.ro
 
 from __future__ import annotations
 
-import math
+import functools
 from dataclasses import dataclass, replace
 from typing import Any
 
 from pdctl.models.catalog import Gpu
 from pdctl.models.memory import GiB, kv_layout, memory, params, valid_tps, weight_bytes
 from pdctl.plan import aggregated as aggregated_
-from pdctl.plan import efficiency, queueing
+from pdctl.plan import decode, efficiency, queueing
 from pdctl.plan import verdict as verdicts
 from pdctl.plan.layout import (
     AggregatedEstimates,
@@ -56,25 +56,6 @@ def engines(req: Request, limit: int | None = None) -> list[Engine]:
     ]
 
 
-def _decode_batch(req: Request, engine: Engine, replicas: int) -> tuple[int, float]:
-    """Sequences per decode engine and its step time: the share of --concurrency, at most what
-    its KV holds at input+output tokens and vLLM's max-num-seqs, fewer if --itl demands."""
-    w = req.workload
-    cap = engine.layout.sequences(engine.pool_bytes, w.total_len)
-    batch = max(1, min(cap, default_max_num_seqs(req.gpu), math.ceil(w.concurrency / replicas)))
-
-    def step(b: int) -> float:
-        return req.decode_step_s(engine.tp, b, w.mean_context, engine.layout)
-
-    if w.itl_ms is not None and step(batch) * 1000 > w.itl_ms:
-        low, high = 1, batch  # step grows with the batch: the largest batch that meets --itl
-        while low < high:
-            middle = (low + high + 1) // 2
-            low, high = (middle, high) if step(middle) * 1000 <= w.itl_ms else (low, middle - 1)
-        batch = low
-    return batch, step(batch)
-
-
 def transfer_seconds(req: Request, decode: Engine) -> tuple[float, float]:
     """(seconds, bytes per decode GPU) to move one prompt's KV: every decode rank pulls its share
     (the whole latent under MLA) over its own NIC."""
@@ -111,7 +92,7 @@ class _Candidate:
 def _evaluate(req: Request, p: Engine, x: int, d: Engine, y: int) -> _Candidate:
     w = req.workload
     prefill_s = req.prefill_s(p.tp, w.input_len)
-    batch, step_s = _decode_batch(req, d, y)
+    batch, full_step_s = decode.batch(req, d, y)
     held = d.layout.sequences(d.pool_bytes, w.total_len)  # as the table's "requests of" row
     alone = max(1, min(w.concurrency, default_max_num_seqs(req.gpu), held))
     concurrency_step = req.decode_step_s(d.tp, alone, w.mean_context, d.layout)
@@ -121,22 +102,24 @@ def _evaluate(req: Request, p: Engine, x: int, d: Engine, y: int) -> _Candidate:
     serial = p.layout.sequences(p.pool_bytes, w.input_len) < 2
     service_s = prefill_s + (transfer_s if serial else 0.0)
     prefill_rps = 1 / service_s
-    decode_rps = batch / (w.output_len * step_s)
+    decode_rps = batch / (w.output_len * full_step_s)
     prefill_side, decode_side = x * prefill_rps * PREFILL_MATCH, y * decode_rps * DECODE_MATCH
     # Each decode engine reads one prompt's KV after another over its NIC: the link is a stage too
     # (it binds at TCP speed: 16 requests in flight waited 8.7 s for KV on the H200 bench record).
     link_rps = y / transfer_s
     rps = min(prefill_side, decode_side, link_rps)
-    unqueued_s = prefill_s + transfer_s + step_s + request_overhead_seconds(req.gpu)
-    load = queueing.under_load(
+    capacity = min(x * prefill_rps, y * decode_rps, link_rps)  # raw rates, not derated
+    load_at = functools.partial(
+        queueing.under_load,
         servers=x,
         service_s=service_s,
-        fixed_s=unqueued_s,
-        decode_s=(w.output_len - 1) * step_s,
-        capacity=min(x * prefill_rps, y * decode_rps, link_rps),  # raw rates, not derated
+        capacity=capacity,
         rate=w.rate,
         concurrency=w.concurrency,
     )
+    before_s = prefill_s + transfer_s + request_overhead_seconds(req.gpu)
+    decoding, load, step_s = decode.at_load(req, d, y, batch, load_at, before_s)
+    unqueued_s = before_s + step_s
     ttft_s = unqueued_s + load.queue_s
     estimates = Estimates(
         prefill_ms=prefill_s * 1000,
@@ -144,7 +127,7 @@ def _evaluate(req: Request, p: Engine, x: int, d: Engine, y: int) -> _Candidate:
         decode_step_ms=concurrency_step * 1000,
         decode_step_sequences=alone,
         decode_tokens_per_s=alone / concurrency_step,
-        decode_batch=batch,
+        decode_batch=decoding,
         itl_ms=step_s * 1000,
         kv_transfer_ms=transfer_s * 1000,
         kv_transfer_mb=transfer_bytes / 1e6,
