@@ -6,11 +6,11 @@ for the same workload.
 
 The loop's output lengths vary within 20% of the workload's 128 (seeded draws, as `pdctl bench
 --output-spread 0.2` draws them), as a real model's do where generation ends at its
-end-of-sequence token, so the clients fall out of step: what the planner's closed loop models. With every output
-exactly 128 tokens, as a benchmark that sets ignore_eos sends them, the clients start in lockstep
-and move in groups for some twenty waves before the loop settles; the last test pins that,
-and docs/simulator.md "How close it comes to the planner" says what the real-engine record shows
-of it."""
+end-of-sequence token, so the clients fall out of step: what the planner's closed loop models.
+With every output exactly 128 tokens, as a benchmark that sets ignore_eos sends them, the
+clients start in lockstep and move in groups for some twenty waves before the loop settles; a
+test pins that, and docs/simulator.md "How close it comes to the planner" says what the
+real-engine record shows of it."""
 
 from __future__ import annotations
 
