@@ -1,5 +1,5 @@
 """A PD release's TTFT under a closed loop, wave by wave: what decides between the simulator's
-queueing and the planner's (docs/simulator.md "Against the planner").
+queueing and the planner's (docs/simulator.md "How close it comes to the planner").
 
     # where a release runs (pdctl up, real vLLM or the simulator): measure, keep every request
     python -m benchmarks.real_engines.closed_loop run --release pd --record record.json
