@@ -115,6 +115,16 @@ def test_the_closed_loop_is_a_finite_population_of_clients() -> None:
         rate = queueing.closed_loop(1, service, outside, clients)
         response = clients / rate - outside  # per prompt at the server: wait + service
         assert service <= response <= clients * service
+    # servers split the clients evenly: each serves its share, a fraction between two wholes
+    one, four = (
+        queueing.closed_loop(1, service, outside, 3),
+        queueing.closed_loop(4, service, outside, 12),
+    )
+    assert four == pytest.approx(4 * one)
+    assert queueing.closed_loop(4, service, outside, 3) == pytest.approx(3 / (service + outside))
+    between = queueing.closed_loop(4, service, outside, 14)
+    assert four < between < queueing.closed_loop(4, service, outside, 16)
+    assert queueing.closed_loop(1, service, outside, 50, most=0.5) == 0.5  # the layout's cap
     near = 9  # clients that keep one server over 80% busy
     rate = queueing.closed_loop(1, service, outside, near)
     wait = near / rate - outside - service

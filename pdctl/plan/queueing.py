@@ -66,35 +66,46 @@ def under_load(
             return Load(rate, math.inf, min(rate * service_s / servers, 1.0))
         return Load(rate, md1_wait(rate / servers, service_s), rate * service_s / servers)
     outside_s = fixed_s - service_s + decode_s  # a request's time away from the prefill servers
-    throughput = min(closed_loop(servers, service_s, outside_s, concurrency), capacity)
+    throughput = closed_loop(servers, service_s, outside_s, concurrency, capacity)
     queue = max(concurrency / throughput - fixed_s - decode_s, 0.0)
     return Load(throughput, queue, throughput * service_s / servers)
 
 
-def closed_loop(servers: int, service_s: float, outside_s: float, clients: int) -> float:
+def closed_loop(
+    servers: int, service_s: float, outside_s: float, clients: int, most: float = math.inf
+) -> float:
     """Requests/s of `clients` that each send a prompt to one of `servers` prefill servers
-    (spread evenly), wait for it to be served (`service_s` each, one at a time), spend
-    `outside_s` elsewhere (transfer, decode, the network) and send the next one.
+    (spread evenly, so each serves its share of the clients), wait for it to be served
+    (`service_s` each, one at a time), spend `outside_s` elsewhere (transfer, decode, the
+    network) and send the next one; at most `most` (what the rest of the layout sustains).
 
     Mean-value analysis (Reiser and Lavenberg, "Mean-Value Analysis of Closed Multichain Queuing
-    Networks", J. ACM 27(2), 1980, https://doi.org/10.1145/322186.322195), client by client: a
-    prompt arriving at its server finds the queue that one client fewer leaves there, and waits
+    Networks", J. ACM 27(2), 1980, https://doi.org/10.1145/322186.322195) of one server, client
+    by client: a prompt arriving finds the queue that one client fewer leaves there, and waits
     for each prompt of it, the one in service only half done on average (a fixed service time:
     its mean residual is half of it). That residual is exact for the one in service but makes
-    the queue grow by half a prompt per client once the servers are always busy, so the
-    throughput is held at what the servers serve, `servers / service_s`. Unlike an open queue,
-    the clients are a finite population, so the queue never holds more than they are: a closed
-    loop near the prefill servers' capacity waits less than an M/D/1 queue at the same
-    throughput says."""
-    queue = busy = 0.0  # per server, at one client fewer
-    throughput = 0.0
-    most = servers / service_s if service_s > 0 else math.inf
-    for n in range(1, clients + 1):
+    the queue grow by half a prompt per client once the server is always busy, so the throughput
+    is held at what the server serves, 1 / `service_s`; it only grows with clients, so the
+    analysis stops there. A share of clients between two whole numbers is interpolated. Unlike an
+    open queue, the clients are a finite population, so the queue never holds more than they
+    are: a closed loop near the prefill servers' capacity waits less than an M/D/1 queue at the
+    same throughput says."""
+    if service_s > 0:
+        most = min(most, servers / service_s)
+    share, per_server = clients / servers, most / servers
+    whole = math.floor(share)
+    rate = at_whole = 0.0  # one server's requests/s at n clients, and at `whole` clients
+    queue = busy = 0.0  # at one client fewer
+    for n in range(1, math.ceil(share) + 1):
         response = service_s * (1 + queue - busy / 2)
-        throughput = min(n / (response + outside_s), most)
-        queue = throughput * response / servers
-        busy = min(throughput * service_s / servers, 1.0)
-    return throughput
+        rate = n / (response + outside_s)
+        if rate >= per_server:  # from here on every rate is the most
+            rate = per_server
+            at_whole = per_server if n <= whole else at_whole
+            break
+        at_whole = rate if n == whole else at_whole
+        queue, busy = rate * response, rate * service_s
+    return servers * (at_whole + (share - whole) * (rate - at_whole))
 
 
 def wave_median(
