@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from pdctl import defaults, manifests, pipeline, ucx
 from pdctl.cli.app import app
-from pdctl.errors import InputError
+from pdctl.errors import EnvironmentProblem, InputError
 from pdctl.helm import Helm
 from pdctl.local import layout as local
 
@@ -196,5 +196,5 @@ def test_ports_are_never_given_twice(rendered: list[manifests.Manifest]) -> None
     assert len(ports) == len(set(ports)) == 5
     same = local.distinct(lambda: 9000)
     assert same() == 9000
-    with pytest.raises(RuntimeError, match="no port left"):
+    with pytest.raises(EnvironmentProblem, match="no free port"):
         same()

@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from benchmarks.real_engines import model_dir
+from pdctl.plan.queueing import output_lengths
 
 WARM_GAPS = 4  # gaps left out of the steady inter-token figure (the batch is still filling)
 
@@ -69,8 +70,6 @@ async def timed(
     """Every request of the load, timed, in the order they were sent. Each asks for exactly
     `load.output_len` tokens, or with `output_spread` a length drawn within that share of it (as
     `pdctl bench --output-spread` and the simulator's closed loop draw them)."""
-    from pdctl.plan.queueing import output_lengths
-
     rng = random.Random(seed)
     prompts = [model_dir.prompt(rng, load.prompt_len, vocab_size) for _ in range(load.requests)]
     draw = output_lengths(load.output_len, output_spread, seed)

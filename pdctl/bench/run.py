@@ -99,9 +99,7 @@ def _step(
     """Send one load step; its numbers, less the engines' counters."""
     seed = _seed(workload, rate if rate is not None else concurrency or 0)
     shared = round(workload.prefix_share * workload.input_len)
-    outputs = None
-    if workload.output_spread:
-        outputs = output_lengths(workload.output_len, workload.output_spread, seed)
+    outputs = output_lengths(workload.output_len, workload.output_spread, seed)
     source = dataset or Prompts(workload.input_len, seed, shared, outputs)
     body = functools.partial(_body, workload, model, source)
     held = None

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from pdctl import defaults, manifests, naming, ucx
-from pdctl.errors import InputError
+from pdctl.errors import EnvironmentProblem, InputError
 
 LOOPBACK = "127.0.0.1"
 ENGINES = ("vllm", "sim")  # real vLLM, or the pd-stack simulator
@@ -113,7 +113,7 @@ def distinct(ports: Ports) -> Ports:
             if port not in given:
                 given.add(port)
                 return port
-        raise RuntimeError("no port left that was not already given")
+        raise EnvironmentProblem(f"no free port on {LOOPBACK} that was not already given")
 
     return next_port
 
