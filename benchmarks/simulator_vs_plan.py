@@ -56,9 +56,8 @@ def pd_rows() -> None:
     print("in flight  TTFT plan  TTFT sim   ITL plan  ITL sim   lockstep: waves 2-11  22-41")
     for concurrency in (1, 8, 32):
         workload = Workload(input_len=1024, output_len=128, concurrency=concurrency)
-        planned, pd = closed_loop.planned_pair(_arch(), gpu, workload)
-        served = closed_loop.run(pd, workload, 11 * concurrency, spread=0.2)
-        sim = closed_loop.steady(served, concurrency)
+        planned, sim = closed_loop.against_plan(_arch(), gpu, workload, spread=0.2)
+        _, pd = closed_loop.planned_pair(_arch(), gpu, workload)
         equal = closed_loop.run(pd, workload, 42 * concurrency)
         early = closed_loop.steady(equal[: 11 * concurrency], concurrency)
         late = closed_loop.steady(equal, 21 * concurrency)
@@ -77,9 +76,7 @@ def sweep_rows() -> None:
     for prompt in (512, 1024, 2048, 4096):
         for concurrency in (1, 8, 16, 32, 64):
             workload = Workload(input_len=prompt, output_len=128, concurrency=concurrency)
-            planned, pd = closed_loop.planned_pair(_arch(), gpu, workload)
-            served = closed_loop.run(pd, workload, 11 * concurrency, spread=0.2)
-            sim = closed_loop.steady(served, concurrency)
+            planned, sim = closed_loop.against_plan(_arch(), gpu, workload, spread=0.2)
             ttft, itl = sim.ttft_p50_s * 1000, sim.itl_p50_s * 1000
             off = abs(ttft / planned.ttft_ms - 1) > 0.15 or abs(itl / planned.itl_ms - 1) > 0.15
             misses += off

@@ -35,10 +35,15 @@ def _pair(concurrency: int) -> tuple[Workload, Estimates, closed_loop.Pd]:
     return workload, planned, pd
 
 
-def _compare(concurrency: int, seed: int) -> tuple[Estimates, closed_loop.Summary]:
-    workload, planned, pd = _pair(concurrency)
-    served = closed_loop.run(pd, workload, 11 * concurrency, spread=SPREAD, seed=seed)
-    summary = closed_loop.steady(served, concurrency)
+def _compare(
+    concurrency: int, seed: int = 0, prompt: int = INPUT
+) -> tuple[Estimates, closed_loop.Summary]:
+    entry = catalog.find_model(MODEL)
+    assert entry is not None
+    workload = Workload(input_len=prompt, output_len=OUTPUT, concurrency=concurrency)
+    planned, summary = closed_loop.against_plan(
+        entry.arch, catalog.gpu(GPU), workload, spread=SPREAD, seed=seed
+    )
     assert summary.requests >= 10 * concurrency  # a step may end several at once
     return planned, summary
 
@@ -56,15 +61,10 @@ def test_over_a_sweep_of_loads_and_prompts_the_plan_stays_within_15_percent() ->
     within 15% everywhere, TTFT at 18 of the 20 points; the two off are 64 in flight of 512-token
     prompts (several share a prefill step, which the plan's one prompt a step does not model) and
     8 in flight of 4,096-token ones (docs/sizing.md "TTFT under load")."""
-    entry = catalog.find_model(MODEL)
-    assert entry is not None
     off = []
     for prompt in (512, 1024, 2048, 4096):
         for concurrency in (1, 8, 16, 32, 64):
-            workload = Workload(input_len=prompt, output_len=OUTPUT, concurrency=concurrency)
-            planned, pd = closed_loop.planned_pair(entry.arch, catalog.gpu(GPU), workload)
-            served = closed_loop.run(pd, workload, 11 * concurrency, spread=SPREAD)
-            simulated = closed_loop.steady(served, concurrency)
+            planned, simulated = _compare(concurrency, prompt=prompt)
             assert simulated.itl_p50_s * 1000 == pytest.approx(planned.itl_ms, rel=WITHIN)
             if simulated.ttft_p50_s * 1000 != pytest.approx(planned.ttft_ms, rel=WITHIN):
                 off.append((prompt, concurrency))

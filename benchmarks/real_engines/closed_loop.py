@@ -10,8 +10,8 @@ queueing and the planner's (docs/simulator.md "How close it comes to the planner
 tokenizer's words, no shared prefix, 128 output tokens, or with `--output-spread S` each
 request's output drawn within S of 128, as the test draws them) through the release's router: a
 closed loop at each concurrency of 11 x concurrency requests, and at the largest one a long loop
-of 42 waves. Every request's send, first-token and end times are kept, so the record can be cut into
-windows of waves afterwards: requests in the order they ended, the first wave (`concurrency`
+of 42 waves. Every request's send, first-token and end times are kept, so the record can be cut
+into windows of waves afterwards: requests in the order they ended, the first wave (`concurrency`
 requests) dropped, then waves 2-11, 12-21 and 22-41.
 
 `compare` prints, per window, the record's TTFT p50 beside the simulator's (pdctl.simulator.
@@ -92,9 +92,9 @@ def run_command(args: argparse.Namespace) -> int:
     record: dict[str, Any] = {"release": found.describe(), "model": model, "loops": []}
     loads = [measure.Load(INPUT, OUTPUT, c, WAVES * c) for c in CONCURRENCY]
     loads.append(measure.Load(INPUT, OUTPUT, CONCURRENCY[-1], LONG_WAVES * CONCURRENCY[-1]))
+    spread = args.output_spread
     for load in loads:
         seed = measure.seed("closed-loop", load)
-        spread = args.output_spread
         timings = asyncio.run(measure.timed(found.router, model, load, vocab, seed, spread))
         part = loop_record(timings, load, spread)
         print(load, windows(part["requests_ms"], load.concurrency), part["errors"], flush=True)

@@ -170,3 +170,13 @@ def steady(served: list[Served], concurrency: int) -> Summary:
     kept = served[concurrency:]
     gaps = [g for s in kept for g in s.gaps_s]
     return Summary(statistics.median(s.ttft_s for s in kept), statistics.median(gaps), len(kept))
+
+
+def against_plan(
+    arch: ModelArch, gpu: Gpu, workload: Workload, *, spread: float = 0.0, seed: int = 0
+) -> tuple[Estimates, Summary]:
+    """`pdctl plan`'s estimates for the planned pair (`planned_pair`) and the simulator's steady
+    closed loop of the same workload: 11 x concurrency requests, the first wave dropped."""
+    planned, pd = planned_pair(arch, gpu, workload)
+    served = run(pd, workload, 11 * workload.concurrency, spread=spread, seed=seed)
+    return planned, steady(served, workload.concurrency)
