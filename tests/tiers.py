@@ -47,6 +47,7 @@ MODULES: dict[str, str] = {
     "test_llmd_router": "chart",
     "test_lmcache_proxy": "chart",
     "test_local_layout": "chart",
+    "test_local_down": "integration",
     "test_local_up": "integration",
     "test_multinode": "chart",
     "test_naming": "chart",
