@@ -33,15 +33,26 @@ def state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def stranger() -> Iterator[subprocess.Popen[bytes]]:
-    """A long-lived process that is not the release's, leading a process group of its own."""
-    child = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    """A long-lived process that is not the release's, leading a process group of its own: `cat`,
+    which echoes a line while it lives (see answers)."""
+    child = subprocess.Popen(
+        ["cat"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True
+    )
     yield child
     child.kill()
     child.wait()
 
 
-def running(pid: int) -> bool:
-    return ownership.identify(pid) is not None  # a zombie (ended, not reaped) is not
+def answers(child: subprocess.Popen[bytes]) -> bool:
+    """Whether the process still lives: it echoes a line (a killed one gives end of file; no
+    signal's delivery is raced)."""
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        child.stdin.write(b"ping\n")
+        child.stdin.flush()
+    except BrokenPipeError:
+        return False
+    return child.stdout.readline() == b"ping\n"
 
 
 def until(condition: Any, what: str) -> None:
@@ -91,7 +102,7 @@ def test_down_leaves_a_process_that_reused_a_recorded_pid_alive(
     result = runner.invoke(app, ["down"])
     assert result.exit_code == 0, result.output
     assert "its supervisor ended without stopping it" in result.stderr
-    assert running(stranger.pid)
+    assert answers(stranger)
     after = state.Folder.of(RELEASE).read_state()
     assert after is not None and after["status"] == state.STOPPED
 
@@ -122,11 +133,11 @@ def test_a_signal_reaches_only_the_recorded_process(
     stranger: subprocess.Popen[bytes],
 ) -> None:
     mine = ownership.identify(stranger.pid)
-    assert mine is not None and mine.cmdline == ("sleep", "300")
+    assert mine is not None and mine.cmdline == ("cat",)
     other = ownership.Identity.from_dict(recycled(stranger.pid))
     assert other is not None
     assert not ownership.signal(other, 9) and not ownership.signal_group(other, 9)
-    assert running(stranger.pid)
+    assert answers(stranger)
     assert ownership.group_members(stranger.pid) == [stranger.pid]
     assert ownership.signal_group(mine, 15)
     until(lambda: stranger.poll() is not None, "the recorded process ends")
