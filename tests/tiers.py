@@ -78,6 +78,7 @@ MODULES: dict[str, str] = {
     "test_schema": "chart",
     "test_schema_kubernetes": "chart",
     "test_simulator": "integration",
+    "test_simulator_bounds": "integration",
     "test_status": "integration",
     "test_template_pipeline": "chart",
     "test_tiers": "unit",
