@@ -33,10 +33,10 @@ def status(
     that `pdctl up` runs here, or ran until its supervisor was killed (dead), is shown instead
     (its processes), unless --cluster."""
     from pdctl import release as releases  # lazy: start-up
-    from pdctl.local import lifecycle  # lazy: start-up
+    from pdctl.local import lifecycle, state  # lazy: start-up
 
     local = None if cluster else lifecycle.status(release)
-    if local is not None and (local["up"] or local["status"] == lifecycle.state.DEAD):
+    if local is not None and (local["up"] or local["status"] == state.DEAD):
         _local(local, output)
         return
 
