@@ -144,6 +144,18 @@ def test_a_signal_reaches_only_the_recorded_process(
     assert not ownership.signal(mine, 15)  # ended: nothing to signal
 
 
+def test_without_proc_nothing_is_proven_and_nothing_signalled(
+    stranger: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """macOS, the BSDs: no /proc, so no identity can be checked: no signal is sent."""
+    mine = ownership.identify(stranger.pid)
+    assert mine is not None
+    monkeypatch.setattr(ownership, "PROC", tmp_path / "no-proc")
+    assert ownership.identify(stranger.pid) is None
+    assert not ownership.signal(mine, 9) and not ownership.signal_group(mine, 9)
+    assert answers(stranger)
+
+
 SLOW_HELM = """#!/bin/sh
 case "$1" in
   version) echo v3.17.2 ;;
@@ -173,6 +185,8 @@ def test_down_while_up_renders_stops_that_up_cleanly(state_home: Path, tmp_path:
         assert up.poll() is None, up.communicate()
         found = lifecycle.status(RELEASE)
         assert found is not None and found["status"] == state.STARTING and found["up"]
+        shown = runner.invoke(app, ["status"])
+        assert shown.exit_code == 1 and "engines: not chosen yet" in shown.stdout, shown.output
         stopped = runner.invoke(app, ["down"])
         assert stopped.exit_code == 0, stopped.output
         _, err = up.communicate(timeout=DEADLINE)

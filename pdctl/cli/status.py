@@ -79,7 +79,9 @@ def _print(report: StatusReport) -> None:
 
 def _local(found: dict[str, Any], output: OutputFormat) -> None:
     """A local release's processes; exit 1 unless every one is ready."""
-    ready = found["up"] and all(found["ready"].values())
+    from pdctl.local.state import READY  # lazy: start-up
+
+    ready = found["up"] and found["status"] == READY and all(found["ready"].values())
     if output is OutputFormat.json:
         _output.as_json(found)
     else:
@@ -94,7 +96,7 @@ def _local(found: dict[str, Any], output: OutputFormat) -> None:
         for name, (role, url) in roles.items():
             mark = "yes" if found["ready"].get(name) else "no"
             table.add_row(name, role, url, str(found["pids"].get(name, "")), mark)
-        what = engines_named(found["engine"])
+        what = engines_named(found["engine"]) if found["engine"] else "not chosen yet"
         screen = _output.Screen()
         screen.table(
             table,

@@ -74,12 +74,12 @@ def is_ours(recorded: Identity) -> bool:
 
 def signal(recorded: Identity, signum: int) -> bool:
     """Send `signum` to the recorded process while it is still that process; whether it was."""
-    if not hasattr(os, "pidfd_open"):  # not Linux: no pidfd, and no /proc to prove it either
-        return False
     try:
         pidfd = os.pidfd_open(recorded.pid)
-    except OSError:  # gone
+    except ProcessLookupError:  # gone
         return False
+    except (AttributeError, OSError):  # no pidfd here (Linux before 5.3): check, then signal
+        return is_ours(recorded) and _kill(recorded.pid, signum)
     try:
         if not is_ours(recorded):  # checked while the pidfd pins this very process
             return False
@@ -89,6 +89,14 @@ def signal(recorded: Identity, signum: int) -> bool:
         return False
     finally:
         os.close(pidfd)
+
+
+def _kill(pid: int, signum: int) -> bool:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def group_members(pgid: int) -> list[int]:
