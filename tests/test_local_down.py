@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from benchmarks.redteam.clients import alive
 from pdctl.cli.app import app
 from pdctl.local import lifecycle, ownership, state
 from tests.helpers import ROOT
@@ -34,25 +35,13 @@ def state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def stranger() -> Iterator[subprocess.Popen[bytes]]:
     """A long-lived process that is not the release's, leading a process group of its own: `cat`,
-    which echoes a line while it lives (see answers)."""
+    which echoes a line while it lives (clients.alive)."""
     child = subprocess.Popen(
         ["cat"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True
     )
     yield child
     child.kill()
     child.wait()
-
-
-def answers(child: subprocess.Popen[bytes]) -> bool:
-    """Whether the process still lives: it echoes a line (a killed one gives end of file; no
-    signal's delivery is raced)."""
-    assert child.stdin is not None and child.stdout is not None
-    try:
-        child.stdin.write(b"ping\n")
-        child.stdin.flush()
-    except BrokenPipeError:
-        return False
-    return child.stdout.readline() == b"ping\n"
 
 
 def until(condition: Any, what: str) -> None:
@@ -102,7 +91,7 @@ def test_down_leaves_a_process_that_reused_a_recorded_pid_alive(
     result = runner.invoke(app, ["down"])
     assert result.exit_code == 0, result.output
     assert "its supervisor ended without stopping it" in result.stderr
-    assert answers(stranger)
+    assert alive(stranger)
     after = state.Folder.of(RELEASE).read_state()
     assert after is not None and after["status"] == state.STOPPED
 
@@ -137,7 +126,7 @@ def test_a_signal_reaches_only_the_recorded_process(
     other = ownership.Identity.from_dict(recycled(stranger.pid))
     assert other is not None
     assert not ownership.signal(other, 9) and not ownership.signal_group(other, 9)
-    assert answers(stranger)
+    assert alive(stranger)
     assert ownership.group_members(stranger.pid) == [stranger.pid]
     assert ownership.signal_group(mine, 15)
     until(lambda: stranger.poll() is not None, "the recorded process ends")
@@ -153,7 +142,7 @@ def test_without_proc_nothing_is_proven_and_nothing_signalled(
     monkeypatch.setattr(ownership, "PROC", tmp_path / "no-proc")
     assert ownership.identify(stranger.pid) is None
     assert not ownership.signal(mine, 9) and not ownership.signal_group(mine, 9)
-    assert answers(stranger)
+    assert alive(stranger)
 
 
 SLOW_HELM = """#!/bin/sh

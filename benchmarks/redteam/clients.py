@@ -269,12 +269,14 @@ def _pdctl(*argv: str, timeout: float = WAIT) -> subprocess.CompletedProcess[str
 
 
 def _state_folder(release: str) -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "pdctl" / "local" / release
+    from pdctl.local import state  # the checkout under test's (first on PYTHONPATH)
+
+    return state.Folder.of(release).path
 
 
-def _alive(process: subprocess.Popen[bytes]) -> bool:
-    """`cat` echoes a line while it lives (no race with a signal's delivery)."""
+def alive(process: subprocess.Popen[bytes]) -> bool:
+    """Whether a `cat` process still lives: it echoes a line (a killed one gives end of file;
+    no race with a signal's delivery)."""
     assert process.stdin is not None and process.stdout is not None
     try:
         process.stdin.write(b"ping\n")
@@ -298,7 +300,7 @@ def down_stale_state() -> None:
         state["pids"] = {"pd-engine": stranger.pid, "router": stranger.pid}
         (folder / "state.json").write_text(json.dumps(state), encoding="utf-8")
         done = _pdctl("down")
-        if not _alive(stranger):
+        if not alive(stranger):
             raise Failed("pdctl down killed a process it did not start (a reused pid)")
         if done.returncode != 0:
             raise Failed(f"pdctl down exited {done.returncode}")
