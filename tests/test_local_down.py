@@ -5,9 +5,11 @@ the state then says what is true (`dead` in status, `stopped` after down); and a
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -131,6 +133,43 @@ def test_a_signal_reaches_only_the_recorded_process(
     assert ownership.signal_group(mine, 15)
     until(lambda: stranger.poll() is not None, "the recorded process ends")
     assert not ownership.signal(mine, 15)  # ended: nothing to signal
+
+
+HOLD = """import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_down_gives_up_at_its_deadline_when_the_lock_holder_is_not_provably_ours(
+    state_home: Path, stranger: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lock file names a process that is not the one holding the lock (a stale name):
+    nothing is signalled, and down ends with an error instead of waiting on the lock forever."""
+    monkeypatch.setattr(lifecycle, "STOP_WAIT", 0.2)
+    monkeypatch.setattr(lifecycle, "KILL_WAIT", 0.2)
+    stale_state(stranger.pid, {"supervisor": recycled(stranger.pid)})
+    lock = state.Folder.of(RELEASE).path / "lock"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(lock)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+        lock.write_text(json.dumps(recycled(stranger.pid)), encoding="utf-8")
+        ended: dict[str, Any] = {}
+        down = threading.Thread(target=lambda: ended.update(result=runner.invoke(app, ["down"])))
+        down.start()
+        down.join(DEADLINE)
+        assert not down.is_alive(), "pdctl down waits on the lock without end"
+        result = ended["result"]
+        assert result.exit_code == 1, result.output
+        assert "did not stop: its lock is still held" in result.stderr
+        assert alive(stranger) and holder.poll() is None
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def test_without_proc_nothing_is_proven_and_nothing_signalled(

@@ -6,9 +6,9 @@ present, else the pd-stack simulator), plans the processes (pdctl.local.layout),
 release's lock and hands it to the supervisor (pdctl.local.supervisor), and returns once every
 process is ready. `down` asks the lock's holder to stop (SIGTERM: the supervisor, or `up` itself
 while it renders, which then stops before starting anything), waits for the lock to free (SIGKILL
-after STOP_WAIT, a usage of its own after KILL_WAIT: never an endless wait), then kills what a
-killed supervisor left: each signal only to a process still provably the one `up` started
-(pdctl.local.ownership).
+after STOP_WAIT; after KILL_WAIT more, an error naming the holder: never an endless wait), then
+kills what a killed supervisor left: each signal only to a process still provably the one `up`
+started (pdctl.local.ownership).
 """
 
 from __future__ import annotations
@@ -381,12 +381,17 @@ def _sweep(found: dict[str, Any]) -> None:
             ownership.signal_group(identity, signal.SIGKILL)
 
 
-def _wait_free(folder: state.Folder, seconds: float) -> bool:
-    """Whether the release's lock frees within `seconds`."""
+def _signal_holder(folder: state.Folder, signum: int, seconds: float) -> bool:
+    """Send `signum` once to the lock's holder (as soon as the lock file names one: `up` hands
+    it to the supervisor, which renames it); whether the lock frees within `seconds`."""
     ends = time.monotonic() + seconds
+    signalled = False
     while folder.held():
         if time.monotonic() >= ends:
             return False
+        holder = None if signalled else folder.holder()
+        if holder is not None:
+            signalled = ownership.signal(holder, signum)
         time.sleep(0.1)
     return True
 
@@ -395,10 +400,7 @@ def _stop_holder(folder: state.Folder, release: str) -> None:
     """SIGTERM to the lock's holder, SIGKILL STOP_WAIT seconds later; InputError when the lock
     is still held KILL_WAIT seconds after that."""
     for signum, seconds in ((signal.SIGTERM, STOP_WAIT), (signal.SIGKILL, KILL_WAIT)):
-        holder = folder.holder()
-        if holder is not None:
-            ownership.signal(holder, signum)
-        if _wait_free(folder, seconds):
+        if _signal_holder(folder, signum, seconds):
             return
     holder = folder.holder()
     raise InputError(
