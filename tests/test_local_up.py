@@ -182,7 +182,12 @@ def test_the_processes_die_with_a_killed_supervisor(
     os.kill(found["supervisor"], signal.SIGKILL)
     assert wait_gone(process_pids(found)) == []
     assert not state.Folder.of(RELEASE).held()
+    dead = lifecycle.status(RELEASE)  # the state file still says ready: status says what is true
+    assert dead is not None and dead["status"] == state.DEAD
+    owners = {name: recorded["pid"] for name, recorded in found["owners"].items()}
+    assert owners == {"supervisor": found["supervisor"], **found["pids"]}
     assert "its supervisor ended without stopping it" in runner.invoke(app, ["down"]).stderr
+    assert current()["status"] == state.STOPPED
 
 
 def test_sigterm_to_the_supervisor_stops_every_process(

@@ -1,7 +1,8 @@
 """The red-team set (benchmarks/redteam): its case table stays well-formed, and a dozen fast
 cases, one or more per kind of hostile input, pass through the real runner against this checkout
-(each a pdctl subprocess under the 4 GiB address-space limit, with the real helm; the servers
-are the hostile-server double, not vLLM)."""
+(each a pdctl subprocess, or a scenario of clients.py, under the 4 GiB address-space limit, with
+the real helm; the servers are the hostile-server double, not vLLM; the simulator is pd-stack's
+engine simulator, not vLLM)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 from benchmarks.redteam import run
 from benchmarks.redteam.cases import AREAS, CASES, SECRETS, Case
+from benchmarks.redteam.clients import CLIENTS
 from benchmarks.redteam.hostile_server import MODES
 from tests.helpers import ROOT
 
@@ -30,6 +32,12 @@ SUBSET = [
     "a5-bench-all-fail",
     "a6-validate-token-with-xxx",
     "a7-output-dir-stale",
+    "a8-sim-list",
+    "a8-sim-max-tokens-negative",
+    "a8-sim-oversized-body",
+    "a8-sim-abandoned-streams",
+    "a8-down-stale-state",
+    "a8-down-racing-up",
 ]
 BY_ID = {case.id: case for case in CASES}
 
@@ -71,6 +79,7 @@ def test_each_case_is_well_formed(case: Case) -> None:
     assert case.signal in (None, "TERM", "INT")
     if case.authorized:
         assert case.servers
+    assert case.script is None or case.script in CLIENTS
 
 
 def test_the_planted_secrets_are_distinct_and_the_xxx_token_is_among_them() -> None:

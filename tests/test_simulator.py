@@ -110,9 +110,12 @@ def test_a_request_longer_than_max_model_len_is_refused_as_vllm_does() -> None:
     finally:
         engine.down()
     assert refused.value.code == 400
-    assert answer["message"].startswith("This model's maximum context length is 100 tokens.")
+    assert answer["error"]["message"].startswith(
+        "This model's maximum context length is 100 tokens."
+    )
     assert (
-        "you requested 110 tokens (90 in the messages, 20 in the completion)" in answer["message"]
+        "you requested 110 tokens (90 in the messages, 20 in the completion)"
+        in answer["error"]["message"]
     )
 
 

@@ -12,9 +12,11 @@ shares (README.md). Placeholders in arguments, setup contents and environment va
   {helm3} {helm4}    the pinned helm binaries
   {server} {server2} the base URLs of the case's hostile servers (hostile_server.py)
 
-Areas follow the seven kinds of hostile input: 1 release and namespace names, 2 files that are
-not regular files, 3 input that used to end in a traceback, 4 forms helm accepts or refuses,
-5 servers, 6 secrets and control characters, 7 state (temporary files, children, output folders).
+Areas follow the kinds of hostile input: 1 release and namespace names, 2 files that are not
+regular files, 3 input that used to end in a traceback, 4 forms helm accepts or refuses, 5 servers,
+6 secrets and control characters, 7 state (temporary files, children, output folders), 8 the local
+release (`pdctl down` against stale or racing state; hostile clients of the simulator). A case
+with a `script` runs that scenario of clients.py instead of one pdctl command.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ AREAS = {
     5: "servers",
     6: "secrets and control characters",
     7: "state",
+    8: "local release: down and the simulator",
 }
 
 # Known secret strings planted by the cases: none may appear in pdctl's output.
@@ -118,6 +121,7 @@ class Case:
     secret_streams: tuple[str, ...] = ("stdout", "stderr")
     authorized: bool = False  # the hostile server must have seen the API key
     tags: frozenset[str] = field(default_factory=frozenset)
+    script: str | None = None  # a scenario of clients.py, run with argv instead of pdctl
 
 
 def case(
@@ -1782,6 +1786,88 @@ def _state() -> list[Case]:
     return cases
 
 
+# ---- 8. the local release: pdctl down and the simulator ------------------------------------------
+
+
+def _local() -> list[Case]:
+    def client(name: str, argv: list[str], note: str, deadline: float = 60.0) -> Case:
+        return case(f"a8-{name}", 8, argv, {0}, note, script=argv[0], deadline=deadline)
+
+    malformed = {
+        "list": "a body that is a JSON list (used to close the connection, with a traceback)",
+        "null": "a body that is JSON null",
+        "not-json": "a body that is not JSON",
+        "max-tokens-abc": 'max_tokens "abc" (used to close the connection, with a traceback)',
+        "max-tokens-nan": "max_tokens NaN",
+        "max-tokens-negative": "max_tokens -5 (used to answer 200 with completion_tokens -5)",
+        "max-tokens-zero": "max_tokens 0, which vLLM refuses (used to mean 16)",
+        "kv-params-list": "kv_transfer_params that is a list",
+    }
+    cases = [
+        client(f"sim-{kind}", ["malformed", kind], f"the simulator: {note}: vLLM's 400 JSON")
+        for kind, note in malformed.items()
+    ]
+    cases += [
+        client(
+            "sim-oversized-body",
+            ["oversized-body"],
+            "the simulator: Content-Length 10^9 and nothing sent: 413, not a held connection",
+        ),
+        client(
+            "sim-slow-body",
+            ["slow-body"],
+            "the simulator: 10 bytes of a 1,000-byte body, then a stall: dropped after 30 s",
+            deadline=90.0,
+        ),
+        client(
+            "sim-idle-connection",
+            ["idle-connection"],
+            "the simulator: an idle kept-alive connection is closed (VLLM_HTTP_TIMEOUT_KEEP_ALIVE)",
+        ),
+        client(
+            "sim-abandoned-streams",
+            ["abandoned-streams"],
+            "the simulator: 50 streams abandoned after their first event are aborted (350 used "
+            "to wedge the decode engine)",
+            deadline=120.0,
+        ),
+        client(
+            "sim-refused-prompts",
+            ["refused-prompts"],
+            "the simulator: 4 MB prompts it refuses are not kept (50 took it from 27 to 260 MB)",
+            deadline=120.0,
+        ),
+        client(
+            "sim-bench-interrupted",
+            ["bench-interrupted"],
+            "pdctl bench stopped with Ctrl-C: the simulator aborts its requests (the next bench "
+            "used to measure a loaded engine)",
+            deadline=120.0,
+        ),
+        client(
+            "down-stale-state",
+            ["down-stale-state"],
+            "pdctl down over a state whose pids another program holds now (a supervisor killed "
+            "with SIGKILL, pids reused): that program lives",
+        ),
+        client(
+            "down-racing-up",
+            ["down-racing-up"],
+            "pdctl down while pdctl up renders: both end cleanly (no traceback, no endless wait "
+            "on the lock) and the release does not come up",
+            deadline=90.0,
+        ),
+        client(
+            "down-after-kill",
+            ["down-after-kill"],
+            "pdctl up, SIGKILL to its supervisor: status says dead, not ready; down stops what "
+            "is left and the state says stopped",
+            deadline=120.0,
+        ),
+    ]
+    return cases
+
+
 CASES: list[Case] = [
     *_names(),
     *_files(),
@@ -1790,4 +1876,5 @@ CASES: list[Case] = [
     *_servers(),
     *_secrets(),
     *_state(),
+    *_local(),
 ]

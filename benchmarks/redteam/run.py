@@ -2,7 +2,9 @@
 
     .venv/bin/python benchmarks/redteam/run.py [--repo DIR] [--only TEXT] [--area N] [--record]
 
-Each case runs `python -m pdctl ARGS` as a subprocess in a fresh folder of its own, in a new
+Each case runs `python -m pdctl ARGS` (or a scenario of clients.py: `python clients.py ARGS`,
+which starts the simulator and pdctl of the checkout under test) as a subprocess in a fresh
+folder of its own, in a new
 process group, under a 4 GiB address-space limit (RLIMIT_AS), with TMPDIR, HOME and KUBECONFIG
 (a cluster address nothing listens on) inside that folder, and a deadline after which its whole
 process group is killed. The invariants (README.md) are checked for every case; the verdict is
@@ -41,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.redteam.cases import API_KEY, AREAS, CASES, GOOD, SECRETS, Case  # noqa: E402
 from benchmarks.redteam.hostile_server import HostileServer  # noqa: E402
 
+CLIENTS = Path(__file__).resolve().parent / "clients.py"  # this checkout's, for any --repo
 MEMORY_LIMIT = 4 * 1024**3
 OUTPUT_CAP = 64 * 1024**2  # bytes of each stream kept for judging
 SIGNAL_WAIT = 20.0  # seconds to wait for the fake helm to start rendering before signalling
@@ -310,8 +313,9 @@ def run_case(case: Case, target: Target, keep: Path | None = None) -> Result:
             argv = [places.fill(arg) for arg in case.argv]
             env = _environment(case, target, work, places)
             start = time.monotonic()
+            program = ["-m", "pdctl"] if case.script is None else [str(CLIENTS)]
             process = subprocess.Popen(
-                [target.python, "-m", "pdctl", *argv],
+                [target.python, *program, *argv],
                 cwd=work,
                 env=env,
                 stdin=subprocess.PIPE if case.stdin is not None else subprocess.DEVNULL,

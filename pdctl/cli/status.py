@@ -30,12 +30,13 @@ def status(
     """Show the release: revision and state, pools and roles, pods Ready, router, warnings.
 
     Exit 0 when the release is deployed and every pod is Ready, 1 otherwise. A local release
-    that `pdctl up` runs here is shown instead (its processes), unless --cluster."""
+    that `pdctl up` runs here, or ran until its supervisor was killed (dead), is shown instead
+    (its processes), unless --cluster."""
     from pdctl import release as releases  # lazy: start-up
-    from pdctl.local import lifecycle  # lazy: start-up
+    from pdctl.local import lifecycle, state  # lazy: start-up
 
     local = None if cluster else lifecycle.status(release)
-    if local is not None and local["up"]:
+    if local is not None and (local["up"] or local["status"] == state.DEAD):
         _local(local, output)
         return
 
@@ -78,7 +79,9 @@ def _print(report: StatusReport) -> None:
 
 def _local(found: dict[str, Any], output: OutputFormat) -> None:
     """A local release's processes; exit 1 unless every one is ready."""
-    ready = all(found["ready"].values())
+    from pdctl.local.state import READY  # lazy: start-up
+
+    ready = found["up"] and found["status"] == READY and all(found["ready"].values())
     if output is OutputFormat.json:
         _output.as_json(found)
     else:
@@ -93,7 +96,7 @@ def _local(found: dict[str, Any], output: OutputFormat) -> None:
         for name, (role, url) in roles.items():
             mark = "yes" if found["ready"].get(name) else "no"
             table.add_row(name, role, url, str(found["pids"].get(name, "")), mark)
-        what = engines_named(found["engine"])
+        what = engines_named(found["engine"]) if found["engine"] else "not chosen yet"
         screen = _output.Screen()
         screen.table(
             table,

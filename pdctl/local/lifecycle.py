@@ -4,7 +4,11 @@
 folder, so that a GPU host needs no helm), chooses the engines (real vLLM where vLLM and GPUs are
 present, else the pd-stack simulator), plans the processes (pdctl.local.layout), takes the
 release's lock and hands it to the supervisor (pdctl.local.supervisor), and returns once every
-process is ready. `down` asks the supervisor to stop (SIGTERM) and waits for its lock to free.
+process is ready. `down` asks the lock's holder to stop (SIGTERM: the supervisor, or `up` itself
+while it renders, which then stops before starting anything), waits for the lock to free (SIGKILL
+after STOP_WAIT; after KILL_WAIT more, an error naming the holder: never an endless wait), then
+kills what a killed supervisor left: each signal only to a process still provably the one `up`
+started (pdctl.local.ownership).
 """
 
 from __future__ import annotations
@@ -25,14 +29,15 @@ from typing import Any
 import yaml
 
 from pdctl import defaults, manifests, naming, pipeline, process
-from pdctl.errors import EnvironmentProblem, InputError, UsageError
-from pdctl.local import layout, state, supervisor
+from pdctl.errors import EnvironmentProblem, InputError, PdctlError, UsageError
+from pdctl.local import layout, ownership, state, supervisor
 from pdctl.models import catalog
 
 ROUTER = "vllm-router"
 INSTALL_ROUTER = "pip install 'pdctl[local]'"
 TOKEN_ENV = "HF_TOKEN"
 STOP_WAIT = 3 * supervisor.GRACE  # seconds `down` waits for the supervisor to stop everything
+KILL_WAIT = supervisor.GRACE  # seconds `down` waits after SIGKILL for the lock to free
 
 Say = Callable[[str], None]
 
@@ -267,6 +272,12 @@ def _detached(folder: state.Folder, lock: int, options: UpOptions, say: Say) -> 
     finally:
         child.stdout.close()
     child.wait()
+    found = folder.read_state() or {}
+    if found.get("status") == state.STOPPED:  # `pdctl down` (or a signal) while it started
+        raise InputError(
+            f"the local release {options.release} was {found.get('detail') or 'stopped'} before "
+            "it was ready: nothing of it runs"
+        )
     raise InputError(
         f"the local release {options.release} did not start (supervisor exit {child.returncode})",
         hint=f"the processes' logs are in {folder.logs}",
@@ -278,6 +289,7 @@ def up(source: Source, options: UpOptions, say: Say, on_ready: Callable[[Started
     --foreground: streams the logs until a signal or a process's end, then stops all."""
     folder = state.Folder.of(options.release)
     lock = folder.claim(options.release)  # first: a second `up` is refused before rendering
+    folder.write_state(_starting(folder, options.release))
     try:
         started, env = plan(source, options, say)
         _fresh_logs(folder)
@@ -291,8 +303,40 @@ def up(source: Source, options: UpOptions, say: Say, on_ready: Callable[[Started
         _detached(folder, lock, options, say)
         on_ready(started)
         return 0
+    except process.Interrupted as interrupted:  # `pdctl down`, Ctrl-C: an ordinary end
+        _ended_early(folder, state.STOPPED, f"stopped by {interrupted}")
+        raise
+    except PdctlError as error:
+        _ended_early(folder, state.FAILED, error.message)
+        raise
     finally:
         os.close(lock)
+
+
+def _starting(folder: state.Folder, release: str) -> dict[str, Any]:
+    """The state while `up` renders and starts the supervisor: `up` is its supervisor."""
+    (folder.path / "layout.json").unlink(missing_ok=True)  # the last run's: not this one's
+    me = ownership.identify(os.getpid())
+    return {
+        "release": release,
+        "status": state.STARTING,
+        "detail": "pdctl up renders the release",
+        "supervisor": os.getpid(),
+        "engine": None,
+        "router": None,
+        "engines": [],
+        "logs": str(folder.logs),
+        "pids": {},
+        "owners": {"supervisor": me.as_dict() if me else None},
+    }
+
+
+def _ended_early(folder: state.Folder, status: str, detail: str) -> None:
+    """Record how `up` ended, unless its supervisor took over the state (and recorded it)."""
+    found = folder.read_state() or {}
+    if found.get("supervisor") == os.getpid() and found.get("status") == state.STARTING:
+        found.update(status=status, detail=detail)
+        folder.write_state(found)
 
 
 class LogStream:
@@ -327,36 +371,65 @@ class Stopped:
 
 
 def _sweep(found: dict[str, Any]) -> None:
-    """SIGKILL the process groups a supervisor that did not stop them left (it was killed)."""
+    """SIGKILL the process groups a supervisor that did not stop them left (it was killed), each
+    only while it is provably the process `up` started."""
     if found.get("status") == state.STOPPED:
         return
-    for pid in (found.get("pids") or {}).values():
-        process.signal_group(int(pid), signal.SIGKILL)
+    for recorded in (found.get("owners") or {}).values():
+        identity = ownership.Identity.from_dict(recorded)
+        if identity is not None:
+            ownership.signal_group(identity, signal.SIGKILL)
+
+
+def _signal_holder(folder: state.Folder, signum: int, seconds: float) -> bool:
+    """Send `signum` once to the lock's holder (as soon as the lock file names one: `up` hands
+    it to the supervisor, which renames it); whether the lock frees within `seconds`."""
+    ends = time.monotonic() + seconds
+    signalled = False
+    while folder.held():
+        if time.monotonic() >= ends:
+            return False
+        holder = None if signalled else folder.holder()
+        if holder is not None:
+            signalled = ownership.signal(holder, signum)
+        time.sleep(0.1)
+    return True
+
+
+def _stop_holder(folder: state.Folder, release: str) -> None:
+    """SIGTERM to the lock's holder, SIGKILL STOP_WAIT seconds later; InputError when the lock
+    is still held KILL_WAIT seconds after that."""
+    for signum, seconds in ((signal.SIGTERM, STOP_WAIT), (signal.SIGKILL, KILL_WAIT)):
+        if _signal_holder(folder, signum, seconds):
+            return
+    holder = folder.holder()
+    raise InputError(
+        f"the local release {release} did not stop: its lock is still held"
+        + (f" by pid {holder.pid}" if holder else ""),
+        hint=f"the lock is {folder.path / 'lock'}; stop its holder, then pdctl down again",
+    )
 
 
 def down(release: str) -> Stopped:
-    """Stop the release's supervisor (SIGTERM; SIGKILL if it does not end in STOP_WAIT)."""
+    """Stop the release: its lock's holder, then what a killed supervisor left (see the module
+    docstring). The state then says what is true: stopped."""
     folder = state.Folder.of(release)
+    was_up = folder.held()
     found = folder.read_state()
-    if found is None:
+    if found is None and not was_up:
         raise UsageError(
             f"no local release {release} (nothing under {folder.path})",
             hint="pdctl up starts one; pdctl status --cluster shows a cluster release",
         )
-    was_up = folder.held()
     if was_up:
-        pid = int(found["supervisor"])
-        os.kill(pid, signal.SIGTERM)
-        ends = time.monotonic() + STOP_WAIT
-        while folder.held() and time.monotonic() < ends:
-            time.sleep(0.1)
-        if folder.held():
-            os.kill(pid, signal.SIGKILL)
-            while folder.held():
-                time.sleep(0.1)
-        found = folder.read_state() or found
+        _stop_holder(folder, release)
+    found = folder.read_state() or found or {}
+    last = _last_run(found)
     _sweep(found)
-    return Stopped(release, was_up, folder.logs, _last_run(found))
+    if found.get("status") not in (state.STOPPED, state.FAILED):
+        found.update(status=state.STOPPED, detail=f"by pdctl down: {last}")
+        folder.write_state(found)
+    return Stopped(release, was_up, folder.logs, last)
 
 
 def _last_run(found: dict[str, Any]) -> str:
@@ -399,14 +472,17 @@ def endpoints(release: str) -> Endpoints | None:
 
 def status(release: str) -> dict[str, Any] | None:
     """The local release's state (None when there is none), with `up` and each process's
-    readiness now."""
+    readiness now. A state that says it runs while its lock is free (its supervisor was killed)
+    is `dead`: nothing of it answers for it."""
     folder = state.Folder.of(release)
     found = folder.read_state()
     if found is None:
         return None
     found["up"] = folder.held()
+    if not found["up"] and found.get("status") in (state.STARTING, state.READY):
+        found.update(status=state.DEAD, detail="its supervisor ended without stopping it")
+    plan = folder.read_layout().processes if (folder.path / "layout.json").exists() else []
     found["ready"] = {
-        p.name: found["up"] and supervisor.answers(p.url + p.ready_path)
-        for p in folder.read_layout().processes
+        p.name: found["up"] and supervisor.answers(p.url + p.ready_path) for p in plan
     }
     return found

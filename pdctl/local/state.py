@@ -2,12 +2,14 @@
 under the user's state folder ($XDG_STATE_HOME/pdctl/local/RELEASE, by default
 ~/.local/state/pdctl/local/RELEASE) holding
 
-- `lock`: held (flock) by the release's supervisor for as long as it runs: a release is up
-  exactly while its lock is held, so a second `up` is refused and a crashed supervisor leaves no
-  stale claim behind;
+- `lock`: held (flock) by `pdctl up` while it renders and starts the supervisor, then by the
+  supervisor for as long as it runs: a release is up (or coming up) exactly while its lock is
+  held, so a second `up` is refused and a crashed supervisor leaves no stale claim behind. The
+  lock file names its holder (pdctl.local.ownership's identity), which `pdctl down` signals;
 - `layout.json`: the processes to run (pdctl.local.layout), written by `up`;
-- `state.json`: what runs now: the supervisor's pid, each process's pid, URL and role, and the
-  status (starting, ready, failed, stopped) with why;
+- `state.json`: what runs now: the supervisor's pid, each process's pid, identity, URL and
+  role, and the status (starting, ready, failed, stopped) with why. A state whose lock is free
+  but whose status says it runs (its supervisor was killed) is reported `dead`;
 - `logs/`: each process's output, kept after `down` until the next `up` of the release.
 """
 
@@ -21,9 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from pdctl.errors import UsageError
+from pdctl.local import ownership
 from pdctl.local.layout import Layout, Process
 
 STARTING, READY, FAILED, STOPPED = "starting", "ready", "failed", "stopped"
+DEAD = "dead"  # said, never written: the state says it runs, its lock is free
 
 
 def root() -> Path:
@@ -56,12 +60,37 @@ class Folder:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            pid = (self.read_state() or {}).get("supervisor", "?")
+            holder = self.holder()
+            pid = holder.pid if holder else "?"
             raise UsageError(
                 f"the local release {release} is up already (supervisor pid {pid})",
                 hint=f"pdctl down --release {release} first, or choose another --release",
             ) from None
+        self.mark_holder()
         return fd
+
+    def mark_holder(self) -> None:
+        """Name this process as the lock's holder (the lock is held: by `up`, or by the
+        supervisor that inherited it)."""
+        me = ownership.identify(os.getpid())
+        fd = os.open(self.path / "lock", os.O_WRONLY | os.O_NOFOLLOW)
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, json.dumps(me.as_dict() if me else {}).encode())
+        finally:
+            os.close(fd)
+
+    def holder(self) -> ownership.Identity | None:
+        """The process the lock file names as its holder (None: unnamed, or being rewritten)."""
+        try:
+            fd = os.open(self.path / "lock", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            try:
+                text = os.read(fd, 1 << 16)
+            finally:
+                os.close(fd)
+            return ownership.Identity.from_dict(json.loads(text))
+        except (OSError, ValueError):
+            return None
 
     def held(self) -> bool:
         """Whether a supervisor holds the release's lock (the release is up)."""

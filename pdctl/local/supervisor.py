@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import IO
 
 from pdctl import process
-from pdctl.local import state
+from pdctl.local import ownership, state
 from pdctl.local.layout import Layout, Process
 
 READY = "READY"  # the last progress line of a supervisor whose release is up
@@ -111,6 +111,13 @@ def stop(popens: list[subprocess.Popen[bytes]]) -> None:
         popen.wait()
 
 
+def _identity(pid: int) -> dict[str, object] | None:
+    """What `pdctl down` checks before it signals `pid` (taken after exec: Popen returns once
+    the child runs its program)."""
+    found = ownership.identify(pid)
+    return found.as_dict() if found else None
+
+
 class Supervisor:
     """The processes of one local release (see the module docstring)."""
 
@@ -120,6 +127,7 @@ class Supervisor:
         self.say = say
         self.running: Running = []
         self.state: dict[str, object] = {}
+        self.owners = {"supervisor": _identity(os.getpid())}  # what `pdctl down` may signal
 
     def record(self, status: str, detail: str = "") -> None:
         self.state.update(status=status, detail=detail)
@@ -135,6 +143,7 @@ class Supervisor:
             "engines": [{"name": e.name, "role": e.role, "url": e.url} for e in layout.engines],
             "logs": str(self.folder.logs),
             "pids": {},
+            "owners": self.owners,
         }
         self.record(state.STARTING)
         deadline = time.monotonic() + timeout
@@ -142,6 +151,7 @@ class Supervisor:
             started = [(p, launch(p, self.folder.log(p.name))) for p in group]
             self.running += started
             self.state["pids"] = {p.name: popen.pid for p, popen in self.running}
+            self.owners.update({p.name: _identity(popen.pid) for p, popen in started})
             self.record(state.STARTING)
             for proc, popen in started:
                 wait_ready(proc, popen, deadline, self.folder.log(proc.name))
@@ -202,6 +212,7 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, required=True)
     args = parser.parse_args()
     folder = state.Folder(args.folder)
+    folder.mark_holder()  # the lock it inherited from `pdctl up` is this process's now
     with (folder.logs / "supervisor.log").open("ab") as log:
 
         def say(line: str) -> None:

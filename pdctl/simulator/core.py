@@ -3,16 +3,35 @@ a clock, and the requests that wait for their tokens.
 
 Clocks: `real` waits each step's seconds (the engine answers at the modelled speed); `virtual`
 waits nothing and counts the steps' seconds (answers come as fast as the CPU allows, and the
-times the engine reports, its metrics' phases, are the modelled ones)."""
+times the engine reports, its metrics' phases, are the modelled ones).
+
+A request ends early, as vLLM aborts one whose client disconnected: when its generator is closed
+(its reader stopped reading), or when the `cancelled` check its thread set with `cancellable`
+(the HTTP layer's: has the client gone?) says so, looked at every CANCEL_POLL seconds while it
+waits for a token. Either way it leaves the scheduler and frees its blocks."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from pdctl.simulator.scheduler import Scheduler, Sequence
+
+CANCEL_POLL = 0.25  # seconds between looks at a waiting request's `cancelled` check
+_request = threading.local()  # the `cancelled` check of the request this thread serves
+
+
+@contextmanager
+def cancellable(cancelled: Callable[[], bool]) -> Iterator[None]:
+    """Within the block, requests this thread submits end once `cancelled()` is true."""
+    _request.cancelled = cancelled
+    try:
+        yield
+    finally:
+        del _request.cancelled
 
 
 class RealClock:
@@ -113,16 +132,25 @@ class Core:
     def generate(self, prompt: int, cached: int, max_tokens: int) -> Iterator[Sequence]:
         """Submit a request; yields its sequence each time it gets a token (its token_times
         grow), the last time once it is done."""
+        cancelled: Callable[[], bool] | None = getattr(_request, "cancelled", None)
         seq = Sequence(prompt, max_tokens, cached=cached, arrival=self.clock.now())
         with self._cv:
             self.scheduler.add(seq)
             self._cv.notify_all()
         seen = 0
-        while seen < max_tokens:
-            with self._cv:
-                while seq.generated <= seen and not self._stopped:
-                    self._cv.wait()
-                if self._stopped:
-                    return
-                seen = seq.generated
-            yield seq
+        try:
+            while seen < max_tokens:
+                with self._cv:
+                    while seq.generated <= seen and not self._stopped:
+                        if cancelled is not None and cancelled():
+                            return
+                        self._cv.wait(CANCEL_POLL if cancelled is not None else None)
+                    if self._stopped:
+                        return
+                    seen = seq.generated
+                yield seq
+        finally:  # done, or ended early (cancelled, closed, the engine stopped)
+            if not seq.done:
+                with self._cv:
+                    self.scheduler.abort(seq)
+                    self._cv.notify_all()

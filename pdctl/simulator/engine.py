@@ -39,8 +39,10 @@ and `down()` / `up()` stop and restart the servers on the same ports (an engine 
 refused); `replace()` after `down()` makes the next `up()` a new process, as a replaced pod is: a
 new `engine_id` (vLLM draws a uuid4 per process when none is configured), the KV blocks the old
 one held gone, counters and prefix cache from zero.
-Every request is recorded in `requests` (path, headers, body) so tests can assert on exactly
-what the router sent.
+With `record` (the default in tests; the served simulator, pdctl.simulator.serve, turns it off:
+nothing is kept per request) every request is recorded in `requests` (path, headers, body) so
+tests can assert on exactly what the router sent. `limits` bound what a client may send and how
+long it may stall (pdctl.simulator.openai).
 """
 
 from __future__ import annotations
@@ -180,8 +182,9 @@ class _State:
 
 class _Server(http.server.ThreadingHTTPServer):
     def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that went away is no error of the engine's (uvicorn logs none either)."""
-        if not isinstance(sys.exc_info()[1], ConnectionError):
+        """A client that went away or stalled is no error of the engine's (uvicorn logs none
+        either)."""
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
             super().handle_error(request, client_address)
 
 
@@ -212,6 +215,8 @@ class SimulatedEngine:
         port: int = 0,
         side_host: str = "127.0.0.1",
         side_port: int = 0,
+        record: bool = True,
+        limits: openai.Limits | None = None,
     ) -> None:
         self.name = name
         self.model = model
@@ -221,7 +226,9 @@ class SimulatedEngine:
         self.timing = timing or Timing()
         self.clock: Clock = clock or RealClock()
         self.engine_id = f"{name}-{uuid.uuid4()}"
+        self.record = record
         self.requests: list[Recorded] = []
+        self.limits = limits or openai.Limits()
         self.host, self.port = host, port
         self.side_host, self.side_port = side_host, side_port
         self._state = self._new_state()
@@ -246,7 +253,7 @@ class SimulatedEngine:
     def up(self) -> SimulatedEngine:
         side = _start(kv.side_channel_handler(self.store), self.side_host, self.side_port)
         self.side_port = side.server_address[1]
-        api = _start(openai.handler(self), self.host, self.port)
+        api = _start(openai.handler(self, self.limits), self.host, self.port)
         self.port = api.server_address[1]
         self._servers = [api, side]
         self._state.core.start()

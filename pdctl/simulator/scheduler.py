@@ -40,6 +40,7 @@ class Sequence:
     blocks: int = 0
     scheduled_at: float | None = None  # first scheduled (queue time ends)
     token_times: list[float] = field(default_factory=list)
+    aborted: bool = False  # its client left: it holds nothing and gets no more tokens
 
     def __post_init__(self) -> None:
         self.computed = min(self.cached, self.prompt)
@@ -82,6 +83,15 @@ class Scheduler:
 
     def add(self, seq: Sequence) -> None:
         self.waiting.append(seq)
+
+    def abort(self, seq: Sequence) -> None:
+        """Its client left: it leaves the queues and frees its blocks (vLLM's abort_requests)."""
+        seq.aborted = True
+        if seq in self.waiting:
+            self.waiting.remove(seq)
+        if seq in self.running:
+            self.running.remove(seq)
+        self._free(seq)
 
     def _grow(self, seq: Sequence, tokens: int) -> bool:
         """Hold blocks for `tokens` in seq's KV; False when not enough are free."""
@@ -156,10 +166,14 @@ class Scheduler:
         token. Returns the sequences that got a token (finished ones leave, blocks freed)."""
         sampled = []
         for seq, tokens in batch.chunks:
+            if seq.aborted:  # during the step
+                continue
             seq.computed += tokens
             if not seq.prefilling:
                 sampled.append(seq)
         for seq in batch.decodes:
+            if seq.aborted:
+                continue
             seq.computed += 1 if seq.generated else 0
             sampled.append(seq)
         for seq in sampled:

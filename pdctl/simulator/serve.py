@@ -77,6 +77,7 @@ def build(options: Options) -> Built:
         port=options.port,
         side_host=options.side_host,
         side_port=options.side_port,
+        record=False,  # a served engine keeps nothing per request once it ends
     )
     return Built(engine, link)
 
