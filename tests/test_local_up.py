@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from pdctl.cli.app import app
@@ -170,6 +172,43 @@ def test_up_runs_the_render_then_verify_bench_status_and_down(
     again = runner.invoke(app, ["down"])
     assert again.exit_code == 0
     assert "was not running (its last run: stopped, stopped by SIGTERM)" in again.stderr
+
+
+def test_up_of_a_values_file_says_what_it_runs_and_asks_before_running_more(
+    values: Path, helm4: Helm, state_home: Path, tmp_path: Path
+) -> None:
+    """Values whose engines' env sets PYTHONPATH are refused, naming the flag that allows it,
+    before anything starts; with --allow-env PYTHONPATH up prints every command it runs and every
+    env variable it adds before starting them, then runs them."""
+    data = yaml.safe_load(values.read_text(encoding="utf-8"))
+    site = tmp_path / "site"
+    site.mkdir()
+    data["servingEngineSpec"]["env"] = [{"name": "PYTHONPATH", "value": str(site)}]
+    changed = tmp_path / "env-values.yaml"
+    changed.write_text(yaml.safe_dump(data), encoding="utf-8")
+    source = [str(changed), "--helm", str(helm4.path)]
+
+    refused = runner.invoke(app, ["up", *source, "--engine", "sim"])
+    assert refused.exit_code == 1, refused.output
+    assert "env PYTHONPATH of pool" in refused.stderr
+    assert "allow it with --allow-env PYTHONPATH" in refused.stderr
+    ended = state.Folder.of(RELEASE).read_state()
+    assert ended is not None
+    assert ended["status"] == state.FAILED  # refused while planning: no engine ever started
+    assert "--allow-env PYTHONPATH" in ended["detail"]
+    assert ended["pids"] == {}, ended
+
+    result = up(source, "--allow-env", "PYTHONPATH")
+    plan = state.Folder.of(RELEASE).read_layout()
+    said = result.stderr
+    before = said.index("pdctl up runs these commands")
+    assert before < said.index(" ready at ")
+    for proc in plan.processes:
+        assert f"  {proc.name}: {shlex.join(proc.argv)}" in said[before:]
+        for name, value in proc.env.items():
+            assert f"    {name}={value}" in said[before:]
+    assert all(e.env["PYTHONPATH"] == str(site) for e in plan.engines)
+    assert runner.invoke(app, ["down"]).exit_code == 0
 
 
 def test_the_processes_die_with_a_killed_supervisor(

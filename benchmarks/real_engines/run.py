@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.real_engines import measure, model_dir, recovery, steady  # noqa: E402
+from pdctl.local import flags, supervisor  # noqa: E402
 from pdctl.local import layout as local  # noqa: E402
-from pdctl.local import supervisor  # noqa: E402
 
 PDCTL = [sys.executable, "-m", "pdctl"]
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
@@ -276,7 +276,7 @@ def alone_phase(plan: dict[str, Any], processes: Processes, timeout: float) -> d
     engine = _process(plan["layout"]["engines"][0])
     rendered = plan["layout"]["rendered_utilization"][engine.name]
     engine.name = f"{engine.name}-alone"
-    engine.argv = local.set_flag(engine.argv, "--gpu-memory-utilization", f"{rendered:g}")
+    engine.argv = flags.replace(engine.argv, "--gpu-memory-utilization", f"{rendered:g}")
     model, vocab = served_model(engine), vocab_size()
     processes.start(engine, timeout, {})
     warm_up(engine.url, model, vocab)

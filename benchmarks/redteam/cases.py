@@ -15,7 +15,8 @@ shares (README.md). Placeholders in arguments, setup contents and environment va
 Areas follow the kinds of hostile input: 1 release and namespace names, 2 files that are not
 regular files, 3 input that used to end in a traceback, 4 forms helm accepts or refuses, 5 servers,
 6 secrets and control characters, 7 state (temporary files, children, output folders), 8 the local
-release (`pdctl down` against stale or racing state; hostile clients of the simulator). A case
+release (`pdctl down` against stale or racing state; hostile clients of the simulator), 9 files
+that `pdctl up` runs as code on this machine (env, commands, flags, listening addresses). A case
 with a `script` runs that scenario of clients.py instead of one pdctl command.
 """
 
@@ -33,6 +34,7 @@ AREAS = {
     6: "secrets and control characters",
     7: "state",
     8: "local release: down and the simulator",
+    9: "pdctl up runs files as code",
 }
 
 # Known secret strings planted by the cases: none may appear in pdctl's output.
@@ -395,6 +397,24 @@ def _files() -> list[Case]:
             ["validate", "/dev/zero"],
             BAD_FILE,
             "/dev/zero has size 0 and never ends",
+        ),
+        case(
+            "a2-up-rendered-fifo",
+            2,
+            ["up", "--engine", "sim", "render"],
+            {1},
+            "a FIFO among a rendered folder's .yaml files hangs up",
+            setup=(("dir", "render"), ("fifo", "render/a.yaml")),
+            show=("a FIFO",),
+        ),
+        case(
+            "a2-up-rendered-zero-link",
+            2,
+            ["up", "--engine", "sim", "render"],
+            {1},
+            "a rendered folder's .yaml linking to /dev/zero: MemoryError",
+            setup=(("dir", "render"), ("link", "render/a.yaml", "/dev/zero")),
+            show=("a character device",),
         ),
         case(
             "a2-validate-zero-link",
@@ -1594,7 +1614,54 @@ def _state() -> list[Case]:
         "env": (("KUBECONFIG", "{work}/hung-kubeconfig"),),
         "deadline": 90.0,
     }
+    state = "home/.local/state/pdctl/local"
     cases = [
+        case(
+            "a7-up-state-lock-symlink",
+            7,
+            [*UP, "render"],
+            {1},
+            "a symlink placed in up's state folder is followed: up writes where it points",
+            setup=(
+                ("dir", "render"),
+                _engine_render(),
+                ("dir", f"{state}/pd"),
+                ("link", f"{state}/pd/lock", "{work}/victim"),
+            ),
+            absent=("victim",),
+            show=("a symbolic link",),
+        ),
+        case(
+            "a7-up-state-partial-symlink",
+            7,
+            [*UP, "render"],
+            {1},
+            "a symlink at the state file's staging name: up writes through it",
+            setup=(
+                ("dir", "render"),
+                _engine_render(),
+                ("dir", f"{state}/pd"),
+                ("link", f"{state}/pd/.layout.json.partial", "{work}/victim"),
+            ),
+            absent=("victim",),
+            show=("a symbolic link",),
+        ),
+        case(
+            "a7-up-state-folder-symlink",
+            7,
+            [*UP, "render"],
+            {1},
+            "the release's state folder is a symlink to another folder",
+            setup=(
+                ("dir", "render"),
+                _engine_render(),
+                ("dir", "elsewhere"),
+                ("dir", state),
+                ("link", f"{state}/pd", "{work}/elsewhere"),
+            ),
+            absent=("elsewhere/lock",),
+            show=("a symbolic link",),
+        ),
         case(
             "a7-output-dir-stale",
             7,
@@ -1868,6 +1935,183 @@ def _local() -> list[Case]:
     return cases
 
 
+# ---- 9. pdctl up runs files as code --------------------------------------------------------------
+
+# `pdctl up` in the foreground on the simulator: a case that up refuses ends at once; one that it
+# ran (before the fix) runs until the deadline kills its group, whose processes die with it
+# (PR_SET_PDEATHSIG), or touches {marker}.
+UP = ("up", "--engine", "sim", "--foreground", "--timeout", "20")
+EVIL_SITE = (("dir", "evil"), ("file", "evil/sitecustomize.py", "open('{marker}', 'w').close()\n"))
+
+
+def _engine_render(command: str = "[vllm]", extra: str = "") -> Step:
+    """A rendered folder (`pdctl template --output-dir`, written by hand: bypassing the chart's
+    checks) of one engine, pool `solo`, whose model the simulator does not know, so that an engine
+    up starts exits at once and up ends with exit 1."""
+    deployment = f"""apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: pd-solo-deployment-vllm
+  labels: {{app.kubernetes.io/instance: pd}}
+spec:
+  replicas: 1
+  template:
+    metadata:
+      labels: {{app.kubernetes.io/component: serving-engine, model: solo}}
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.33.0
+          command: {command}
+          args: [serve, no-such/model{extra}]
+"""
+    return ("file", "render/deployment.yaml", deployment)
+
+
+def _up_values(name: str, pool0: str = "", tail: str = "") -> Step:
+    return ("file", name, values(pool0=pool0) + tail)
+
+
+def _up_env(name: str, value: str) -> str:
+    return f"      env:\n        - name: {name}\n          value: {value}\n"
+
+
+def _up_files() -> list[Case]:
+    render = (("dir", "render"),)
+    cases = [
+        case(
+            f"a9-up-env-{name.lower().replace('_', '-')}",
+            9,
+            [*UP, "env-values.yaml"],
+            {1},
+            f"servingEngineSpec.modelSpec[].env {name} {why}",
+            setup=(*EVIL_SITE, _up_values("env-values.yaml", _up_env(name, value))),
+            show=(f"--allow-env {name}",),
+            deadline=40.0,
+        )
+        for name, value, why in (
+            ("PYTHONPATH", "{work}/evil", "runs the folder's sitecustomize.py in the engines"),
+            ("PATH", "{work}/evil", "puts another vllm first"),
+            ("VLLM_LOGGING_CONFIG_PATH", "{work}/evil/log.json", "a dictConfig names any class"),
+        )
+    ]
+    cases += [
+        case(
+            "a9-up-router-env-ld-preload",
+            9,
+            [*UP, "env-values.yaml"],
+            {1},
+            "routerSpec.env LD_PRELOAD runs a library's constructor in the router",
+            setup=(
+                _up_values(
+                    "env-values.yaml",
+                    tail="  env:\n    - name: LD_PRELOAD\n      value: /tmp/evil.so\n",
+                ),
+            ),
+            show=("--allow-env LD_PRELOAD",),
+            deadline=40.0,
+        ),
+        case(
+            "a9-up-rendered-command-shell",
+            9,
+            [*UP, "render"],
+            {1},
+            "a rendered Deployment's command: [/bin/sh, -c, ...] runs that shell",
+            setup=(*render, _engine_render('[/bin/sh, -c, "touch {marker}"]')),
+            show=("--allow-command",),
+        ),
+        case(
+            "a9-up-rendered-other-vllm",
+            9,
+            [*UP, "render"],
+            {1},
+            "a rendered command naming another vllm executable",
+            setup=(*render, _engine_render("[{work}/evil/vllm]")),
+            show=("--allow-command",),
+        ),
+        case(
+            "a9-up-rendered-host-prefix",
+            9,
+            [*UP, "render"],
+            {1},
+            "--hos 0.0.0.0 (an argparse prefix) in a rendered folder made the engine listen on "
+            "every interface while up printed 127.0.0.1",
+            setup=(*render, _engine_render(extra=", --hos, 0.0.0.0")),
+            show=("--host 127.0.0.1 --port",),
+            forbid=("--hos 0.0.0.0",),
+        ),
+        case(
+            "a9-up-rendered-host-equals",
+            9,
+            [*UP, "render"],
+            {1},
+            "--host=0.0.0.0 in a rendered folder",
+            setup=(*render, _engine_render(extra=", --host=0.0.0.0")),
+            show=("--host 127.0.0.1 --port",),
+            forbid=("--host=0.0.0.0",),
+        ),
+        case(
+            "a9-up-middleware",
+            9,
+            [*UP, "render"],
+            {1},
+            "--middleware imports a module into the engine",
+            setup=(*render, _engine_render(extra=", --middleware, evil.mw")),
+            show=("--allow-code-flag middleware",),
+        ),
+        case(
+            "a9-up-kv-connector-module-path",
+            9,
+            [*UP, "render"],
+            {1},
+            "kv_connector_module_path in the transfer config imports a module",
+            setup=(
+                *render,
+                _engine_render(extra=", --kv-transfer-config.kv_connector_module_path, evil"),
+            ),
+            show=("--allow-code-flag kv-connector-module-path",),
+        ),
+        case(
+            "a9-up-tool-parser-plugin",
+            9,
+            [*UP, "render"],
+            {1},
+            "--tool_parser_plugin=FILE (underscores, =) imports a file",
+            setup=(*render, _engine_render(extra=", --tool_parser_plugin=/tmp/p.py")),
+            show=("--allow-code-flag tool-parser-plugin",),
+        ),
+        case(
+            "a9-up-pool-named-router",
+            9,
+            [*UP, "render"],
+            {1},
+            "a pool named router shares the router's log and loses a pid",
+            setup=(
+                *render,
+                ("file", "render/deployment.yaml", _engine_render()[2].replace("solo", "router")),
+            ),
+            show=("'router' is its own",),
+        ),
+        case(
+            "a9-up-pool-named-supervisor",
+            9,
+            [*UP, "render"],
+            {1},
+            "a pool named supervisor shares the supervisor's log",
+            setup=(
+                *render,
+                (
+                    "file",
+                    "render/deployment.yaml",
+                    _engine_render()[2].replace("solo", "supervisor"),
+                ),
+            ),
+            show=("'supervisor' is its own",),
+        ),
+    ]
+    return cases
+
+
 CASES: list[Case] = [
     *_names(),
     *_files(),
@@ -1877,4 +2121,5 @@ CASES: list[Case] = [
     *_secrets(),
     *_state(),
     *_local(),
+    *_up_files(),
 ]

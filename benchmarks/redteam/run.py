@@ -478,7 +478,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repo", type=Path, default=ROOT, help="checkout to test")
     parser.add_argument("--only", action="append", default=[], help="ids containing this")
-    parser.add_argument("--area", action="append", type=int, default=[], help="1-7")
+    parser.add_argument("--area", action="append", type=int, default=[], help="1-8")
     parser.add_argument("--record", action="store_true", help="write the JSON record")
     parser.add_argument("--keep", type=Path, help="copy each case's folder here")
     parser.add_argument("--list", action="store_true", help="list the cases and stop")

@@ -45,6 +45,18 @@ def _source(
     return Source(values_files(files, values), set_values or [], None, helm, chart)
 
 
+def _print_plan(started: Started) -> None:
+    """Before anything starts: every command up runs and every env variable it adds."""
+    from pdctl.local.layout import described  # lazy: start-up
+
+    _output.info("pdctl up runs these commands, with this env added to yours:")
+    for proc in started.layout.processes:
+        shown = described(proc)
+        _output.info(f"  {shown['name']}: {shown['command']}")
+        for name, value in {**shown["env"], **started.added_env}.items():
+            _output.info(f"    {name}={value}")
+
+
 def _print_started(started: Started) -> None:
     plan = started.layout
     _output.data(f"local release {plan.release} (pdctl up) is up; engines: {started.why}")
@@ -104,15 +116,45 @@ def up(
             "values were planned for; `pdctl catalog gpus` lists them.",
         ),
     ] = defaults.GPU_TYPE,
+    allow_env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-env",
+            metavar="NAME",
+            help="Pass env NAME from the values or render although the chart does not render it "
+            "(PYTHONPATH, LD_PRELOAD, PATH, ... change what runs). Repeatable.",
+        ),
+    ] = None,
+    allow_command: Annotated[
+        bool,
+        typer.Option(
+            "--allow-command",
+            help="Run a rendered command other than the chart's (vllm serve, vllm-router).",
+        ),
+    ] = False,
+    allow_code_flag: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-code-flag",
+            metavar="NAME",
+            help="Pass a vLLM flag that loads code (middleware, tool-parser-plugin, "
+            "worker-extension-cls, kv_connector_module_path, ...; docs/security.md lists them). "
+            "Repeatable.",
+        ),
+    ] = None,
     chart: ChartOpt = None,
     helm: HelmOpt = None,
 ) -> None:
     """Run the release on this machine: its router and engines as processes, on loopback.
 
     FILE is a values file (rendered through helm) or a folder `pdctl template --output-dir`
-    wrote (no helm needed). Returns once every process is ready, leaving a supervisor that
-    `pdctl down` stops; verify, bench and status then talk to this local release."""
-    from pdctl.local import lifecycle  # lazy: start-up
+    wrote (no helm needed): it is code that runs here. up runs only the chart's commands (vLLM's
+    or the simulator's serve, vllm-router) with the env the chart renders, prints every command
+    and the env it adds before starting them, and refuses anything else unless --allow-env,
+    --allow-command or --allow-code-flag allows it. Every process listens on 127.0.0.1 whatever
+    the arguments say. Returns once every process is ready, leaving a supervisor that `pdctl
+    down` stops; verify, bench and status then talk to this local release."""
+    from pdctl.local import consent, lifecycle  # lazy: start-up
 
     options = lifecycle.UpOptions(
         release=release,
@@ -121,9 +163,14 @@ def up(
         hf_token_file=hf_token_file,
         foreground=foreground,
         gpu_type=gpu_type,
+        allowed=consent.Consent(
+            frozenset(allow_env or ()),
+            allow_command,
+            frozenset(consent.code_flag(name) for name in allow_code_flag or ()),
+        ),
     )
     source = _source(files, values, set_values, helm, chart)
-    code = lifecycle.up(source, options, _output.info, _print_started)
+    code = lifecycle.up(source, options, _output.info, _print_started, _print_plan)
     if code:
         raise typer.Exit(code)
 

@@ -18,11 +18,16 @@ changed, and nothing else:
   the model's config.json and a tokenizer, served under the rendered model name.
 
 A pool of several replicas runs that many engines. Pools of several nodes (LeaderWorkerSet) and
-routers other than vllm-router are refused.
+routers other than vllm-router are refused, and so is what would change what runs unless the user
+allows it (pdctl.local.consent: env outside the chart's, another command, flags that load code).
+Whatever the render says, every process listens on loopback only: each form of a flag that sets an
+address or port (pdctl.local.flags: `--hos 0.0.0.0`, `--host=...`) is replaced, and env naming
+an address to listen on is set to 127.0.0.1.
 """
 
 from __future__ import annotations
 
+import shlex
 import socket
 import sys
 from collections.abc import Callable, Sequence
@@ -30,8 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pdctl import defaults, manifests, naming, ucx
+from pdctl import defaults, manifests, naming, secrets, ucx
 from pdctl.errors import EnvironmentProblem, InputError
+from pdctl.local import consent, flags
 
 LOOPBACK = "127.0.0.1"
 ENGINES = ("vllm", "sim")  # real vLLM, or the pd-stack simulator
@@ -43,6 +49,17 @@ TOKEN_ENV = {"HF_TOKEN", "HF_TOKEN_PATH"}
 NIXL_PORT_ENV = "VLLM_NIXL_SIDE_CHANNEL_PORT"
 GPU_ENV = "CUDA_VISIBLE_DEVICES"
 UTILIZATION = "--gpu-memory-utilization"
+# The flags that set where a process listens: vLLM's API server (FrontendArgs in
+# vllm/entrypoints/openai/cli_args.py: --host, --port, --uds) and data-parallel coordinator
+# (--data-parallel-address), the simulator's (--host, --port), vllm-router's (--host, --port,
+# --prometheus-host, --prometheus-port).
+ENGINE_LISTEN = ("--host", "--port", "--uds", "--data-parallel-address")
+ROUTER_LISTEN = ("--host", "--port", "--prometheus-host", "--prometheus-port")
+# Env naming the address a connector listens on (the chart sets it to the pod's IP).
+LISTEN_ENV = ("VLLM_HOST_IP", "VLLM_NIXL_SIDE_CHANNEL_HOST", "LMCACHE_PD_PEER_HOST")
+# Names up gives its own processes and logs; no pool may take them.
+ROUTER = "router"
+SUPERVISOR = "supervisor"
 # vllm-router's Kubernetes discovery flags (each with the values up to the next flag).
 DISCOVERY_FLAGS = {
     "--service-discovery",
@@ -87,12 +104,24 @@ class Layout:
         return [*self.engines, *([self.router] if self.router else [])]
 
 
+def shown(env: dict[str, str]) -> dict[str, str]:
+    """env as up prints it: secrets' values masked (pdctl.secrets)."""
+    return {k: secrets.MARKER if secrets.is_secret_env(k) else v for k, v in env.items()}
+
+
+def described(proc: Process) -> dict[str, Any]:
+    """What up runs for a process, as it prints it before starting it: the command, and the env
+    it adds to the user's own."""
+    return {"name": proc.name, "command": shlex.join(proc.argv), "env": shown(proc.env)}
+
+
 @dataclass(frozen=True)
 class Options:
     engine: str = "vllm"
     devices: Sequence[str] = ()  # the host's GPUs (CUDA_VISIBLE_DEVICES ids); none: no assignment
     weights: Path | None = None  # a model folder for --load-format dummy (the GPU harness)
     gpu: str = defaults.GPU_TYPE  # the catalog GPU the simulator times its steps for
+    allowed: consent.Consent = consent.Consent()  # what the user allowed beyond the chart's
 
 
 def free_port() -> int:
@@ -122,16 +151,6 @@ def counting(base: int) -> Ports:
     """Ports base, base + 1, ... (a plan made on one machine and run on another)."""
     numbers = iter(range(base, 65536))
     return lambda: next(numbers)
-
-
-def set_flag(args: list[str], flag: str, value: str) -> list[str]:
-    """args with `flag value` replaced (or appended)."""
-    out = list(args)
-    if flag in out:
-        out[out.index(flag) + 1] = value
-    else:
-        out += [flag, value]
-    return out
 
 
 def _flag(args: list[str], flag: str) -> str | None:
@@ -167,6 +186,9 @@ def _env(container: dict[str, Any], pod: str) -> dict[str, str]:
         elif path == "metadata.name":
             env[name] = pod
         # secretKeyRef and others: no Secret on the host
+    for name in LISTEN_ENV:
+        if name in env:
+            env[name] = LOOPBACK
     return env
 
 
@@ -195,20 +217,24 @@ def engine(
     """One engine of a pool: the rendered `vllm serve` with the host-level changes."""
     container = _container(deployment)
     argv = _argv(container)
-    serve = argv.index("serve")
+    if consent.SERVE not in argv:
+        raise InputError(
+            f"{name}: its command has no `{consent.SERVE}`: pdctl up runs engines only"
+        )
+    serve = argv.index(consent.SERVE)
     if options.weights is not None:
         served = argv[serve + 1]
         argv[serve + 1] = str(options.weights)
-        argv = set_flag(argv, "--load-format", "dummy")
+        argv = flags.replace(argv, "--load-format", "dummy")
         if "--served-model-name" not in argv:
             argv += ["--served-model-name", served]
     if options.engine == "sim":
         argv = [*SIMULATOR, *argv[serve:], "--sim-gpu", options.gpu]
     port = ports()
-    argv = set_flag(argv, "--host", LOOPBACK)
-    argv = set_flag(argv, "--port", str(port))
+    argv, _ = flags.drop(argv, ENGINE_LISTEN)
+    argv += ["--host", LOOPBACK, "--port", str(port)]
     if utilization is not None:
-        argv = set_flag(argv, UTILIZATION, f"{utilization:g}")
+        argv = flags.replace(argv, UTILIZATION, f"{utilization:g}")
     env = _env(container, name)
     if NIXL_PORT_ENV in env:
         env[NIXL_PORT_ENV] = str(ports())
@@ -230,18 +256,15 @@ def router(
             dropping = word in DISCOVERY_FLAGS
         if not dropping:
             kept.append(word)
-    kept = set_flag(kept, "--host", LOOPBACK)
-    kept = set_flag(kept, "--port", str(port))
-    kept = set_flag(kept, "--prometheus-host", LOOPBACK)
-    kept = set_flag(kept, "--prometheus-port", str(metrics_port))
+    kept, _ = flags.drop(kept, ROUTER_LISTEN)
+    kept += ["--host", LOOPBACK, "--port", str(port)]
+    kept += ["--prometheus-host", LOOPBACK, "--prometheus-port", str(metrics_port)]
     if "--vllm-pd-disaggregation" in kept:
         for e in engines:
             kept += [f"--{e.role}", e.url]
     else:
         kept += ["--worker-urls", *(e.url for e in engines)]
-    return Process(
-        "router", "router", kept, _env(container, "router"), port, _ready_path(container)
-    )
+    return Process(ROUTER, ROUTER, kept, _env(container, ROUTER), port, _ready_path(container))
 
 
 def _refuse_what_is_not_local(summary: manifests.Summary) -> None:
@@ -258,6 +281,58 @@ def _refuse_what_is_not_local(summary: manifests.Summary) -> None:
             f"the release's router is {routing or summary.router['name']}: pdctl up runs "
             "vllm-router only (routerSpec.type: vllm-router)",
         )
+
+
+def _refusals(
+    container: dict[str, Any], where: str, engine: bool, allowed: consent.Consent
+) -> list[str]:
+    """What in one rendered container needs the user's consent (pdctl.local.consent)."""
+    command = [str(word) for word in container.get("command", [])]
+    args = [str(word) for word in container.get("args", [])]
+    found = consent.command_refusal(command, args, where, engine, allowed)
+    found += consent.env_refusals(_env(container, where), where, allowed)
+    if engine:
+        found += consent.code_refusals(args, where, allowed)
+    return found
+
+
+def _refuse_what_changes_what_runs(
+    objects: list[manifests.Manifest],
+    summary: manifests.Summary,
+    names: naming.Release,
+    allowed: consent.Consent,
+) -> None:
+    refused: list[str] = []
+    for pool in summary.pools:
+        deployment = names.pool_deployment(pool.name)
+        container = _container(manifests.find(objects, "Deployment", deployment))
+        where = f"pool {pool.name} (Deployment {deployment})"
+        refused += _refusals(container, where, True, allowed)
+    if summary.router:
+        deployment = summary.router["name"]
+        container = _container(manifests.find(objects, "Deployment", deployment))
+        refused += _refusals(container, f"the router (Deployment {deployment})", False, allowed)
+    if refused:
+        raise InputError(
+            "pdctl up runs what the chart renders and nothing else without your consent:\n  "
+            + "\n  ".join(refused),
+            hint="values: servingEngineSpec.env and a pool's env reach its engines, "
+            "routerSpec.env the router; docs/security.md says why",
+        )
+
+
+def _refuse_own_names(layout: Layout) -> None:
+    """Process names are log and state keys: unique, and none of up's own."""
+    seen: set[str] = set()
+    for proc in layout.engines:
+        if proc.name in (ROUTER, SUPERVISOR) or proc.name in seen:
+            raise InputError(
+                f"engine {proc.name}: pdctl up names its processes and logs by pool (with the "
+                f"replica's index); {proc.name!r} is {'taken' if proc.name in seen else 'its own'}",
+                hint=f"rename the pool (servingEngineSpec.modelSpec[].name); {ROUTER} and "
+                f"{SUPERVISOR} are pdctl up's",
+            )
+        seen.add(proc.name)
 
 
 def _sharing(assigned: list[list[str]]) -> list[bool]:
@@ -319,6 +394,7 @@ def plan(
     if not summary.pools:
         raise InputError(f"the render holds no engine pool of release {release}")
     _refuse_what_is_not_local(summary)
+    _refuse_what_changes_what_runs(objects, summary, names, options.allowed)
     ports = distinct(ports)
     share, assigned = _shares(summary.pools, options.devices)
     layout = Layout([], None, release=release, engine=options.engine)
@@ -351,6 +427,7 @@ def plan(
             layout.engines.append(
                 engine(deployment, name, pool.role, ports, options, utilization, devices)
             )
+    _refuse_own_names(layout)
     _cuda_ipc_reads(layout, _sharing(assigned))
     secret_env = set()
     for deployment in objects:

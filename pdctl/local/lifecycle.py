@@ -28,9 +28,9 @@ from typing import Any
 
 import yaml
 
-from pdctl import defaults, manifests, naming, pipeline, process
+from pdctl import defaults, files, manifests, naming, pipeline, process
 from pdctl.errors import EnvironmentProblem, InputError, PdctlError, UsageError
-from pdctl.local import layout, ownership, state, supervisor
+from pdctl.local import consent, layout, ownership, state, supervisor
 from pdctl.models import catalog
 
 ROUTER = "vllm-router"
@@ -38,6 +38,10 @@ INSTALL_ROUTER = "pip install 'pdctl[local]'"
 TOKEN_ENV = "HF_TOKEN"
 STOP_WAIT = 3 * supervisor.GRACE  # seconds `down` waits for the supervisor to stop everything
 KILL_WAIT = supervisor.GRACE  # seconds `down` waits after SIGKILL for the lock to free
+# A rendered release's bounds: a chart's objects are a few dozen files of tens of KiB.
+RENDERED_BYTES = 4 * 1024 * 1024
+RENDERED_FILES = 1000
+RENDERED_DIRECTORIES = 100
 
 Say = Callable[[str], None]
 
@@ -61,6 +65,7 @@ class UpOptions:
     hf_token_file: Path | None = None
     foreground: bool = False
     gpu_type: str = defaults.GPU_TYPE  # the catalog GPU the simulator times its steps for
+    allowed: consent.Consent = consent.Consent()  # --allow-env, --allow-command, --allow-code-flag
 
 
 @dataclass
@@ -69,25 +74,40 @@ class Started:
     why: str  # why these engines
     folder: state.Folder
     warnings: list[str] = field(default_factory=list)
+    added_env: dict[str, str] = field(default_factory=dict)  # to every process's, as printed
 
 
 # ---- the render ---------------------------------------------------------------------------------
 
 
+def _rendered_files(folder: Path) -> list[Path]:
+    """Every .yaml file under folder, in order; no link to a directory followed, bounded."""
+    found: list[Path] = []
+    for walked, (directory, subdirectories, names) in enumerate(os.walk(folder), 1):
+        if walked > RENDERED_DIRECTORIES:
+            raise InputError(f"{folder}: more than {RENDERED_DIRECTORIES} folders: not a render")
+        subdirectories.sort()
+        found += [Path(directory, name) for name in sorted(names) if name.endswith(".yaml")]
+        if len(found) > RENDERED_FILES:
+            raise InputError(f"{folder}: more than {RENDERED_FILES} .yaml files: not a render")
+    return found
+
+
 def read_rendered(folder: Path) -> list[manifests.Manifest]:
-    """The objects of a `pdctl template --output-dir` folder (every .yaml file under it)."""
+    """The objects of a `pdctl template --output-dir` folder (every .yaml file under it), each
+    read as every input is (pdctl.files: regular files only, at most RENDERED_BYTES)."""
     if not folder.is_dir():
         raise InputError(
             f"{folder}: not a folder (name a values file with -f, or a folder "
             "`pdctl template --output-dir` wrote)"
         )
-    files = sorted(folder.rglob("*.yaml"))
-    if not files:
+    paths = _rendered_files(folder)
+    if not paths:
         raise InputError(f"{folder}: no .yaml files: not a rendered release")
     objects: list[manifests.Manifest] = []
-    for path in files:
+    for path in paths:
         try:
-            objects += manifests.parse(path.read_text(encoding="utf-8"))
+            objects += manifests.parse(files.read_text(path, RENDERED_BYTES))
         except yaml.YAMLError as error:
             mark = getattr(error, "problem_mark", None)
             where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
@@ -227,19 +247,24 @@ def plan(source: Source, options: UpOptions, say: Say) -> tuple[Started, dict[st
     if engine == "sim" and importlib.util.find_spec("pdctl.simulator") is None:
         raise EnvironmentProblem("the pd-stack simulator (pdctl.simulator) is not installed")
     objects = render(source, options.release, say)
-    chosen = layout.Options(engine, devices if engine == "vllm" else (), gpu=gpu)
+    chosen = layout.Options(
+        engine, devices if engine == "vllm" else (), gpu=gpu, allowed=options.allowed
+    )
     planned = layout.plan(objects, options.release, chosen)
     if planned.router is not None:
         planned.router.argv[0] = router_binary()
     env = _token_env(planned, options.hf_token_file)
     folder = state.Folder.of(options.release)
-    started = Started(planned, why, folder, _tag_warnings(planned, vllm))
+    started = Started(planned, why, folder, _tag_warnings(planned, vllm), layout.shown(env))
     return started, env
 
 
 def _fresh_logs(folder: state.Folder) -> None:
+    """An empty logs folder; a link found in its place is removed, never followed."""
+    if folder.logs.is_symlink():
+        folder.logs.unlink()
     shutil.rmtree(folder.logs, ignore_errors=True)
-    folder.logs.mkdir(parents=True)
+    folder.logs.mkdir(mode=0o700)
 
 
 def _detached(folder: state.Folder, lock: int, options: UpOptions, say: Say) -> None:
@@ -247,7 +272,7 @@ def _detached(folder: state.Folder, lock: int, options: UpOptions, say: Say) -> 
     progress until READY; its failure is an InputError with its last lines."""
     argv = [sys.executable, "-m", "pdctl.local.supervisor", str(folder.path)]
     argv += ["--timeout", f"{options.timeout:g}"]
-    with (folder.logs / "supervisor.log").open("ab") as log:
+    with state.append(folder.log(layout.SUPERVISOR)) as log:
         child = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
@@ -284,14 +309,22 @@ def _detached(folder: state.Folder, lock: int, options: UpOptions, say: Say) -> 
     )
 
 
-def up(source: Source, options: UpOptions, say: Say, on_ready: Callable[[Started], None]) -> int:
-    """Start the release; `on_ready` once every process is ready. Detached: returns then (0).
-    --foreground: streams the logs until a signal or a process's end, then stops all."""
+def up(
+    source: Source,
+    options: UpOptions,
+    say: Say,
+    on_ready: Callable[[Started], None],
+    on_plan: Callable[[Started], None] = lambda _: None,
+) -> int:
+    """Start the release: `on_plan` with what will run before starting it, `on_ready` once every
+    process is ready. Detached: returns then (0). --foreground: streams the logs until a signal or
+    a process's end, then stops all."""
     folder = state.Folder.of(options.release)
     lock = folder.claim(options.release)  # first: a second `up` is refused before rendering
     folder.write_state(_starting(folder, options.release))
     try:
         started, env = plan(source, options, say)
+        on_plan(started)
         _fresh_logs(folder)
         folder.write_layout(started.layout)
         os.environ.update(env)  # the supervisor's environment, which its processes inherit
@@ -348,7 +381,7 @@ class LogStream:
 
     def tick(self) -> None:
         for path in sorted(self.folder.logs.glob("*.log")):
-            if path.name == "supervisor.log":
+            if path.stem == layout.SUPERVISOR:
                 continue
             with path.open("rb") as log:
                 log.seek(self.read.get(path, 0))

@@ -11,18 +11,22 @@ under the user's state folder ($XDG_STATE_HOME/pdctl/local/RELEASE, by default
   role, and the status (starting, ready, failed, stopped) with why. A state whose lock is free
   but whose status says it runs (its supervisor was killed) is reported `dead`;
 - `logs/`: each process's output, kept after `down` until the next `up` of the release.
+
+Nothing in the folder is written through a symbolic link (O_NOFOLLOW; the release's folder itself
+must not be one): a link placed there would make `up` write where it points.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from pdctl.errors import UsageError
+from pdctl.errors import InputError, UsageError
 from pdctl.local import ownership
 from pdctl.local.layout import Layout, Process
 
@@ -55,7 +59,9 @@ class Folder:
         """Take the release's lock (an open file descriptor holding it): UsageError when its
         supervisor runs already."""
         self.path.mkdir(parents=True, exist_ok=True, mode=0o700)  # the processes' env and logs
-        fd = os.open(self.path / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        if self.path.is_symlink():
+            raise _linked(self.path)
+        fd = _open(self.path / "lock", os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -126,10 +132,35 @@ class Folder:
         return data
 
 
+def _linked(path: Path) -> InputError:
+    return InputError(
+        f"{path}: a symbolic link; pdctl up follows no link in its state folder",
+        hint=f"remove it (the state folder is {path.parent})",
+    )
+
+
+def _open(path: Path, flags: int) -> int:
+    """os.open of a file in the state folder, never through a symbolic link."""
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise _linked(path) from None
+        raise
+
+
+def append(path: Path) -> BinaryIO:
+    """A log in the state folder, opened to append (created if missing), not through a link."""
+    return os.fdopen(_open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab")
+
+
 def _write(path: Path, data: dict[str, Any]) -> None:
     """Whole or not at all: a reader never sees half a file."""
     partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    with os.fdopen(
+        _open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w", encoding="utf-8"
+    ) as out:
+        out.write(json.dumps(data, indent=1))
     partial.replace(path)
 
 

@@ -30,7 +30,7 @@ from typing import IO
 
 from pdctl import process
 from pdctl.local import ownership, state
-from pdctl.local.layout import Layout, Process
+from pdctl.local.layout import SUPERVISOR, Layout, Process
 
 READY = "READY"  # the last progress line of a supervisor whose release is up
 GRACE = process.GRACE
@@ -54,7 +54,7 @@ def launch(
 ) -> subprocess.Popen[bytes]:
     """Start `proc` in a process group of its own, its output appended to `log`."""
     log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("ab") as out:
+    with state.append(log) as out:
         return subprocess.Popen(
             proc.argv,
             env={**os.environ, **proc.env, **(extra_env or {})},
@@ -213,7 +213,7 @@ def main() -> int:
     args = parser.parse_args()
     folder = state.Folder(args.folder)
     folder.mark_holder()  # the lock it inherited from `pdctl up` is this process's now
-    with (folder.logs / "supervisor.log").open("ab") as log:
+    with state.append(folder.log(SUPERVISOR)) as log:
 
         def say(line: str) -> None:
             print(line, flush=True)
