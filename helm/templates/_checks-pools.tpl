@@ -76,7 +76,8 @@
 {{- /* rule PD026: `vllmConfig.extraArgs` and `routerSpec.extraArgs` leave alone every flag the chart puts in that command (read from the command the chart renders: `--host`, `--port`, `--kv-transfer-config`, and each flag it sets from a key, such as `--max-model-len` from `vllmConfig.maxModelLen`), in every form the engine's and the routers' parsers take: `--flag value`, `--flag=value`, `_` for `-`, vLLM's `--flag.key`, the `--no-` twin of a boolean flag, and any prefix of the flag (argparse takes a prefix that names one flag, and fails on one that names several, so any prefix is refused); the message names the key to set instead. The llm-d EPP (a Go program, exact flag names) is not checked here: `pdctl validate` warns (PD117). No `VLLM_NIXL_SIDE_CHANNEL_PORT`/`_HOST` in the engines' `env` (`UCX_*` and `LMCACHE_*` are yours to set) */ -}}
 {{/* Refuses each argument of .args that sets a flag the chart put in .command, its rendered
 arguments ending with .args; .keys maps key paths to the values maps the chart reads (dict root
-args at command keys). */}}
+args at command keys). An argument is cut at `=` and at `.` (vLLM's dotted form
+`--kv-transfer-config.kv_role x`: vLLM docs/features/nixl_connector_usage.md). */}}
 {{- define "pd-stack.checks.ownedFlags" -}}
 {{- $owned := list -}}
 {{- range slice .command 0 (sub (len .command) (len .args)) -}}
