@@ -13,7 +13,7 @@ from tests.helpers import ROOT
 
 RECORDS = ROOT / "benchmarks" / "records"
 BASE = RECORDS / "validate-record-44ca798.txt"
-AFTER = RECORDS / "validate-record-c22c6df.txt"
+AFTER = RECORDS / "validate-record-0cf36d9.txt"
 
 
 def test_every_difference_is_explained(capsys: pytest.CaptureFixture[str]) -> None:

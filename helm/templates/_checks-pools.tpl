@@ -61,9 +61,9 @@
 {{- include "pd-stack.checks.connector" (merge (dict "conn" $conn "path" $path "role" $role) .) -}}
 {{- end -}}
 {{- $vllm := $spec.vllmConfig | default dict -}}
-{{- $owned := list "--host" "--port" "--kv-transfer-config" -}}
-{{- if hasKey $vllm "maxModelLen" -}}{{- $owned = append $owned "--max-model-len" -}}{{- end -}}
-{{- include "pd-stack.checks.ownedFlags" (dict "root" .root "args" ($vllm.extraArgs | default list) "at" (printf "%s.vllmConfig.extraArgs" $path) "owned" $owned) -}}
+{{- with $vllm.extraArgs -}}
+{{- include "pd-stack.checks.ownedFlags" (dict "root" $.root "args" . "at" (printf "%s.vllmConfig.extraArgs" $path) "command" (include "pd-stack.engineArgs" $ | fromYamlArray) "keys" (dict (printf "%s.vllmConfig" $path) $vllm $path $spec)) -}}
+{{- end -}}
 {{- range $where, $env := dict (printf "%s.env" $path) ($spec.env | default list) "servingEngineSpec.env" (.root.Values.servingEngineSpec.env | default list) -}}
 {{- range $i, $entry := $env -}}
 {{- if has (toString $entry.name) (list "VLLM_NIXL_SIDE_CHANNEL_PORT" "VLLM_NIXL_SIDE_CHANNEL_HOST") -}}
@@ -73,13 +73,27 @@
 {{- end -}}
 {{- end -}}
 
-{{- /* rule PD026: `vllmConfig.extraArgs` and `routerSpec.extraArgs` leave the chart's own flags alone: `--host`, `--port`, `--kv-transfer-config`, and `--max-model-len` when `vllmConfig.maxModelLen` is set (as `--flag value` or `--flag=value`, with `_` or `-`, as vLLM's FlexibleArgumentParser reads them); no `VLLM_NIXL_SIDE_CHANNEL_PORT`/`_HOST` in the engines' `env` (`UCX_*` and `LMCACHE_*` are yours to set) */ -}}
-{{/* Refuses each argument of .args that sets a flag of .owned, the flags the chart sets (dict root args at owned). */}}
+{{- /* rule PD026: `vllmConfig.extraArgs` and `routerSpec.extraArgs` leave alone every flag the chart puts in that command (read from the command the chart renders: `--host`, `--port`, `--kv-transfer-config`, and each flag it sets from a key, such as `--max-model-len` from `vllmConfig.maxModelLen`), in every form the engine's and the routers' parsers take: `--flag value`, `--flag=value`, `_` for `-`, vLLM's `--flag.key`, the `--no-` twin of a boolean flag, and any prefix of the flag (argparse takes a prefix that names one flag, and fails on one that names several, so any prefix is refused); the message names the key to set instead. The llm-d EPP (a Go program, exact flag names) is not checked here: `pdctl validate` warns (PD117). No `VLLM_NIXL_SIDE_CHANNEL_PORT`/`_HOST` in the engines' `env` (`UCX_*` and `LMCACHE_*` are yours to set) */ -}}
+{{/* Refuses each argument of .args that sets a flag the chart put in .command, its rendered
+arguments ending with .args; .keys maps key paths to the values maps the chart reads (dict root
+args at command keys). An argument is cut at `=` and at `.` (vLLM's dotted form
+`--kv-transfer-config.kv_role x`: vLLM docs/features/nixl_connector_usage.md). */}}
 {{- define "pd-stack.checks.ownedFlags" -}}
+{{- $owned := list -}}
+{{- range slice .command 0 (sub (len .command) (len .args)) -}}
+{{- $flag := first (splitList "=" (toString .)) -}}
+{{- if hasPrefix "--" $flag -}}{{- $owned = concat $owned (list $flag (ternary (replace "--no-" "--" $flag) (replace "--" "--no-" $flag) (hasPrefix "--no-" $flag))) -}}{{- end -}}
+{{- end -}}
 {{- range $i, $arg := .args -}}
-{{- $flag := first (splitList "=" (toString $arg)) -}}
-{{- if and (hasPrefix "--" $flag) (has (printf "--%s" (replace "_" "-" (trimPrefix "--" $flag))) $.owned) -}}
-{{- $_ := set $.root.pdStackRefusals (printf "[PD026] %s[%d]: %s overrides a flag the chart sets (%s); remove it and set the chart's key instead" $.at $i $flag (join ", " $.owned)) "" -}}
+{{- $given := first (splitList "." (replace "_" "-" (first (splitList "=" (toString $arg))))) -}}
+{{- range $flag := $owned -}}
+{{- if and (hasPrefix "--" $given) (gt (len $given) 2) (hasPrefix $given $flag) -}}
+{{- $key := untitle (camelcase (replace "-" "_" (trimPrefix "no-" (trimPrefix "--" $flag)))) -}}
+{{- $hint := "remove it; helm/README.md lists the keys the chart sets its flags from" -}}
+{{- range $at, $values := $.keys -}}{{- if hasKey $values $key -}}{{- $hint = printf "set %s.%s instead" $at $key -}}{{- end -}}{{- end -}}
+{{- $_ := set $.root.pdStackRefusals (printf "[PD026] %s[%d]: %s sets %s, a flag the chart sets in this command (hint: %s)" $.at $i (toString $arg) $flag $hint) "" -}}
+{{- break -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

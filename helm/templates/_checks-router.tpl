@@ -27,8 +27,11 @@
 {{- end -}}
 {{- end -}}
 {{- end -}}
-{{- if ne $type "llm-d" -}}
-{{- include "pd-stack.checks.ownedFlags" (dict "root" $root "args" ($router.extraArgs | default list) "at" "routerSpec.extraArgs" "owned" (list "--host" "--port")) -}}
+{{- if and $router.extraArgs (ne $type "llm-d") -}}
+{{- $command := list -}}
+{{- if eq $type "lmcache-proxy" -}}{{- $command = (include "pd-stack.lmcacheProxyCommand" $root | fromYaml).args -}}
+{{- else -}}{{- $command = include (ternary "pd-stack.vllmRouterArgs" "pd-stack.productionStackRouterArgs" (eq $type "vllm-router")) $root | fromYamlArray -}}{{- end -}}
+{{- include "pd-stack.checks.ownedFlags" (dict "root" $root "args" $router.extraArgs "at" "routerSpec.extraArgs" "command" $command "keys" (dict "routerSpec" $router "routerSpec.vllmRouter" ($router.vllmRouter | default dict))) -}}
 {{- end -}}
 {{- if eq $type "vllm-router" -}}
 {{- include "pd-stack.checks.vllmRouter" $root -}}

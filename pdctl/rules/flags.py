@@ -1,10 +1,9 @@
-"""Flags in `extraArgs` that the chart renders too (PD117): read from the render, not restated.
+"""Flags in `extraArgs` that the chart's refusals leave to a warning (PD117), read from the render.
 
-The chart refuses the flags it owns (PD026: --host, --port, --kv-transfer-config, --max-model-len
-with maxModelLen). Any other flag of the chart's command given again in `extraArgs` wins (argparse
-keeps the last), so the chart's key for it silently stops working; `--config FILE` can set any of
-them. Flags are compared as vLLM's FlexibleArgumentParser reads them: `--flag=value` is `--flag`,
-and underscores are dashes (vllm/utils FlexibleArgumentParser).
+The chart refuses every flag of the engine's and the argparse routers' rendered commands in
+`extraArgs`, in every spelling their parsers take (PD026, helm/templates/_checks-pools.tpl). Left
+here: `--config FILE`, which can set any flag, and a flag that the llm-d EPP's rendered command
+has too (a Go program: flag names are exact, `--flag=value` alike; the later one wins).
 """
 
 from __future__ import annotations
@@ -20,22 +19,22 @@ from pdctl.values.paths import KeyPath
 PD117 = register(
     Rule(
         "PD117",
-        "extraArgs leave the flags the chart renders alone, and set no --config file",
+        "extraArgs set no --config file and leave the llm-d EPP's rendered flags alone",
         Severity.warning,
         None,
-        "a flag in `vllmConfig.extraArgs` or `routerSpec.extraArgs` that the chart's rendered "
-        "command has too (`--flag=value` and `--flag_name` alike, as vLLM's parser reads them): "
-        "the later one wins, so the chart's key for it stops working; and `--config FILE`, "
-        "which can set any of them. Read from the render `pdctl validate` makes",
+        "`--config FILE` in `vllmConfig.extraArgs` or `routerSpec.extraArgs`, which can set any "
+        "flag, the chart's too; and a flag in the llm-d EPP's `routerSpec.extraArgs` that its "
+        "rendered command has too (`--flag=value` alike): the later one wins, so the chart's key "
+        "for it stops working (PD026 refuses the engines' and the other routers' flags). Read "
+        "from the render `pdctl validate` makes",
         "pdctl/rules/flags.py",
     )
 )
 
 
 def flag(arg: str) -> str | None:
-    """The flag an argument sets, spelled with dashes; None for a value."""
-    name = arg.split("=", 1)[0]
-    return "--" + name[2:].replace("_", "-") if name.startswith("--") else None
+    """The flag an argument sets; None for a value."""
+    return arg.split("=", 1)[0] if arg.startswith("--") else None
 
 
 def _arg_lists(node: Any) -> Iterator[list[str]]:

@@ -1103,6 +1103,31 @@ case(
     edited(NIXL, router("extraArgs", ["--host", "127.0.0.1"])),
     chart="[PD026] routerSpec.extraArgs[0]:",
 )
+# Every form argparse takes (issue 39): a prefix, `=value`, `_`; the routers' flags too
+case(
+    "pd026-engine-host-prefix",
+    f"PD026 {P}[0].vllmConfig.extraArgs[0]",
+    edited(NIXL, put(0, "vllmConfig.extraArgs", ["--hos", "0.0.0.0"])),
+    chart=f"[PD026] {P}[0].vllmConfig.extraArgs[0]: --hos sets --host,",
+)
+case(
+    "pd026-engine-max-model-len-prefix",
+    f"PD026 {P}[1].vllmConfig.extraArgs[0]",
+    edited(NIXL, put(1, "vllmConfig.extraArgs", ["--max_model=4096"])),
+    chart=f"[PD026] {P}[1].vllmConfig.extraArgs[0]: --max_model=4096 sets --max-model-len,",
+)
+case(
+    "pd026-router-prometheus-host-underscore",
+    "PD026 routerSpec.extraArgs[0]",
+    edited(NIXL, router("extraArgs", ["--prometheus_host", "0.0.0.0"])),
+    chart="[PD026] routerSpec.extraArgs[0]: --prometheus_host sets --prometheus-host,",
+)
+case(
+    "pd026-lmcache-proxy-host-equals",
+    "PD026 routerSpec.extraArgs[0]",
+    edited(LMCACHE, router("extraArgs", ["--proxy-h=0.0.0.0"])),
+    chart="[PD026] routerSpec.extraArgs[0]: --proxy-h=0.0.0.0 sets --proxy-host,",
+)
 
 if __name__ == "__main__":
     for old in OUT.glob("*.yaml"):
