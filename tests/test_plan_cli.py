@@ -220,3 +220,18 @@ def test_init_refuses_in_json_as_plan_does(tmp_path: Path) -> None:
     result = runner.invoke(app, args)
     assert result.exit_code == 1 and not out.exists()
     assert json.loads(result.stdout)["needs_gpus"] == 2
+
+
+def test_a_modelopt_fp8_folder_plans_fp8_weights_and_kv_on_one_h200() -> None:
+    """nvidia/Llama-3.1-70B-Instruct-FP8 as shipped (config.json + hf_quant_config.json): vLLM
+    serves it on one H200 with FP8 weights and (--kv-cache-dtype auto) an FP8 KV cache."""
+    folder = "tests/fixtures/checkpoints/llama-3.1-70b-instruct-fp8"
+    args = ["-m", "nvidia/Llama-3.1-70B-Instruct-FP8", "--model-config", folder, "--gpus", "1"]
+    data = plan_json(*args, "--gpu-type", "H200")
+    assert data["model"]["weight_dtype"] == "fp8" and data["request"]["kv_cache_dtype"] == "fp8"
+    assert data["model"]["quantization"].endswith("hf_quant_config.json (ModelOpt FP8, KV cache FP8)")
+    assert data["choice"]["mode"] == "aggregated" and data["choice"]["gpus"] == 1
+    assert data["roles"]["decode"]["kv_tokens_per_gpu"] == pytest.approx(364_000, rel=0.05)
+    text = runner.invoke(app, ["plan", *args, "--gpu-type", "H200"]).output
+    assert "what vLLM's --kv-cache-dtype auto picks for this checkpoint" in text
+    assert "hf_quant_config.json (ModelOpt FP8, KV cache FP8)" in text

@@ -39,6 +39,7 @@ from pdctl.cli.plan import (
     TargetRateOpt,
     TtftOpt,
     UtilizationOpt,
+    WeightDtypeOpt,
     build_plan,
 )
 from pdctl.errors import UsageError
@@ -120,6 +121,7 @@ def init(
     kv_cache_dtype: KvDtypeOpt = KvCacheDtype.auto,
     gpu_memory_utilization: UtilizationOpt = defaults.GPU_MEMORY_UTILIZATION,
     model_config: ModelConfigOpt = None,
+    weight_dtype: WeightDtypeOpt = None,
     offline: OfflineOpt = False,
     connector: ConnectorOpt = defaults.CONNECTOR,
     router: Annotated[
@@ -184,6 +186,7 @@ def init(
         calibrate_at,
         calibrate_tp,
         mode,
+        weight_dtype,
     )
     selector = _node_selector(node_selector or [])
     plan, wired = build_plan(args, output, router)

@@ -137,6 +137,23 @@ ModelConfigOpt = Annotated[
         "catalog.",
     ),
 ]
+class WeightDtype(str, Enum):
+    bf16 = "bf16"
+    fp16 = "fp16"
+    fp8 = "fp8"
+    int8 = "int8"
+    int4 = "int4"
+
+
+WeightDtypeOpt = Annotated[
+    WeightDtype | None,
+    typer.Option(
+        "--weight-dtype",
+        help="The weights' dtype where the checkpoint declares no quantization (config.json's "
+        "quantization_config, hf_quant_config.json); default: its torch_dtype.",
+        show_default=False,
+    ),
+]
 OfflineOpt = Annotated[
     bool,
     typer.Option(
@@ -225,6 +242,7 @@ class PlanArgs:
     calibrate_at: int | None = None
     calibrate_tp: int = 1
     mode: Mode = Mode.auto
+    weight_dtype: WeightDtype | None = None
 
     def calibration(self, arch: ModelArch) -> tuple[Callable[[Request], Request] | None, list[str]]:
         """With --calibrate: the function that fits the request to the bench file, and the
@@ -251,7 +269,8 @@ class PlanArgs:
 
         ttft_ms, itl_ms, defaults = targets(self.ttft, self.itl)
         wired = wiring(self.connector, router)
-        arch = resolve_model(self.model, self.model_config, self.offline)
+        stated = self.weight_dtype.value if self.weight_dtype else None
+        arch = resolve_model(self.model, self.model_config, self.offline, stated)
         calibrate, warnings = self.calibration(arch)
         workload = Workload(
             input_len=self.input_len,
@@ -308,14 +327,16 @@ def print_plan(plan: Plan) -> None:
     console = _output.Screen()
     model, gpu, request = data["model"], data["gpu"], data["request"]
     active = f", {model['active_params_billion']}B active" if model["moe"] else ""
+    declared = f"; weights' dtype from {model['quantization']}" if model["quantization"] else ""
     console.line(
         f"{model['name']}: {model['params_billion']}B parameters{active}, "
         f"{model['weight_dtype'].upper()}, {model['weights_gib']} GiB of weights "
-        f"(from {model['source']})"
+        f"(from {model['source']}{declared})"
     )
     console.line(
         f"KV cache: {data['kv_bytes_per_token']:,} bytes per token in all layers (BF16), "
-        f"{data['kv_bytes_per_token_fp8']:,} in FP8; {model['attention'].upper()} attention"
+        f"{data['kv_bytes_per_token_fp8']:,} in FP8; planned in {_kv_planned(data)}; "
+        f"{model['attention'].upper()} attention"
         + (f", sliding window {model['sliding_window']}" if model["sliding_window"] else "")
     )
     _print_choice(console, data)
@@ -412,6 +433,13 @@ def print_plan(plan: Plan) -> None:
         console.line(f"warning: {warning}", style="yellow")
     for note in plan.notes:
         console.line(f"note: {note}")
+
+
+def _kv_planned(data: dict[str, Any]) -> str:
+    planned = "FP8" if data["request"]["kv_cache_dtype"] == "fp8" else "BF16"
+    if data["model"]["kv_cache_dtype_auto"] and data["request"]["kv_cache_dtype_asked"] == "auto":
+        return f"{planned} (what vLLM's --kv-cache-dtype auto picks for this checkpoint)"
+    return f"{planned} (--kv-cache-dtype {data['request']['kv_cache_dtype_asked']})"
 
 
 def _ms(value: float | None) -> str:
@@ -523,6 +551,7 @@ def plan(
     kv_cache_dtype: KvDtypeOpt = KvCacheDtype.auto,
     gpu_memory_utilization: UtilizationOpt = defaults.GPU_MEMORY_UTILIZATION,
     model_config: ModelConfigOpt = None,
+    weight_dtype: WeightDtypeOpt = None,
     offline: OfflineOpt = False,
     connector: ConnectorOpt = defaults.CONNECTOR,
     network_gbps: NetworkOpt = None,
@@ -566,6 +595,7 @@ def plan(
         calibrate_at,
         calibrate_tp,
         mode,
+        weight_dtype,
     )
     from pdctl.plan.frontier import Point, with_pick  # lazy: start-up
     from pdctl.plan.frontier import pareto as frontier  # lazy: start-up

@@ -129,6 +129,8 @@ def _model(name: str, data: dict[str, Any]) -> CatalogModel:
         extra_layers=data.get("extraLayers", 0),
         gated=bool(data["gated"]),
         source="the pdctl catalog",
+        quantization=data["sources"].get("quantization", ""),
+        auto_kv_dtype=data.get("kvCacheDtype"),
     )
     params = data["params"]
     return CatalogModel(

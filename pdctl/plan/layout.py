@@ -43,7 +43,8 @@ class Request:
     workload: Workload = field(default_factory=Workload)
     gpus_per_node: int = defaults.GPUS_PER_NODE
     utilization: float = defaults.GPU_MEMORY_UTILIZATION
-    kv_cache_dtype: str = "auto"
+    kv_cache_dtype: str = "auto"  # what the KV cache is sized in: --kv-cache-dtype, auto resolved
+    kv_cache_dtype_asked: str = "auto"  # --kv-cache-dtype as given
     max_model_len: int | None = None
     hetero_tp: bool = True  # the connector allows prefill and decode TP to differ
     one_pair: bool = False  # the connector pairs one prefill pod with one decode pod
