@@ -229,7 +229,8 @@ def test_a_modelopt_fp8_folder_plans_fp8_weights_and_kv_on_one_h200() -> None:
     args = ["-m", "nvidia/Llama-3.1-70B-Instruct-FP8", "--model-config", folder, "--gpus", "1"]
     data = plan_json(*args, "--gpu-type", "H200")
     assert data["model"]["weight_dtype"] == "fp8" and data["request"]["kv_cache_dtype"] == "fp8"
-    assert data["model"]["quantization"].endswith("hf_quant_config.json (ModelOpt FP8, KV cache FP8)")
+    declared = "hf_quant_config.json (ModelOpt FP8, KV cache FP8)"
+    assert data["model"]["quantization"].endswith(declared)
     assert data["choice"]["mode"] == "aggregated" and data["choice"]["gpus"] == 1
     assert data["roles"]["decode"]["kv_tokens_per_gpu"] == pytest.approx(364_000, rel=0.05)
     text = runner.invoke(app, ["plan", *args, "--gpu-type", "H200"]).output

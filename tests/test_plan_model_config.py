@@ -298,7 +298,8 @@ def test_a_modelopt_folder_declares_fp8_weights_and_an_fp8_kv_cache() -> None:
     arch = load_config_file(MODELOPT_FP8, "x")
     assert json.loads((MODELOPT_FP8 / "config.json").read_text()).get("quantization_config") is None
     assert (arch.weight_dtype, arch.auto_kv_dtype) == ("fp8", "fp8")
-    assert arch.quantization == f"{MODELOPT_FP8 / 'hf_quant_config.json'} (ModelOpt FP8, KV cache FP8)"
+    declared = f"{MODELOPT_FP8 / 'hf_quant_config.json'} (ModelOpt FP8, KV cache FP8)"
+    assert arch.quantization == declared
     # the config.json file alone: its folder's hf_quant_config.json is read as well
     assert load_config_file(MODELOPT_FP8 / "config.json", "x").weight_dtype == "fp8"
 

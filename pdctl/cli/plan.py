@@ -137,6 +137,8 @@ ModelConfigOpt = Annotated[
         "catalog.",
     ),
 ]
+
+
 class WeightDtype(str, Enum):
     bf16 = "bf16"
     fp16 = "fp16"

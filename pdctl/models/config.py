@@ -399,4 +399,3 @@ def _fetch_quant_file(hub: Any, hub_errors: Any, repo: str) -> None:
     except hub_errors.EntryNotFoundError as error:
         if isinstance(error, hub_errors.LocalEntryNotFoundError):
             raise
-

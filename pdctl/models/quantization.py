@@ -2,7 +2,8 @@
 
 A checkpoint declares its quantization in config.json's `quantization_config` (block FP8,
 compressed-tensors, AWQ, ...) or, for NVIDIA ModelOpt exports, in `hf_quant_config.json` beside
-config.json (`producer.name: modelopt`, `quantization.quant_algo`, `quantization.kv_cache_quant_algo`).
+config.json (`producer.name: modelopt`, `quantization.quant_algo`,
+`quantization.kv_cache_quant_algo`).
 vLLM reads the second when the first is absent and treats it as `quant_method: modelopt`
 (vllm/transformers_utils/config.py, the hf_quant_config.json branch of get_config; vllm/config/
 model.py, _parse_quant_hf_config, sets quant_method "modelopt" for producer modelopt).
