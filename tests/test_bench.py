@@ -198,7 +198,9 @@ def stack(shared: Stack) -> Iterator[Stack]:
 
 
 def test_latencies_are_at_least_the_injected_delays(stack: Stack) -> None:
-    workload = BenchSettings(input_len=40, output_len=OUTPUT, concurrency=(1, 3), requests=6)
+    workload = BenchSettings(
+        input_len=40, output_len=OUTPUT, output_spread=0.0, concurrency=(1, 3), requests=6
+    )
     result = run(stack.targets(), workload)
     assert result.model == "double-model" and result.connector == "NixlConnector"
     for step in result.steps:
@@ -337,3 +339,11 @@ def test_open_loop_steps_and_a_dataset_through_the_router(stack: Stack, tmp_path
     assert "dataset ran out" in text.stderr and "dataset" in text.stdout
     bad = runner.invoke(app, ["bench", "--url", stack.router, "--dataset", str(tmp_path / "no")])
     assert bad.exit_code == 1 and "cannot be read" in bad.stderr
+
+
+def test_bench_outputs_vary_by_default_and_a_dataset_says_its_own() -> None:
+    from pdctl.cli.bench import _spread
+
+    assert _spread(None, dataset=False) == defaults.BENCH_OUTPUT_SPREAD > 0
+    assert BenchSettings().output_spread == defaults.BENCH_OUTPUT_SPREAD
+    assert _spread(None, dataset=True) == 0.0 and _spread(0.0, dataset=False) == 0.0

@@ -45,7 +45,7 @@ class BenchSettings:
 
     input_len: int = defaults.BENCH_INPUT_LEN
     output_len: int = defaults.BENCH_OUTPUT_LEN
-    output_spread: float = 0.0
+    output_spread: float = defaults.BENCH_OUTPUT_SPREAD
     concurrency: tuple[int, ...] = (defaults.BENCH_CONCURRENCY,)
     rate: tuple[float, ...] | None = None  # requests/s per step; None: closed loop
     max_in_flight: int = defaults.BENCH_MAX_IN_FLIGHT
