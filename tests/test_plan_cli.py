@@ -179,8 +179,9 @@ def test_one_gpu_gets_the_aggregated_answer_and_the_smallest_pd_layout() -> None
     assert (agg["tp"], agg["replicas"], agg["gpus"]) == (1, 1, 1)
     assert agg["output_tokens_per_s_per_gpu"] > 0 and agg["ttft_ms"] > 0
     assert plan["choice"]["mode"] == "aggregated"
-    assert any("PD needs 2 GPUs" in w for w in plan["warnings"])
-    assert not any("unused" in w for w in plan["warnings"])
+    assert any("PD needs 2 GPUs" in w for w in plan["pd_layout_warnings"])
+    assert not any("PD needs" in w for w in plan["warnings"])  # the aggregated choice's
+    assert not any("unused" in w for w in plan["warnings"] + plan["pd_layout_warnings"])
     # a GPU that does not hold one engine is still refused, with the count PD needs
     refused = runner.invoke(app, ["plan", "-m", "llama-3.1-70b", "--gpus", "1"])
     assert refused.exit_code == 1 and "give --gpus 4" in " ".join(refused.stderr.split())

@@ -341,7 +341,7 @@ def print_plan(plan: Plan) -> None:
         f"{model['attention'].upper()} attention"
         + (f", sliding window {model['sliding_window']}" if model["sliding_window"] else "")
     )
-    _print_choice(console, data)
+    _print_choice(console, plan, data)
     if data["objective"]["target_rate"] is not None:
         title = (
             f"Fewest GPUs meeting the targets at --target-rate "
@@ -418,13 +418,14 @@ def print_plan(plan: Plan) -> None:
     )
     _print_aggregated(console, data)
     _print_objective(console, data)
-    verdict = {"likely": "is likely to help", "may": "may help", "unlikely": "is unlikely to help"}
-    console.line(
-        f"Rules of thumb (the workload's shape alone; context only, the estimates decide): PD "
-        f"{verdict[plan.verdict]}:"
-    )
-    for reason in plan.reasons:
-        console.line(f"  - {reason}")
+    if data["choice"]["rules_of_thumb_agree"]:
+        verdict = {"likely": "is likely to help", "unlikely": "is unlikely to help"}
+        console.line(
+            f"Rules of thumb (the workload's shape alone; they agree with the estimates): PD "
+            f"{verdict[plan.verdict]}:"
+        )
+        for reason in plan.reasons:
+            console.line(f"  - {reason}")
     choice = data["choice"]
     console.line(f"Why {'PD' if choice['mode'] == 'pd' else 'aggregated'}:")
     for reason in choice["why"]:
@@ -433,6 +434,8 @@ def print_plan(plan: Plan) -> None:
         console.line(f"cost: {choice['cost']}", style="yellow")
     for warning in plan.warnings:
         console.line(f"warning: {warning}", style="yellow")
+    for warning in plan.pd_warnings:
+        console.line(f"the PD layout (not chosen): {warning}")
     for note in plan.notes:
         console.line(f"note: {note}")
 
@@ -489,7 +492,9 @@ def targets(data: dict[str, Any]) -> str:
     return "; ".join(found) if found else "none (--ttft none --itl none)"
 
 
-def _print_choice(console: _output.Screen, data: dict[str, Any]) -> None:
+def _print_choice(console: _output.Screen, plan: Plan, data: dict[str, Any]) -> None:
+    from pdctl.plan import report  # lazy: start-up
+
     choice, request = data["choice"], data["request"]
     pools = " + ".join(
         f"{r['replicas']} x TP{r['tp']}" + (f" x PP{r['pp']}" if r["pp"] > 1 else "") + f" {role}"
@@ -497,9 +502,15 @@ def _print_choice(console: _output.Screen, data: dict[str, Any]) -> None:
     )
     mode = "PD" if choice["mode"] == "pd" else "aggregated"
     console.line(
-        f"Choice (--mode {choice['asked']}): {mode}, {pools} = {choice['gpus']} of "
-        f"{request['gpus']} x {data['gpu']['name']}; targets: {targets(data)}"
+        f"Choice (--mode {choice['asked']}) at {report.assumed_load(plan)}: {mode}, {pools} = "
+        f"{choice['gpus']} of {request['gpus']} x {data['gpu']['name']}; targets: {targets(data)}"
     )
+    flips = report.flip_line(plan)
+    if flips:
+        console.line(f"Where the choice flips: {flips}")
+    fewest = report.gpus_line(plan)
+    if fewest:
+        console.line(f"Fewest GPUs meeting the targets: {fewest}")
 
 
 def _print_objective(console: _output.Screen, data: dict[str, Any]) -> None:

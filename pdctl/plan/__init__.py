@@ -17,6 +17,7 @@ from pdctl.errors import InputError, PdctlError
 from pdctl.hints import did_you_mean
 from pdctl.models import catalog
 from pdctl.models.config import ModelArch, fetch_config, load_config_file
+from pdctl.plan import sensitivity
 from pdctl.plan.frontier import fewest_gpus
 from pdctl.plan.layout import Plan, Request, Workload
 from pdctl.plan.sizing import plan
@@ -117,4 +118,7 @@ def make_plan(
     others = list(catalog.gpus().values())
     if target_rate is not None:
         return fewest_gpus(request, target_rate, others)
-    return plan(request, others, fallback=fallback)
+    found = plan(request, others, fallback=fallback)
+    found.flip = sensitivity.flip(found, others)
+    found.gpus_to_meet = sensitivity.gpus_to_meet(found, others)
+    return found
