@@ -46,7 +46,9 @@ def test_the_flip_is_where_plan_picks_the_other_mode() -> None:
     base = Workload(input_len=8192, output_len=300, ttft_ms=2000.0, itl_ms=200.0)
 
     def mode(concurrency: int) -> str:
-        found = make_plan(arch, "H100", 8, Workload(**{**base.__dict__, "concurrency": concurrency}))
+        found = make_plan(
+            arch, "H100", 8, Workload(**{**base.__dict__, "concurrency": concurrency})
+        )
         assert found.choice is not None
         return found.choice.mode
 

@@ -89,6 +89,19 @@ class BenchSettings:
         return [(c, None) for c in self.concurrency]
 
     @property
+    def warnings(self) -> list[str]:
+        """Steps whose concurrency their requests cannot reach: a closed loop of C clients that
+        sends R < C requests never has more than R in flight."""
+        if self.rate is not None or self.requests is None:
+            return []
+        return [
+            f"--concurrency {c} with --requests {self.requests}: that step never has more than "
+            f"{self.requests} in flight; give --requests {c} or more (or --duration)"
+            for c in self.concurrency
+            if c > self.requests
+        ]
+
+    @property
     def slo(self) -> bool:
         return self.slo_ttft_ms is not None or self.slo_itl_ms is not None
 

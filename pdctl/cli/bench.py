@@ -306,9 +306,13 @@ def bench(
         api_key_file,
         cluster=cluster,
     ) as found:
+        if output is not OutputFormat.json:
+            for warning in workload.warnings:
+                _output.info(f"warning: {warning}")
         progress = None if output is OutputFormat.json else _progress
         result = run(found.targets, workload, progress, found.api_key)
     payload: dict[str, Any] = result.as_dict()
+    payload["warnings"] = workload.warnings
     if report is not None:
         written = files.write(result, report)
         payload["files"] = [str(p) for p in written]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from pdctl import defaults
 from pdctl.models.memory import (
     BLOCK_SIZE,
     GiB,
@@ -13,7 +14,6 @@ from pdctl.models.memory import (
     params,
     weight_bytes,
 )
-from pdctl import defaults
 from pdctl.models.pods import pod
 from pdctl.plan import efficiency, sensitivity
 from pdctl.plan.layout import Choice, Plan, Request, RolePlan

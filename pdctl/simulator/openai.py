@@ -12,10 +12,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pdctl.verify.checks import SIMULATOR_OWNER
+
 if TYPE_CHECKING:
     from pdctl.simulator.engine import SimulatedEngine
 
-OWNED_BY = "pd-stack-simulator"  # /v1/models: vLLM says "vllm"
+OWNED_BY = SIMULATOR_OWNER  # /v1/models: vLLM says "vllm"
 
 
 @dataclass
