@@ -74,10 +74,13 @@ def layout(targets: Targets) -> str:
     for engine in targets.engines:
         roles[engine.role] = roles.get(engine.role, 0) + 1
     named = {"both": "engine"}
-    return " + ".join(
-        f"{n} {named.get(role, role)}{'s' if n > 1 and role == 'both' else ''}"
-        for role, n in roles.items()
-    ) or "no engines found"
+    return (
+        " + ".join(
+            f"{n} {named.get(role, role)}{'s' if n > 1 and role == 'both' else ''}"
+            for role, n in roles.items()
+        )
+        or "no engines found"
+    )
 
 
 def _model(http: Http, targets: Targets) -> str:

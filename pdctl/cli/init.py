@@ -230,12 +230,13 @@ def init(
     )
     for reason in choice.why:
         _output.info(f"  - {reason}")
-    for title, line in (
+    said: list[tuple[str, str | None]] = [
         ("where the choice flips", report.flip_line(plan)),
         ("fewest GPUs meeting the targets", report.gpus_line(plan)),
-    ):
-        if line:
-            _output.info(f"{title}: {line}")
+    ]
+    for title, said_line in said:
+        if said_line:
+            _output.info(f"{title}: {said_line}")
     if choice.cost:
         _output.info(f"cost: {choice.cost}")
     for warning in plan.warnings:

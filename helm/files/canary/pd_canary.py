@@ -519,6 +519,29 @@ def kv_transfer(
     return Verdict("pd-kv-transfer", PASS, summary, facts, details)
 
 
+def _change(name: str, change: dict[str, float]) -> str:
+    """A transfer metric's change for people: a counter's "+N"; a histogram's observations, one
+    per transfer (vLLM's NIXL histograms observe each KV transfer once: vllm:nixl_bytes_transferred
+    "Histogram of bytes transferred per NIXL KV Cache transfers", vllm/distributed/kv_transfer/
+    kv_connector/v1/nixl_connector.py), with their sum in the metric's unit."""
+    if "sum" not in change:
+        return _signed(change["count"])
+    count = change["count"]
+    transfers = f"{_count(count)} transfer{'' if count == 1 else 's'}"
+    total = change["sum"]
+    if "bytes" in name:
+        return f"{transfers}, {total:,.0f} bytes"
+    if name.endswith("_seconds"):
+        return f"{transfers}, {total:.3g} s in all"
+    return transfers
+
+
+def _none(moves: list[Moves], name: str) -> str:
+    """No change: "0 transfers" for a histogram, "+0" for a counter."""
+    histogram = any("sum" in m.connector.get(name, {}) for m in moves)
+    return "0 transfers" if histogram else "+0"
+
+
 def _connector_moves(
     moves: list[Moves], connector: Connector, facts: dict[str, Any]
 ) -> tuple[list[str], list[str], dict[str, list[str]]]:
@@ -532,7 +555,7 @@ def _connector_moves(
     for m in moves:
         for name, change in m.connector.items():
             if change.get("count", 0) > 0:
-                moved_by.setdefault(name, []).append(f"{m.engine} {_signed(change['count'])}")
+                moved_by.setdefault(name, []).append(f"{m.engine} {_change(name, change)}")
     failures = {
         f"{name} on {m.engine}": change
         for m in moves
@@ -553,11 +576,12 @@ def _connector_moves(
         )
     else:
         for name in sorted(exported):
-            details.append(f"{name}: {', '.join(moved_by.get(name, [])) or '+0'}")
+            details.append(f"{name}: {', '.join(moved_by.get(name, [])) or _none(moves, name)}")
         if not moved_by:
             problems.append(
-                f"{connector.called}'s transfer counters did not move "
-                f"({', '.join(sorted(exported))} +0)"
+                f"{connector.called}'s transfer counters did not move ("
+                + ", ".join(f"{name} {_none(moves, name)}" for name in sorted(exported))
+                + ")"
             )
     if failures:
         problems.append(
