@@ -167,7 +167,8 @@ def test_one_gpu_gets_the_aggregated_answer_and_the_smallest_pd_layout() -> None
     text = " ".join(result.stdout.split())
     assert "Smallest PD layout: 2 x H100-80GB (more than the 1 given)" in text
     assert "Aggregated on the 1 GPU given" in text
-    assert "Choice (--mode auto): aggregated, 1 x TP1 engine = 1 of 1 x H100-80GB" in text
+    assert "Choice (--mode auto) at --concurrency 64 in flight" in text
+    assert "): aggregated, 1 x TP1 engine = 1 of 1 x H100-80GB" in text
     assert (
         "Why aggregated: - targets in force: TTFT 2000 ms (default); ITL 200 ms (default)" in text
     )
@@ -193,7 +194,8 @@ def test_a_decode_engine_that_holds_fewer_than_the_concurrency_says_one_number()
     plan = plan_json("-m", "llama-3.1-8b", "--gpus", "2", "--gpu-type", "L4")
     held = plan["roles"]["decode"]["max_seqs_at_workload"]
     assert plan["estimates"]["decode_step_sequences"] == held < 64
-    assert any(f"holds {held} sequences" in w and "estimated at" in w for w in plan["warnings"])
+    said = plan["warnings"] + plan["pd_layout_warnings"]  # the choice's, or the PD layout's
+    assert any(f"holds {held} sequences" in w and "estimated at" in w for w in said)
 
 
 def test_a_may_verdict_says_which_reason_speaks_for_pd_and_which_against() -> None:

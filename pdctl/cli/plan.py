@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from pdctl import defaults
-from pdctl.cli import _output
+from pdctl.cli import _output, _plan_view
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import OutputOpt
 from pdctl.cli._output import OutputFormat
+from pdctl.cli._plan_view import ms
 from pdctl.errors import UsageError
 
 if TYPE_CHECKING:
@@ -407,8 +408,8 @@ def print_plan(plan: Plan) -> None:
         else f"--concurrency {request['concurrency']} (a closed loop)"
     )
     console.line(
-        f"  TTFT about {_ms(e['ttft_ms'])} at {load}: {e['ttft_unqueued_ms']} ms unqueued "
-        f"(prefill, transfer, first step) + {_ms(e['ttft_queue_ms'])} queueing, prefill engines "
+        f"  TTFT about {ms(e['ttft_ms'])} at {load}: {e['ttft_unqueued_ms']} ms unqueued "
+        f"(prefill, transfer, first step) + {ms(e['ttft_queue_ms'])} queueing, prefill engines "
         f"{e['prefill_utilization']:.0%} busy"
     )
     console.line(
@@ -416,7 +417,7 @@ def print_plan(plan: Plan) -> None:
         f"{e['output_tokens_per_s']:,.0f} output tokens/s, {e['output_tokens_per_s_per_gpu']:,.1f} "
         f"per GPU ({e['bottleneck']}-bound)"
     )
-    _print_aggregated(console, data)
+    _plan_view.print_aggregated(console, data)
     _print_objective(console, data)
     if data["choice"]["rules_of_thumb_agree"]:
         verdict = {"likely": "is likely to help", "unlikely": "is unlikely to help"}
@@ -445,35 +446,6 @@ def _kv_planned(data: dict[str, Any]) -> str:
     if data["model"]["kv_cache_dtype_auto"] and data["request"]["kv_cache_dtype_asked"] == "auto":
         return f"{planned} (what vLLM's --kv-cache-dtype auto picks for this checkpoint)"
     return f"{planned} (--kv-cache-dtype {data['request']['kv_cache_dtype_asked']})"
-
-
-def _ms(value: float | None) -> str:
-    return "unbounded" if value is None else f"{value:,} ms"
-
-
-def _gpus(count: int) -> str:
-    return f"{count} GPU" if count == 1 else f"{count} GPUs"
-
-
-def _print_aggregated(console: _output.Screen, data: dict[str, Any]) -> None:
-    agg = data["aggregated"]
-    if agg is None:
-        console.line("Aggregated: no single engine fits the GPUs given")
-        return
-    given, used = data["request"]["gpus"], agg["gpus"]
-    console.line(
-        f"Aggregated on the {_gpus(given)} given (plain engines, no KV transfer): "
-        f"{agg['replicas']} x TP{agg['tp']} = {_gpus(used)}, "
-        f"{agg['batch_per_engine']} sequences per engine"
-    )
-    console.line(
-        f"  TTFT about {_ms(agg['ttft_ms'])} ({agg['ttft_unqueued_ms']} ms unqueued); ITL "
-        f"{agg['itl_ms']} ms (steps of {agg['decode_step_ms']} ms, prefills take "
-        f"{agg['prefill_share']:.0%} of engine time, a step with a prompt chunk "
-        f"{agg['itl_stall_ms']} ms); about {agg['requests_per_s']} requests/s, "
-        f"{agg['output_tokens_per_s']:,.0f} output tokens/s, "
-        f"{agg['output_tokens_per_s_per_gpu']:,.1f} per GPU"
-    )
 
 
 def targets(data: dict[str, Any]) -> str:
@@ -517,34 +489,6 @@ def _print_objective(console: _output.Screen, data: dict[str, Any]) -> None:
     console.line(
         "Objective: within the targets, the most output tokens/s per GPU given (within 1% a tie, "
         f"broken by TTFT, then ITL); targets: {targets(data)}"
-    )
-
-
-def _print_pareto(front: list[dict[str, Any]]) -> None:
-    from rich.table import Table
-
-    table = Table()
-    table.add_column("", justify="left", overflow="fold")
-    table.add_column("mode", justify="left", overflow="fold", min_width=10)
-    table.add_column("layout", justify="left", overflow="fold")
-    for column in ("GPUs", "tokens/s per GPU", "TTFT ms", "ITL ms", "targets"):
-        table.add_column(column, justify="right", overflow="fold")
-    met = {True: "met", False: "missed", None: "none in force"}
-    for p in front:
-        table.add_row(
-            "pick" if p["pick"] else "",
-            p["mode"],
-            p["layout"],
-            str(p["gpus"]),
-            f"{p['output_tokens_per_s_per_gpu']:,}",
-            "unbounded" if p["ttft_ms"] is None else f"{p['ttft_ms']:,}",
-            str(p["itl_ms"]),
-            met[p["meets_targets"]],
-        )
-    _output.Screen().table(
-        table,
-        heading="Layouts on the frontier (output tokens/s per GPU given, TTFT, ITL; the choice "
-        "marked)",
     )
 
 
@@ -635,6 +579,6 @@ def plan(
     else:
         print_plan(result)
         if front is not None:
-            _print_pareto(front)
+            _plan_view.print_pareto(front)
         if drawn is not None:
             _output.info(f"wrote {drawn}")
