@@ -520,26 +520,12 @@ def kv_transfer(
 
 
 def _change(name: str, change: dict[str, float]) -> str:
-    """A transfer metric's change for people: a counter's "+N"; a histogram's observations, one
-    per transfer (vLLM's NIXL histograms observe each KV transfer once: vllm:nixl_bytes_transferred
-    "Histogram of bytes transferred per NIXL KV Cache transfers", vllm/distributed/kv_transfer/
-    kv_connector/v1/nixl_connector.py), with their sum in the metric's unit."""
-    if "sum" not in change:
-        return _signed(change["count"])
-    count = change["count"]
-    transfers = f"{_count(count)} transfer{'' if count == 1 else 's'}"
-    total = change["sum"]
-    if "bytes" in name:
-        return f"{transfers}, {total:,.0f} bytes"
-    if name.endswith("_seconds"):
-        return f"{transfers}, {total:.3g} s in all"
-    return transfers
-
-
-def _none(moves: list[Moves], name: str) -> str:
-    """No change: "0 transfers" for a histogram, "+0" for a counter."""
-    histogram = any("sum" in m.connector.get(name, {}) for m in moves)
-    return "0 transfers" if histogram else "+0"
+    """A counter's "+N"; a histogram's transfers (vLLM's NIXL ones observe each once) and sum."""
+    count, total = change.get("count", 0.0), change.get("sum")
+    if total is None:
+        return _signed(count)
+    unit = f", {total:,.0f} bytes" if "bytes" in name else f", {total:.3g} s in all"
+    return f"{_count(count)} transfer{'' if count == 1 else 's'}{unit}"
 
 
 def _connector_moves(
@@ -550,7 +536,7 @@ def _connector_moves(
     on; `facts` gets connector_transfer_moved and connector_failures."""
     details: list[str] = []
     problems: list[str] = []
-    exported = {name for m in moves for name in m.connector}
+    exported = {name: change for m in moves for name, change in m.connector.items()}
     moved_by: dict[str, list[str]] = {}
     for m in moves:
         for name, change in m.connector.items():
@@ -575,13 +561,12 @@ def _connector_moves(
             f"({', '.join(connector.transfer)})"
         )
     else:
-        for name in sorted(exported):
-            details.append(f"{name}: {', '.join(moved_by.get(name, [])) or _none(moves, name)}")
+        for name, change in sorted(exported.items()):  # unmoved: the change of 0 it exported
+            details.append(f"{name}: {', '.join(moved_by.get(name, [])) or _change(name, change)}")
         if not moved_by:
             problems.append(
-                f"{connector.called}'s transfer counters did not move ("
-                + ", ".join(f"{name} {_none(moves, name)}" for name in sorted(exported))
-                + ")"
+                f"{connector.called}'s transfer counters did not move "
+                f"({', '.join(sorted(exported))} +0)"
             )
     if failures:
         problems.append(
