@@ -41,6 +41,9 @@ HF_TOKEN_KEY = "token"
 BENCH_CONCURRENCY = 1  # requests in flight, one step
 BENCH_INPUT_LEN = 512  # words per prompt
 BENCH_OUTPUT_LEN = 128  # tokens per request
+# Output lengths drawn within this share of BENCH_OUTPUT_LEN: a closed loop's clients fall out of
+# step, as the planner's estimate assumes (docs/sizing.md "TTFT under load"); 0 sends equal ones.
+BENCH_OUTPUT_SPREAD = 0.2
 BENCH_REQUESTS = 32  # per step, unless a duration is given
 BENCH_MAX_IN_FLIGHT = 512  # open loop: arrivals wait while this many are in flight
 BENCH_TIMEOUT_S = 600.0  # one request, from sending to its last byte

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from pdctl import defaults
 from pdctl.bench import dataset
 from pdctl.bench import report as files
 from pdctl.bench.dataset import Entry
@@ -37,6 +38,8 @@ from tests.doubles.router_stack import Stack, pd_stack
 from tests.doubles.vllm_engine import Behaviour
 
 runner = CliRunner()
+# What the engine doubles' /v1/models says serves them (they answer as the simulator does).
+ENGINES = "the pd-stack simulator (not vLLM)"
 PREFILL_DELAY, DECODE_FIRST, DECODE_GAP = 0.05, 0.03, 0.01
 OUTPUT = 6
 
@@ -198,9 +201,12 @@ def stack(shared: Stack) -> Iterator[Stack]:
 
 
 def test_latencies_are_at_least_the_injected_delays(stack: Stack) -> None:
-    workload = BenchSettings(input_len=40, output_len=OUTPUT, concurrency=(1, 3), requests=6)
+    workload = BenchSettings(
+        input_len=40, output_len=OUTPUT, output_spread=0.0, concurrency=(1, 3), requests=6
+    )
     result = run(stack.targets(), workload)
     assert result.model == "double-model" and result.connector == "NixlConnector"
+    assert (result.layout, result.engines) == ("1 prefill + 1 decode", ENGINES)
     for step in result.steps:
         assert step["succeeded"] == 6 and step["errors"] == 0, step["error_samples"]
         assert step["completion_tokens"] == 6 * OUTPUT
@@ -337,3 +343,19 @@ def test_open_loop_steps_and_a_dataset_through_the_router(stack: Stack, tmp_path
     assert "dataset ran out" in text.stderr and "dataset" in text.stdout
     bad = runner.invoke(app, ["bench", "--url", stack.router, "--dataset", str(tmp_path / "no")])
     assert bad.exit_code == 1 and "cannot be read" in bad.stderr
+
+
+def test_bench_outputs_vary_by_default_and_a_dataset_says_its_own() -> None:
+    from pdctl.cli.bench import _spread
+
+    assert _spread(None, dataset=False) == defaults.BENCH_OUTPUT_SPREAD > 0
+    assert BenchSettings().output_spread == defaults.BENCH_OUTPUT_SPREAD
+    assert _spread(None, dataset=True) == 0.0 and _spread(0.0, dataset=False) == 0.0
+
+
+def test_a_step_whose_requests_cannot_reach_its_concurrency_is_warned() -> None:
+    """`--concurrency 16 --requests 8`: at most 8 are ever in flight; bench says so."""
+    (warning,) = BenchSettings(concurrency=(4, 16), requests=8).warnings
+    assert warning.startswith("--concurrency 16 with --requests 8: that step never has more than 8")
+    assert BenchSettings(concurrency=(8,), requests=8).warnings == []
+    assert BenchSettings(rate=(2.0,), requests=1).warnings == []

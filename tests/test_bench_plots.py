@@ -326,3 +326,25 @@ def test_help_does_not_import_matplotlib(args: list[str]) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "LOADED False" in out.stdout, out.stdout[-500:]
+
+
+def test_the_charts_name_the_model_the_layout_and_the_engines() -> None:
+    """The PNGs say what was measured, not only the run's file name (a timestamp)."""
+    data = {
+        **result([step(1, 10.0), step(4, 20.0)]),
+        "layout": "1 prefill + 1 decode",
+        "served_by": "the pd-stack simulator (not vLLM)",
+    }
+    older = result([step(1, 12.0)])  # a file written before bench recorded the layout
+    first, *_ = plots.charts([Run("bench-20261203-1200", data), run("bench-old", [step(1, 12.0)])])
+    assert first.serving.splitlines() == [
+        "bench-20261203-1200: m · 1 prefill + 1 decode · the pd-stack simulator (not vLLM)",
+        "bench-old: m · layout not recorded · engines not recorded",
+    ]
+    assert older["model"] == "m"
+
+
+def test_runs_of_one_deployment_name_it_once() -> None:
+    data = {**result([step(1, 10.0)]), "layout": "2 engines", "served_by": "vLLM"}
+    first, *_ = plots.charts([Run("a", data), Run("b", data)])
+    assert first.serving == "m · 2 engines · vLLM"

@@ -60,7 +60,8 @@ def test_the_better_layout_is_written_aggregated(tmp_path: Path, llama: Plan) ->
     assert pool["vllmConfig"]["tensorParallelSize"] == a.engine.tp == pool["requestGPU"]
     assert values["routerSpec"] == {"type": "production-stack", "routingLogic": "roundrobin"}
     header = " ".join(line.lstrip("# ") for line in text.splitlines() if line.startswith("#"))
-    assert f"Layout (--mode auto): aggregated, {a.replicas} x TP{a.engine.tp} engine" in header
+    assert "Layout (--mode auto) at --concurrency 64 in flight" in header
+    assert f"): aggregated, {a.replicas} x TP{a.engine.tp} engine" in header
     assert f"= {a.gpus} of 2 GPUs" in header
     assert f"TTFT about {a.ttft_ms:.0f} ms" in header
     assert "Estimates of the aggregated layout" in header
@@ -99,7 +100,7 @@ def test_aggregated_as_asked_says_what_it_costs_and_pd_stays_writable(tmp_path: 
     long = (16000, 500)
     asked = _plan("meta-llama/Llama-3.1-8B-Instruct", 8, mode="aggregated", prompt=long)
     text = emit.render(asked, _options())
-    assert "Layout (--mode aggregated): aggregated" in text
+    assert "Layout (--mode aggregated) at --concurrency 64 in flight" in text
     assert "Cost of --mode aggregated: PD would give" in text
     chosen = _plan("meta-llama/Llama-3.1-8B-Instruct", 8, prompt=long)
     pd = yaml.safe_load(emit.write(chosen, _options(), tmp_path / "pd.yaml").text)

@@ -46,10 +46,11 @@ def test_writes_a_commented_values_file_without_a_schema_modeline(tmp_path: Path
         "pass through host memory",  # why requestMemory
         "checkpoint (15.0 GiB) x 1.1",  # why pvcStorage
         "roofline estimate, not measured",
-        "Rules of thumb (the workload's shape alone; context only",
-        "Layout (--mode pd): PD, 1 x TP1 prefill + 1 x TP1 decode",
+        "Layout (--mode pd) at --concurrency 64 in flight",
+        "PD, 1 x TP1 prefill + 1 x TP1 decode",
     ):
         assert why in text, why
+    assert "Rules of thumb" not in text  # 8:1 says PD "may" help: not a verdict beside the choice
     assert all(
         len(line) <= 100 or "kubectl" in line or "pdctl " in line for line in text.splitlines()
     )

@@ -38,6 +38,7 @@ SAMPLES: dict[str, list[str]] = {
     "kv_cache_dtype": ["--kv-cache-dtype", "fp8"],
     "gpu_memory_utilization": ["--gpu-memory-utilization", "0.85"],
     "model_config": ["--model-config", str(CONFIG)],
+    "weight_dtype": ["--weight-dtype", "fp8"],
     "connector": ["--connector", "MooncakeConnector", "--mode", "pd"],
     "router": ["--router", "vllm-router", "--mode", "pd"],
     "network_gbps": ["--network-gbps", "100", "--mode", "pd"],

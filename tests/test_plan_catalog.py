@@ -128,3 +128,12 @@ def test_gated_repositories() -> None:
     assert catalog.find_model("llama-3.1-8b").arch.gated is True  # type: ignore[union-attr]
     assert catalog.find_model("mixtral-8x7b").arch.gated is True  # type: ignore[union-attr]
     assert catalog.find_model("qwen3-8b").arch.gated is False  # type: ignore[union-attr]
+
+
+def test_a_suffix_the_catalog_leaves_out_suggests_the_stem_first() -> None:
+    """`Qwen3-32B-Instrcut` (a typo of a suffix the catalog's Qwen3 ids lack) is Qwen3-32B, not
+    the Qwen2.5 models whose ids end in -Instruct."""
+    assert catalog.model_suggestions("Qwen3-32B-Instrcut")[0] == "Qwen/Qwen3-32B"
+    assert catalog.model_suggestions("meta-llama/Llama-3.1-8B-Instruc")[0] == (
+        "meta-llama/Llama-3.1-8B-Instruct"
+    )

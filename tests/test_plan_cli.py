@@ -167,7 +167,8 @@ def test_one_gpu_gets_the_aggregated_answer_and_the_smallest_pd_layout() -> None
     text = " ".join(result.stdout.split())
     assert "Smallest PD layout: 2 x H100-80GB (more than the 1 given)" in text
     assert "Aggregated on the 1 GPU given" in text
-    assert "Choice (--mode auto): aggregated, 1 x TP1 engine = 1 of 1 x H100-80GB" in text
+    assert "Choice (--mode auto) at --concurrency 64 in flight" in text
+    assert "): aggregated, 1 x TP1 engine = 1 of 1 x H100-80GB" in text
     assert (
         "Why aggregated: - targets in force: TTFT 2000 ms (default); ITL 200 ms (default)" in text
     )
@@ -179,8 +180,9 @@ def test_one_gpu_gets_the_aggregated_answer_and_the_smallest_pd_layout() -> None
     assert (agg["tp"], agg["replicas"], agg["gpus"]) == (1, 1, 1)
     assert agg["output_tokens_per_s_per_gpu"] > 0 and agg["ttft_ms"] > 0
     assert plan["choice"]["mode"] == "aggregated"
-    assert any("PD needs 2 GPUs" in w for w in plan["warnings"])
-    assert not any("unused" in w for w in plan["warnings"])
+    assert any("PD needs 2 GPUs" in w for w in plan["pd_layout_warnings"])
+    assert not any("PD needs" in w for w in plan["warnings"])  # the aggregated choice's
+    assert not any("unused" in w for w in plan["warnings"] + plan["pd_layout_warnings"])
     # a GPU that does not hold one engine is still refused, with the count PD needs
     refused = runner.invoke(app, ["plan", "-m", "llama-3.1-70b", "--gpus", "1"])
     assert refused.exit_code == 1 and "give --gpus 4" in " ".join(refused.stderr.split())
@@ -192,7 +194,8 @@ def test_a_decode_engine_that_holds_fewer_than_the_concurrency_says_one_number()
     plan = plan_json("-m", "llama-3.1-8b", "--gpus", "2", "--gpu-type", "L4")
     held = plan["roles"]["decode"]["max_seqs_at_workload"]
     assert plan["estimates"]["decode_step_sequences"] == held < 64
-    assert any(f"holds {held} sequences" in w and "estimated at" in w for w in plan["warnings"])
+    said = plan["warnings"] + plan["pd_layout_warnings"]  # the choice's, or the PD layout's
+    assert any(f"holds {held} sequences" in w and "estimated at" in w for w in said)
 
 
 def test_a_may_verdict_says_which_reason_speaks_for_pd_and_which_against() -> None:
@@ -220,3 +223,19 @@ def test_init_refuses_in_json_as_plan_does(tmp_path: Path) -> None:
     result = runner.invoke(app, args)
     assert result.exit_code == 1 and not out.exists()
     assert json.loads(result.stdout)["needs_gpus"] == 2
+
+
+def test_a_modelopt_fp8_folder_plans_fp8_weights_and_kv_on_one_h200() -> None:
+    """nvidia/Llama-3.1-70B-Instruct-FP8 as shipped (config.json + hf_quant_config.json): vLLM
+    serves it on one H200 with FP8 weights and (--kv-cache-dtype auto) an FP8 KV cache."""
+    folder = "tests/fixtures/checkpoints/llama-3.1-70b-instruct-fp8"
+    args = ["-m", "nvidia/Llama-3.1-70B-Instruct-FP8", "--model-config", folder, "--gpus", "1"]
+    data = plan_json(*args, "--gpu-type", "H200")
+    assert data["model"]["weight_dtype"] == "fp8" and data["request"]["kv_cache_dtype"] == "fp8"
+    declared = "hf_quant_config.json (ModelOpt FP8, KV cache FP8)"
+    assert data["model"]["quantization"].endswith(declared)
+    assert data["choice"]["mode"] == "aggregated" and data["choice"]["gpus"] == 1
+    assert data["roles"]["decode"]["kv_tokens_per_gpu"] == pytest.approx(364_000, rel=0.05)
+    text = runner.invoke(app, ["plan", *args, "--gpu-type", "H200"]).output
+    assert "what vLLM's --kv-cache-dtype auto picks for this checkpoint" in text
+    assert "hf_quant_config.json (ModelOpt FP8, KV cache FP8)" in text

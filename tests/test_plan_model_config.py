@@ -16,6 +16,8 @@ from pdctl.plan import resolve_model
 from tests.helpers import ROOT
 
 CONFIGS = ROOT / "tests" / "fixtures" / "configs"
+CHECKPOINTS = ROOT / "tests" / "fixtures" / "checkpoints"
+MODELOPT_FP8 = CHECKPOINTS / "llama-3.1-70b-instruct-fp8"  # nvidia/Llama-3.1-70B-Instruct-FP8
 
 
 def config(name: str) -> dict[str, Any]:
@@ -147,15 +149,35 @@ class FakeHub:
             raise self.error
 
     def __call__(self, repo_id: str, filename: str, **_: Any) -> str:
+        """The repository's file: `files[repo_id]` is its config.json (a file, or a checkpoint
+        folder holding one); other files are read beside it, hf_hub_download's error if absent."""
+        from huggingface_hub import errors
+
         self.calls.append((repo_id, filename))
-        return str(self.files[repo_id])
+        where = self.files[repo_id]
+        config = where / "config.json" if where.is_dir() else where
+        found = config if filename == "config.json" else config.parent / filename
+        if not found.is_file():
+            raise errors.RemoteEntryNotFoundError(f"{repo_id} has no {filename}", response=_404())
+        return str(found)
+
+
+def _404() -> Any:
+    import httpx
+
+    return httpx.Response(404, request=httpx.Request("GET", "https://hub.invalid/"))
 
 
 @pytest.fixture
 def fake_hub(monkeypatch: pytest.MonkeyPatch) -> FakeHub:
     import huggingface_hub
 
-    double = FakeHub({"acme/qwen-like": CONFIGS / "qwen3-8b.json"})
+    double = FakeHub(
+        {
+            "acme/qwen-like": CONFIGS / "qwen3-8b.json",
+            "acme/llama-fp8": CHECKPOINTS / "llama-3.1-70b-instruct-fp8",
+        }
+    )
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", double)
     monkeypatch.setattr(huggingface_hub, "hf_hub_url", double.url)
     monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", double.metadata)
@@ -165,7 +187,11 @@ def fake_hub(monkeypatch: pytest.MonkeyPatch) -> FakeHub:
 
 def test_a_model_outside_the_catalog_is_read_from_the_hub(fake_hub: FakeHub) -> None:
     arch = resolve_model("acme/qwen-like")
-    assert fake_hub.calls == [("acme/qwen-like", "config.json")]
+    assert fake_hub.calls == [
+        ("acme/qwen-like", "config.json"),
+        ("acme/qwen-like", "hf_quant_config.json"),  # absent: the hub's 404, nothing declared
+    ]
+    assert arch.quantization == "" and arch.weight_dtype == "bf16"
     assert arch.name == "acme/qwen-like" and arch.layers == 36 and arch.gated is None
     assert "Hugging Face hub" in arch.source
 
@@ -257,3 +283,63 @@ def test_without_huggingface_hub_the_hint_names_the_extra(
     with pytest.raises(EnvironmentProblem) as caught:
         resolve_model("acme/other")
     assert "pip install '.[hub]'" in (caught.value.hint or "")
+
+
+def test_a_modelopt_checkpoint_on_the_hub_reads_its_hf_quant_config(fake_hub: FakeHub) -> None:
+    arch = resolve_model("acme/llama-fp8")
+    assert (arch.weight_dtype, arch.auto_kv_dtype) == ("fp8", "fp8")
+    assert "hf_quant_config.json (ModelOpt FP8, KV cache FP8)" in arch.quantization
+
+
+# ---- quantization as checkpoints ship it (publishers' files, tests/fixtures/README.md)
+
+
+def test_a_modelopt_folder_declares_fp8_weights_and_an_fp8_kv_cache() -> None:
+    arch = load_config_file(MODELOPT_FP8, "x")
+    assert json.loads((MODELOPT_FP8 / "config.json").read_text()).get("quantization_config") is None
+    assert (arch.weight_dtype, arch.auto_kv_dtype) == ("fp8", "fp8")
+    declared = f"{MODELOPT_FP8 / 'hf_quant_config.json'} (ModelOpt FP8, KV cache FP8)"
+    assert arch.quantization == declared
+    # the config.json file alone: its folder's hf_quant_config.json is read as well
+    assert load_config_file(MODELOPT_FP8 / "config.json", "x").weight_dtype == "fp8"
+
+
+def test_block_fp8_declares_fp8_weights_and_leaves_the_kv_cache_to_the_model() -> None:
+    arch = load_config_file(CONFIGS / "qwen3-32b-fp8.json", "x")
+    assert (arch.weight_dtype, arch.auto_kv_dtype) == ("fp8", None)
+    assert arch.quantization == "config.json quantization_config (fp8, blocks [128, 128])"
+
+
+def test_modelopt_declared_inside_config_json_is_read_without_a_quant_method() -> None:
+    raw = config("qwen3-32b-fp8-static-pertensor.json")
+    assert "quant_method" not in raw["quantization_config"]  # producer modelopt says it
+    arch = from_hf_config(raw, "x")
+    assert (arch.weight_dtype, arch.auto_kv_dtype) == ("fp8", "fp8")
+
+
+def test_quant_method_modelopt_is_no_longer_refused() -> None:
+    raw = {
+        **config("qwen3-8b.json"),
+        "quantization_config": {"quant_method": "modelopt", "quant_algo": "FP8"},
+    }
+    assert from_hf_config(raw, "x").weight_dtype == "fp8"
+    raw["quantization_config"]["quant_algo"] = "W4A8_MYSTERY"
+    with pytest.raises(InputError, match="quant_algo 'W4A8_MYSTERY'"):
+        from_hf_config(raw, "x")
+
+
+def test_weight_dtype_is_stated_where_nothing_declares_it() -> None:
+    arch = load_config_file(CONFIGS / "llama-3.1-8b.json", "x", weight_dtype="fp8")
+    assert (arch.weight_dtype, arch.quantization) == ("fp8", "--weight-dtype fp8")
+    assert resolve_model("llama-3.1-8b", weight_dtype="fp8").weight_dtype == "fp8"
+    with pytest.raises(InputError, match="contradicts"):
+        load_config_file(MODELOPT_FP8, "x", weight_dtype="bf16")
+    with pytest.raises(InputError, match="contradicts"):
+        resolve_model("llama-3.1-70b-fp8", weight_dtype="bf16")
+
+
+def test_the_catalog_entry_of_the_modelopt_checkpoint_agrees_with_its_files() -> None:
+    catalog_arch = resolve_model("nvidia/Llama-3.1-70B-Instruct-FP8")
+    files_arch = load_config_file(MODELOPT_FP8, catalog_arch.name)
+    for field in ("layers", "hidden_size", "kv_heads", "head_dim", "weight_dtype", "auto_kv_dtype"):
+        assert getattr(catalog_arch, field) == getattr(files_arch, field), field

@@ -119,3 +119,26 @@ def test_the_simulator_waits_for_kv_blocks_and_the_budget() -> None:
     assert first.done and scheduler.free_blocks == 8
     batch = scheduler.schedule(3.0)
     assert [(s, n) for s, n in batch.chunks] == [(second, 64)] and second.scheduled_at == 3.0
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("concurrency", [1, 8])
+def test_bench_default_workload_is_the_one_plan_estimates(concurrency: int, seed: int) -> None:
+    """`pdctl bench` with no --output-spread (its default settings) at 1 and 8 in flight, the
+    issue's lengths (4,096 in, 512 out) on plan's layout of the pair: the simulator's TTFT and
+    ITL p50 come within 15% of `plan --concurrency 1|8`, and the outputs vary as the plan's
+    closed loop assumes (bench's default used to send them all equal: lockstep)."""
+    from pdctl.bench.workload import BenchSettings
+    from pdctl.plan.queueing import output_lengths
+
+    bench = BenchSettings()  # bench's defaults, as `pdctl bench` without --output-spread
+    entry = catalog.find_model(MODEL)
+    assert entry is not None
+    workload = Workload(input_len=4096, output_len=512, concurrency=concurrency)
+    planned, simulated = closed_loop.against_plan(
+        entry.arch, catalog.gpu(GPU), workload, spread=bench.output_spread, seed=seed
+    )
+    assert simulated.ttft_p50_s * 1000 == pytest.approx(planned.ttft_ms, rel=WITHIN)
+    assert simulated.itl_p50_s * 1000 == pytest.approx(planned.itl_ms, rel=WITHIN)
+    draw = output_lengths(workload.output_len, bench.output_spread, seed)
+    assert len({draw() for _ in range(32)}) > 1  # a step's outputs vary: no lockstep

@@ -185,3 +185,10 @@ def test_the_warm_up_runs_the_prefill_shape_before_it_is_timed() -> None:
         w.prompt_len == timed.prompt_len and w.concurrency == timed.concurrency for w in run.WARM_UP
     )
     assert all(measure.seed("warm-up", w) != measure.seed("prefill", timed) for w in run.WARM_UP)
+
+
+def test_the_model_folder_keeps_a_modelopt_quantization_file(tmp_path: Path) -> None:
+    checkpoint = Path("tests/fixtures/checkpoints/llama-3.1-70b-instruct-fp8")
+    folder = model_dir.make(checkpoint / "config.json", tmp_path / "model")
+    copied = folder / "hf_quant_config.json"
+    assert copied.read_bytes() == (checkpoint / "hf_quant_config.json").read_bytes()

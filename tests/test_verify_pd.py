@@ -579,3 +579,15 @@ def test_cluster_mode_at_tcp_speed_names_the_same_node_fix_as_a_condition(
     assert "network.rdmaResource" in summary
     assert "if prefill and decode run on one node without NVLink, set " in summary
     assert "UCX_CUDA_IPC_ENABLE_GET_ZCOPY=y" in summary
+
+
+def test_transfer_histograms_read_as_transfers_and_bytes() -> None:
+    """vllm:nixl_bytes_transferred is a histogram observed once per transfer: its change reads as
+    "1 transfer" and its sum in bytes, never "+1" (one byte)."""
+    from pdctl.verify.judge import _change
+
+    moved = _change("vllm:nixl_bytes_transferred", {"count": 1.0, "sum": 614_400_000.0})
+    assert moved == "1 transfer, 614,400,000 bytes"
+    timed = _change("vllm:nixl_xfer_time_seconds", {"count": 3.0, "sum": 0.0125})
+    assert timed == "3 transfers, 0.0125 s in all"
+    assert _change("vllm:some_counter_total", {"count": 2.0}) == "+2"

@@ -11,6 +11,10 @@ import random
 import shutil
 from pathlib import Path
 
+# Beside config.json, what declares a ModelOpt checkpoint's quantization (FP8 weights, FP8 KV):
+# vLLM reads it as the quantization config when config.json has none.
+from pdctl.models.quantization import QUANT_FILE
+
 UNKNOWN = "w0"
 # The messages' contents in turn: chat requests work (verify sends one), no special tokens.
 CHAT_TEMPLATE = "{% for message in messages %}{{ message['content'] }} {% endfor %}"
@@ -39,9 +43,13 @@ def tokenizer(vocab_size: int) -> dict[str, object]:
 
 
 def make(config: Path, out: Path) -> Path:
-    """`out` holding config.json (copied from `config`) and the tokenizer files."""
+    """`out` holding config.json (copied from `config`), the hf_quant_config.json beside it when
+    there is one, and the tokenizer files."""
     out.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(config, out / "config.json")
+    quant = config.parent / QUANT_FILE
+    if quant.is_file():
+        shutil.copyfile(quant, out / QUANT_FILE)
     vocab_size = int(json.loads(config.read_text())["vocab_size"])
     (out / "tokenizer.json").write_text(json.dumps(tokenizer(vocab_size)))
     settings = {

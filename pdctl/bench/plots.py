@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import math
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 DATA = "plot-data.csv"  # the numbers behind the plots, one row per run and step
+SERVING_WIDTH = 100  # characters per line of what the runs measured, above each chart
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class Chart:
     unit: str
     axis: str  # "concurrency" or "rate"
     lines: tuple[Line, ...]
+    serving: str = ""  # what the runs measured (Run.serving), each once
 
 
 def _panels(runs: list[Run]) -> list[tuple[str, str, tuple[Metric, ...]]]:
@@ -90,7 +93,11 @@ def charts(runs: list[Run]) -> list[Chart]:
                 lines.append(Line(label, x, y, colour, dashed=metric is not metrics[0]))
         if len(metrics) > 1:
             title += f" ({' solid, '.join(str(m.stat) for m in metrics)} dashed)"
-        built.append(Chart(name, title, metrics[0].unit, axis, tuple(lines)))
+        served = dict.fromkeys(run.serving for run in runs)
+        if len(served) > 1:  # each run's, named
+            served = dict.fromkeys(f"{run.label}: {run.serving}" for run in runs)
+        serving = "\n".join(served)
+        built.append(Chart(name, title, metrics[0].unit, axis, tuple(lines), serving))
     return built
 
 
@@ -116,6 +123,9 @@ def draw(chart: Chart) -> Figure:
     axes.set_ylabel(chart.unit)
     axes.set_ylim(bottom=0)
     axes.set_title(chart.title)
+    if chart.serving:  # what was measured, above the chart's own title
+        lines = (textwrap.fill(line, SERVING_WIDTH) for line in chart.serving.splitlines())
+        figure.suptitle("\n".join(lines), fontsize="small")
     axes.grid(True, alpha=0.3)
     axes.legend(fontsize="small")
     return figure

@@ -16,7 +16,7 @@ from pdctl.bench.load import run_open_step, run_step
 from pdctl.bench.workload import BenchSettings, DatasetRequests, Prompts, Source
 from pdctl.errors import EnvironmentProblem, InputError
 from pdctl.plan.queueing import output_lengths
-from pdctl.verify.checks import listed_model
+from pdctl.verify.checks import listed_model, served_by
 from pdctl.verify.client import Http
 from pdctl.verify.proof import resolve_connector, scrape_all
 from pdctl.verify.report import Targets, join
@@ -30,6 +30,8 @@ class Result:
     workload: BenchSettings
     steps: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # engines whose /metrics could not be read
+    layout: str = ""  # the engines per role: "1 prefill + 1 decode"
+    engines: str = ""  # what serves them: "vLLM", "the pd-stack simulator (not vLLM)"
 
     def none_succeeded(self) -> str | None:
         """Why no request of any step succeeded (counts and the first errors); None when one
@@ -52,6 +54,8 @@ class Result:
             "router": self.router,
             "model": self.model,
             "connector": self.connector,
+            "layout": self.layout,
+            "served_by": self.engines,
             "workload": w.as_dict(),
             "slo": {
                 "ttft_ms": w.slo_ttft_ms,
@@ -62,6 +66,21 @@ class Result:
             "steps": self.steps,
             "problems": self.problems,
         }
+
+
+def layout(targets: Targets) -> str:
+    """The engines per role, as bench found them: "1 prefill + 1 decode", "2 engines"."""
+    roles: dict[str, int] = {}
+    for engine in targets.engines:
+        roles[engine.role] = roles.get(engine.role, 0) + 1
+    named = {"both": "engine"}
+    return (
+        " + ".join(
+            f"{n} {named.get(role, role)}{'s' if n > 1 and role == 'both' else ''}"
+            for role, n in roles.items()
+        )
+        or "no engines found"
+    )
 
 
 def _model(http: Http, targets: Targets) -> str:
@@ -148,6 +167,8 @@ def run(
         pages, problems = scrape_all(http, targets.engines)
         connector = resolve_connector(workload.connector, list(pages.values()))
         result = Result(router, model, connector.name, workload, problems=problems)
+        result.layout = layout(targets)
+        result.engines = served_by(http, targets.engines)
         dataset = None if workload.dataset is None else DatasetRequests(workload.dataset)
         for index, (concurrency, rate) in enumerate(workload.steps, start=1):
             if progress:

@@ -74,6 +74,15 @@ class Run:
         return steps
 
     @property
+    def serving(self) -> str:
+        """What the run measured: the model, the engines per role and what served them (a file
+        written before bench recorded the last two says so)."""
+        model = self.data.get("model") or "model not recorded"
+        layout = self.data.get("layout") or "layout not recorded"
+        engines = self.data.get("served_by") or "engines not recorded"
+        return f"{model} · {layout} · {engines}"
+
+    @property
     def slo(self) -> bool:
         """An SLO was given: the steps carry goodput."""
         return any(s.get("goodput") is not None for s in self.steps)

@@ -45,7 +45,7 @@ class BenchSettings:
 
     input_len: int = defaults.BENCH_INPUT_LEN
     output_len: int = defaults.BENCH_OUTPUT_LEN
-    output_spread: float = 0.0
+    output_spread: float = defaults.BENCH_OUTPUT_SPREAD
     concurrency: tuple[int, ...] = (defaults.BENCH_CONCURRENCY,)
     rate: tuple[float, ...] | None = None  # requests/s per step; None: closed loop
     max_in_flight: int = defaults.BENCH_MAX_IN_FLIGHT
@@ -87,6 +87,19 @@ class BenchSettings:
         if self.rate is not None:
             return [(None, r) for r in self.rate]
         return [(c, None) for c in self.concurrency]
+
+    @property
+    def warnings(self) -> list[str]:
+        """Steps whose concurrency their requests cannot reach: a closed loop of C clients that
+        sends R < C requests never has more than R in flight."""
+        if self.rate is not None or self.requests is None:
+            return []
+        return [
+            f"--concurrency {c} with --requests {self.requests}: that step never has more than "
+            f"{self.requests} in flight; give --requests {c} or more (or --duration)"
+            for c in self.concurrency
+            if c > self.requests
+        ]
 
     @property
     def slo(self) -> bool:

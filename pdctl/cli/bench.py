@@ -146,6 +146,12 @@ def _print_text(result: Result) -> None:
         _output.info(f"engine metrics not read: {problem}")
 
 
+def _spread(given: float | None, dataset: bool) -> float:
+    if given is not None:
+        return given
+    return 0.0 if dataset else defaults.BENCH_OUTPUT_SPREAD
+
+
 @handle_errors
 def bench(
     release: ReleaseOpt = defaults.RELEASE,
@@ -161,15 +167,18 @@ def bench(
         int, typer.Option("--output-len", min=1, help="Output tokens per request.")
     ] = defaults.BENCH_OUTPUT_LEN,
     output_spread: Annotated[
-        float,
+        float | None,
         typer.Option(
             "--output-spread",
             min=0.0,
             max=0.9,
-            help="Draw each output length within this share of --output-len (0: all equal, and "
-            "a closed loop's requests end and restart together; docs/sizing.md).",
+            help="Draw each output length within this share of --output-len, so that a closed "
+            "loop's clients fall out of step, as plan's estimates assume (0: all equal, and the "
+            f"requests end and restart together; docs/sizing.md). Default "
+            f"{defaults.BENCH_OUTPUT_SPREAD:g}; with --dataset its lines say.",
+            show_default=False,
         ),
-    ] = 0.0,
+    ] = None,
     concurrency: Annotated[
         str,
         typer.Option("--concurrency", help="Requests in flight, one step each: e.g. 1,4,16."),
@@ -267,7 +276,7 @@ def bench(
     workload = BenchSettings(
         input_len=input_len,
         output_len=output_len,
-        output_spread=output_spread,
+        output_spread=_spread(output_spread, dataset is not None),
         concurrency=parse_concurrency(concurrency),
         rate=None if rate is None else parse_rate(rate),
         max_in_flight=max_in_flight,
@@ -297,9 +306,13 @@ def bench(
         api_key_file,
         cluster=cluster,
     ) as found:
+        if output is not OutputFormat.json:
+            for warning in workload.warnings:
+                _output.info(f"warning: {warning}")
         progress = None if output is OutputFormat.json else _progress
         result = run(found.targets, workload, progress, found.api_key)
     payload: dict[str, Any] = result.as_dict()
+    payload["warnings"] = workload.warnings
     if report is not None:
         written = files.write(result, report)
         payload["files"] = [str(p) for p in written]

@@ -39,6 +39,7 @@ from pdctl.cli.plan import (
     TargetRateOpt,
     TtftOpt,
     UtilizationOpt,
+    WeightDtypeOpt,
     build_plan,
 )
 from pdctl.errors import UsageError
@@ -120,6 +121,7 @@ def init(
     kv_cache_dtype: KvDtypeOpt = KvCacheDtype.auto,
     gpu_memory_utilization: UtilizationOpt = defaults.GPU_MEMORY_UTILIZATION,
     model_config: ModelConfigOpt = None,
+    weight_dtype: WeightDtypeOpt = None,
     offline: OfflineOpt = False,
     connector: ConnectorOpt = defaults.CONNECTOR,
     router: Annotated[
@@ -159,6 +161,7 @@ def init(
     within the TTFT and ITL targets, defaults 2000 and 200 ms); the file's header records the
     mode and the targets, so its command line reproduces it.
     """
+    from pdctl.plan import emit, report  # lazy: start-up
     from pdctl.plan.emit import InitOptions, default_filename, write  # lazy: start-up
 
     args = PlanArgs(
@@ -184,6 +187,7 @@ def init(
         calibrate_at,
         calibrate_tp,
         mode,
+        weight_dtype,
     )
     selector = _node_selector(node_selector or [])
     plan, wired = build_plan(args, output, router)
@@ -205,12 +209,10 @@ def init(
     for finding in written.warnings:
         for line in finding.lines():
             _output.info(line)
-    from pdctl.plan.report import plan_dict  # lazy: start-up
-
     if output is OutputFormat.json:
         payload: dict[str, Any] = {
             "file": str(target) if target else None,
-            "plan": plan_dict(plan),
+            "plan": report.plan_dict(plan),
             "warnings": [finding.as_dict() for finding in written.warnings],
         }
         if target is None:
@@ -223,10 +225,18 @@ def init(
     assert choice is not None  # sizing.plan sets it
     _output.info(
         f"wrote {target or 'stdout'}: {choice.describe()} on {choice.gpus} of {plan.request.gpus} "
-        f"{plan.request.gpu.name} (--mode {choice.asked}); max-model-len {plan.max_model_len}"
+        f"{plan.request.gpu.name} (--mode {choice.asked}) at {report.assumed_load(plan)}; "
+        f"max-model-len {emit.max_model_len(plan)}"
     )
     for reason in choice.why:
         _output.info(f"  - {reason}")
+    said: list[tuple[str, str | None]] = [
+        ("where the choice flips", report.flip_line(plan)),
+        ("fewest GPUs meeting the targets", report.gpus_line(plan)),
+    ]
+    for title, said_line in said:
+        if said_line:
+            _output.info(f"{title}: {said_line}")
     if choice.cost:
         _output.info(f"cost: {choice.cost}")
     for warning in plan.warnings:

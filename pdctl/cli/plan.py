@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from pdctl import defaults
-from pdctl.cli import _output
+from pdctl.cli import _output, _plan_view
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import OutputOpt
 from pdctl.cli._output import OutputFormat
+from pdctl.cli._plan_view import ms
 from pdctl.errors import UsageError
 
 if TYPE_CHECKING:
@@ -137,6 +138,25 @@ ModelConfigOpt = Annotated[
         "catalog.",
     ),
 ]
+
+
+class WeightDtype(str, Enum):
+    bf16 = "bf16"
+    fp16 = "fp16"
+    fp8 = "fp8"
+    int8 = "int8"
+    int4 = "int4"
+
+
+WeightDtypeOpt = Annotated[
+    WeightDtype | None,
+    typer.Option(
+        "--weight-dtype",
+        help="The weights' dtype where the checkpoint declares no quantization (config.json's "
+        "quantization_config, hf_quant_config.json); default: its torch_dtype.",
+        show_default=False,
+    ),
+]
 OfflineOpt = Annotated[
     bool,
     typer.Option(
@@ -225,6 +245,7 @@ class PlanArgs:
     calibrate_at: int | None = None
     calibrate_tp: int = 1
     mode: Mode = Mode.auto
+    weight_dtype: WeightDtype | None = None
 
     def calibration(self, arch: ModelArch) -> tuple[Callable[[Request], Request] | None, list[str]]:
         """With --calibrate: the function that fits the request to the bench file, and the
@@ -251,7 +272,8 @@ class PlanArgs:
 
         ttft_ms, itl_ms, defaults = targets(self.ttft, self.itl)
         wired = wiring(self.connector, router)
-        arch = resolve_model(self.model, self.model_config, self.offline)
+        stated = self.weight_dtype.value if self.weight_dtype else None
+        arch = resolve_model(self.model, self.model_config, self.offline, stated)
         calibrate, warnings = self.calibration(arch)
         workload = Workload(
             input_len=self.input_len,
@@ -308,17 +330,19 @@ def print_plan(plan: Plan) -> None:
     console = _output.Screen()
     model, gpu, request = data["model"], data["gpu"], data["request"]
     active = f", {model['active_params_billion']}B active" if model["moe"] else ""
+    declared = f"; weights' dtype from {model['quantization']}" if model["quantization"] else ""
     console.line(
         f"{model['name']}: {model['params_billion']}B parameters{active}, "
         f"{model['weight_dtype'].upper()}, {model['weights_gib']} GiB of weights "
-        f"(from {model['source']})"
+        f"(from {model['source']}{declared})"
     )
     console.line(
         f"KV cache: {data['kv_bytes_per_token']:,} bytes per token in all layers (BF16), "
-        f"{data['kv_bytes_per_token_fp8']:,} in FP8; {model['attention'].upper()} attention"
+        f"{data['kv_bytes_per_token_fp8']:,} in FP8; planned in {_kv_planned(data)}; "
+        f"{model['attention'].upper()} attention"
         + (f", sliding window {model['sliding_window']}" if model["sliding_window"] else "")
     )
-    _print_choice(console, data)
+    _print_choice(console, plan, data)
     if data["objective"]["target_rate"] is not None:
         title = (
             f"Fewest GPUs meeting the targets at --target-rate "
@@ -384,8 +408,8 @@ def print_plan(plan: Plan) -> None:
         else f"--concurrency {request['concurrency']} (a closed loop)"
     )
     console.line(
-        f"  TTFT about {_ms(e['ttft_ms'])} at {load}: {e['ttft_unqueued_ms']} ms unqueued "
-        f"(prefill, transfer, first step) + {_ms(e['ttft_queue_ms'])} queueing, prefill engines "
+        f"  TTFT about {ms(e['ttft_ms'])} at {load}: {e['ttft_unqueued_ms']} ms unqueued "
+        f"(prefill, transfer, first step) + {ms(e['ttft_queue_ms'])} queueing, prefill engines "
         f"{e['prefill_utilization']:.0%} busy"
     )
     console.line(
@@ -393,15 +417,16 @@ def print_plan(plan: Plan) -> None:
         f"{e['output_tokens_per_s']:,.0f} output tokens/s, {e['output_tokens_per_s_per_gpu']:,.1f} "
         f"per GPU ({e['bottleneck']}-bound)"
     )
-    _print_aggregated(console, data)
+    _plan_view.print_aggregated(console, data)
     _print_objective(console, data)
-    verdict = {"likely": "is likely to help", "may": "may help", "unlikely": "is unlikely to help"}
-    console.line(
-        f"Rules of thumb (the workload's shape alone; context only, the estimates decide): PD "
-        f"{verdict[plan.verdict]}:"
-    )
-    for reason in plan.reasons:
-        console.line(f"  - {reason}")
+    if data["choice"]["rules_of_thumb_agree"]:
+        verdict = {"likely": "is likely to help", "unlikely": "is unlikely to help"}
+        console.line(
+            f"Rules of thumb (the workload's shape alone; they agree with the estimates): PD "
+            f"{verdict[plan.verdict]}:"
+        )
+        for reason in plan.reasons:
+            console.line(f"  - {reason}")
     choice = data["choice"]
     console.line(f"Why {'PD' if choice['mode'] == 'pd' else 'aggregated'}:")
     for reason in choice["why"]:
@@ -410,37 +435,17 @@ def print_plan(plan: Plan) -> None:
         console.line(f"cost: {choice['cost']}", style="yellow")
     for warning in plan.warnings:
         console.line(f"warning: {warning}", style="yellow")
+    for warning in plan.pd_warnings:
+        console.line(f"the PD layout (not chosen): {warning}")
     for note in plan.notes:
         console.line(f"note: {note}")
 
 
-def _ms(value: float | None) -> str:
-    return "unbounded" if value is None else f"{value:,} ms"
-
-
-def _gpus(count: int) -> str:
-    return f"{count} GPU" if count == 1 else f"{count} GPUs"
-
-
-def _print_aggregated(console: _output.Screen, data: dict[str, Any]) -> None:
-    agg = data["aggregated"]
-    if agg is None:
-        console.line("Aggregated: no single engine fits the GPUs given")
-        return
-    given, used = data["request"]["gpus"], agg["gpus"]
-    console.line(
-        f"Aggregated on the {_gpus(given)} given (plain engines, no KV transfer): "
-        f"{agg['replicas']} x TP{agg['tp']} = {_gpus(used)}, "
-        f"{agg['batch_per_engine']} sequences per engine"
-    )
-    console.line(
-        f"  TTFT about {_ms(agg['ttft_ms'])} ({agg['ttft_unqueued_ms']} ms unqueued); ITL "
-        f"{agg['itl_ms']} ms (steps of {agg['decode_step_ms']} ms, prefills take "
-        f"{agg['prefill_share']:.0%} of engine time, a step with a prompt chunk "
-        f"{agg['itl_stall_ms']} ms); about {agg['requests_per_s']} requests/s, "
-        f"{agg['output_tokens_per_s']:,.0f} output tokens/s, "
-        f"{agg['output_tokens_per_s_per_gpu']:,.1f} per GPU"
-    )
+def _kv_planned(data: dict[str, Any]) -> str:
+    planned = "FP8" if data["request"]["kv_cache_dtype"] == "fp8" else "BF16"
+    if data["model"]["kv_cache_dtype_auto"] and data["request"]["kv_cache_dtype_asked"] == "auto":
+        return f"{planned} (what vLLM's --kv-cache-dtype auto picks for this checkpoint)"
+    return f"{planned} (--kv-cache-dtype {data['request']['kv_cache_dtype_asked']})"
 
 
 def targets(data: dict[str, Any]) -> str:
@@ -459,7 +464,9 @@ def targets(data: dict[str, Any]) -> str:
     return "; ".join(found) if found else "none (--ttft none --itl none)"
 
 
-def _print_choice(console: _output.Screen, data: dict[str, Any]) -> None:
+def _print_choice(console: _output.Screen, plan: Plan, data: dict[str, Any]) -> None:
+    from pdctl.plan import report  # lazy: start-up
+
     choice, request = data["choice"], data["request"]
     pools = " + ".join(
         f"{r['replicas']} x TP{r['tp']}" + (f" x PP{r['pp']}" if r["pp"] > 1 else "") + f" {role}"
@@ -467,43 +474,21 @@ def _print_choice(console: _output.Screen, data: dict[str, Any]) -> None:
     )
     mode = "PD" if choice["mode"] == "pd" else "aggregated"
     console.line(
-        f"Choice (--mode {choice['asked']}): {mode}, {pools} = {choice['gpus']} of "
-        f"{request['gpus']} x {data['gpu']['name']}; targets: {targets(data)}"
+        f"Choice (--mode {choice['asked']}) at {report.assumed_load(plan)}: {mode}, {pools} = "
+        f"{choice['gpus']} of {request['gpus']} x {data['gpu']['name']}; targets: {targets(data)}"
     )
+    flips = report.flip_line(plan)
+    if flips:
+        console.line(f"Where the choice flips: {flips}")
+    fewest = report.gpus_line(plan)
+    if fewest:
+        console.line(f"Fewest GPUs meeting the targets: {fewest}")
 
 
 def _print_objective(console: _output.Screen, data: dict[str, Any]) -> None:
     console.line(
         "Objective: within the targets, the most output tokens/s per GPU given (within 1% a tie, "
         f"broken by TTFT, then ITL); targets: {targets(data)}"
-    )
-
-
-def _print_pareto(front: list[dict[str, Any]]) -> None:
-    from rich.table import Table
-
-    table = Table()
-    table.add_column("", justify="left", overflow="fold")
-    table.add_column("mode", justify="left", overflow="fold", min_width=10)
-    table.add_column("layout", justify="left", overflow="fold")
-    for column in ("GPUs", "tokens/s per GPU", "TTFT ms", "ITL ms", "targets"):
-        table.add_column(column, justify="right", overflow="fold")
-    met = {True: "met", False: "missed", None: "none in force"}
-    for p in front:
-        table.add_row(
-            "pick" if p["pick"] else "",
-            p["mode"],
-            p["layout"],
-            str(p["gpus"]),
-            f"{p['output_tokens_per_s_per_gpu']:,}",
-            "unbounded" if p["ttft_ms"] is None else f"{p['ttft_ms']:,}",
-            str(p["itl_ms"]),
-            met[p["meets_targets"]],
-        )
-    _output.Screen().table(
-        table,
-        heading="Layouts on the frontier (output tokens/s per GPU given, TTFT, ITL; the choice "
-        "marked)",
     )
 
 
@@ -523,6 +508,7 @@ def plan(
     kv_cache_dtype: KvDtypeOpt = KvCacheDtype.auto,
     gpu_memory_utilization: UtilizationOpt = defaults.GPU_MEMORY_UTILIZATION,
     model_config: ModelConfigOpt = None,
+    weight_dtype: WeightDtypeOpt = None,
     offline: OfflineOpt = False,
     connector: ConnectorOpt = defaults.CONNECTOR,
     network_gbps: NetworkOpt = None,
@@ -566,6 +552,7 @@ def plan(
         calibrate_at,
         calibrate_tp,
         mode,
+        weight_dtype,
     )
     from pdctl.plan.frontier import Point, with_pick  # lazy: start-up
     from pdctl.plan.frontier import pareto as frontier  # lazy: start-up
@@ -592,6 +579,6 @@ def plan(
     else:
         print_plan(result)
         if front is not None:
-            _print_pareto(front)
+            _plan_view.print_pareto(front)
         if drawn is not None:
             _output.info(f"wrote {drawn}")

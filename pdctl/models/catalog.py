@@ -7,6 +7,7 @@ aliases each entry lists, so `h100`, `H100-80GB` and `h100-sxm` are one GPU, and
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 from dataclasses import dataclass
@@ -129,6 +130,8 @@ def _model(name: str, data: dict[str, Any]) -> CatalogModel:
         extra_layers=data.get("extraLayers", 0),
         gated=bool(data["gated"]),
         source="the pdctl catalog",
+        quantization=data["sources"].get("quantization", ""),
+        auto_kv_dtype=data.get("kvCacheDtype"),
     )
     params = data["params"]
     return CatalogModel(
@@ -181,12 +184,24 @@ def find_model(name: str) -> CatalogModel | None:
     return table[found] if found else None
 
 
+def _likeness(given: str, alias: str) -> float:
+    """How like `alias` the name typed is (difflib's ratio, ignoring case and the owner): the
+    whole name, or only as much of it as the alias is long, so that a name with a suffix the
+    catalog leaves out (`Qwen3-32B-Instrcut`) is most like its stem (`qwen3-32b`)."""
+    given, alias = given.lower().rpartition("/")[2], alias.lower().rpartition("/")[2]
+    whole = difflib.SequenceMatcher(a=alias, b=given).ratio()
+    stem = difflib.SequenceMatcher(a=alias, b=given[: len(alias)]).ratio()
+    return max(whole, stem)
+
+
 def model_suggestions(name: str) -> list[str]:
     """Up to three catalog models whose id or an alias is like `name`, the closest first."""
     table = models()
-    candidates = {alias: repo for repo, m in table.items() for alias in (repo, *m.aliases)}
-    close = closest(name, candidates, n=len(candidates), cutoff=0.5)
-    return list(dict.fromkeys(candidates[c] for c in close))[:3]
+    best: dict[str, float] = {}
+    for repo, m in table.items():
+        best[repo] = max(_likeness(name, alias) for alias in (repo, *m.aliases))
+    ranked = sorted((-score, repo) for repo, score in best.items() if score >= 0.5)
+    return [repo for _, repo in ranked[:3]]
 
 
 def require_model(name: str) -> CatalogModel:

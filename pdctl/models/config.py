@@ -16,6 +16,8 @@ from typing import Any
 
 from pdctl import files, hints
 from pdctl.errors import EnvironmentProblem, InputError
+from pdctl.models import quantization
+from pdctl.models.quantization import Quantization
 
 # A config.json is a few KiB (the largest, with label maps or long layer lists, tens of KiB).
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
@@ -27,15 +29,6 @@ _TORCH_DTYPES = {
     "half": "fp16",
     "float32": "fp32",
     "float": "fp32",
-}
-# quantization_config.quant_method -> weight dtype of the quantized (linear) layers.
-_QUANT_METHODS = {
-    "fp8": "fp8",
-    "fbgemm_fp8": "fp8",
-    "mxfp4": "mxfp4",
-    "awq": "int4",
-    "gptq": "int4",
-    "bitsandbytes_4bit": "int4",
 }
 # Layer kinds of config.json `layer_types` the planner can size; anything else (linear attention,
 # Mamba state) holds state that is not a per-token KV cache.
@@ -92,6 +85,10 @@ class ModelArch:
     extra_layers: int = 0  # in the checkpoint, not loaded for serving (MTP layers)
     gated: bool | None = None  # None: not known
     source: str = ""
+    # What the checkpoint declares (pdctl.models.quantization): where the weight dtype was read,
+    # and the KV cache dtype vLLM's --kv-cache-dtype auto picks for it (None: the model's dtype).
+    quantization: str = ""
+    auto_kv_dtype: str | None = None
 
     @property
     def attention(self) -> str:
@@ -151,39 +148,28 @@ def _optional(config: dict[str, Any], *keys: str) -> int | None:
     return None
 
 
-def _weight_dtype(config: dict[str, Any], origin: str) -> str:
-    quant = config.get("quantization_config")
-    if isinstance(quant, dict):
-        method = str(quant.get("quant_method", "")).lower()
-        if method in _QUANT_METHODS:
-            return _QUANT_METHODS[method]
-        if method == "compressed-tensors":
-            bits = _compressed_tensors_bits(quant)
-            if bits in (4, 8):
-                return "int4" if bits == 4 else "fp8"
-        bits = quant.get("bits") or quant.get("w_bit")
-        if bits in (4, 8):
-            return "int4" if bits == 4 else "int8"
-        raise InputError(
-            f"{origin}: quantization_config.quant_method {method or '(none)'!r} is not known to "
-            "the planner, so the size of the weights is unknown",
-            hint="known methods: " + ", ".join(sorted(_QUANT_METHODS)) + ", compressed-tensors",
-        )
+def _weight_dtype(
+    config: dict[str, Any], quant: Quantization | None, stated: str | None, origin: str
+) -> str:
+    """The declared quantization's dtype, else --weight-dtype, else torch_dtype."""
+    if quant is not None:
+        if stated and stated != quant.weight_dtype:
+            raise InputError(
+                f"{origin}: --weight-dtype {stated} contradicts the checkpoint's "
+                f"{quant.declared_in}, which makes the weights {quant.weight_dtype}",
+                hint="drop --weight-dtype: the declaration is what vLLM loads",
+            )
+        return quant.weight_dtype
+    if stated:
+        return stated
     dtype = config.get("torch_dtype") or config.get("dtype") or "bfloat16"
     if str(dtype) not in _TORCH_DTYPES:
         raise InputError(f"{origin}: torch_dtype {dtype!r} is not a floating point type I know")
     return _TORCH_DTYPES[str(dtype)]
 
 
-def _compressed_tensors_bits(quant: dict[str, Any]) -> int | None:
-    groups = quant.get("config_groups")
-    if not isinstance(groups, dict):
-        return None
-    for group in groups.values():
-        weights = group.get("weights") if isinstance(group, dict) else None
-        if isinstance(weights, dict) and isinstance(weights.get("num_bits"), int):
-            return int(weights["num_bits"])
-    return None
+def _stated(weight_dtype: str | None) -> str:
+    return f"--weight-dtype {weight_dtype}" if weight_dtype else ""
 
 
 def _sliding_window(config: dict[str, Any], layers: int, origin: str) -> SlidingWindow | None:
@@ -234,12 +220,21 @@ def _moe(config: dict[str, Any], layers: int, origin: str) -> Moe | None:
 
 
 def from_hf_config(
-    config: dict[str, Any], name: str, origin: str = "config.json", gated: bool | None = None
+    config: dict[str, Any],
+    name: str,
+    origin: str = "config.json",
+    gated: bool | None = None,
+    quant_file: dict[str, Any] | None = None,
+    quant_origin: str = quantization.QUANT_FILE,
+    weight_dtype: str | None = None,
 ) -> ModelArch:
-    """The architecture a config.json describes; InputError naming the missing field otherwise."""
+    """The architecture a config.json describes (with the checkpoint's hf_quant_config.json, when
+    it has one; `weight_dtype` where nothing declares it); InputError naming the missing field
+    otherwise."""
     if not isinstance(config, dict):
         raise InputError(f"{origin}: not a JSON object")
     text = _text_config(config)
+    quant = quantization.read(text, quant_file, origin, quant_origin)
     _no_huge_numbers(text, origin)
     layers = _first(text, ("num_hidden_layers", "n_layer", "num_layers"), "the layer count", origin)
     hidden = _first(text, ("hidden_size", "n_embd", "d_model"), "the hidden size", origin)
@@ -283,21 +278,39 @@ def from_hf_config(
         vocab_size=vocab,
         max_positions=max_positions,
         tied_embeddings=bool(text.get("tie_word_embeddings", config.get("tie_word_embeddings"))),
-        weight_dtype=_weight_dtype(text, origin),
+        weight_dtype=_weight_dtype(text, quant, weight_dtype, origin),
         mla=mla,
         moe=_moe(text, layers, origin),
         sliding_window=_sliding_window(text, layers, origin),
         extra_layers=_optional(text, "num_nextn_predict_layers") or 0,
         gated=gated,
         source=origin,
+        quantization=quant.declared_in if quant else _stated(weight_dtype),
+        auto_kv_dtype=quant.kv_cache_dtype if quant else None,
     )
 
 
-def load_config_file(path: Path, name: str) -> ModelArch:
-    """--model-config PATH: a config.json file (or a directory holding one)."""
-    file = path / "config.json" if path.is_dir() else path
+def _json(file: Path) -> dict[str, Any]:
     data = files.parse_json(files.read_text(file, MAX_CONFIG_BYTES), str(file))
-    return from_hf_config(data, name, origin=str(file))
+    if not isinstance(data, dict):
+        raise InputError(f"{file}: not a JSON object")
+    return data
+
+
+def load_config_file(path: Path, name: str, weight_dtype: str | None = None) -> ModelArch:
+    """--model-config PATH: a config.json file or a checkpoint folder holding one; an
+    hf_quant_config.json beside it (ModelOpt) is read too, as vLLM reads it."""
+    file = path / "config.json" if path.is_dir() else path
+    beside = file.parent / quantization.QUANT_FILE
+    quant_file = _json(beside) if beside.is_file() and beside != file else None
+    return from_hf_config(
+        _json(file),
+        name,
+        str(file),
+        quant_file=quant_file,
+        quant_origin=str(beside),
+        weight_dtype=weight_dtype,
+    )
 
 
 # ---- the Hugging Face hub (the one place that talks to it)
@@ -314,7 +327,7 @@ def _unreachable(error: Exception) -> bool:
     )
 
 
-def fetch_config(repo: str) -> ModelArch:
+def fetch_config(repo: str, weight_dtype: str | None = None) -> ModelArch:
     """config.json of a hub repository, with huggingface_hub (token from HF_TOKEN, as the
     library reads it). Missing library or unreachable hub: EnvironmentProblem (exit 3); a
     repository that does not exist, is gated or has no config.json: InputError (exit 1)."""
@@ -339,6 +352,7 @@ def fetch_config(repo: str) -> ModelArch:
             huggingface_hub.hf_hub_url(repo, "config.json"), timeout=HUB_TIMEOUT_S
         )
         path = huggingface_hub.hf_hub_download(repo_id=repo, filename="config.json")
+        _fetch_quant_file(huggingface_hub, hub_errors, repo)
     except (hub_errors.OfflineModeIsEnabled, hub_errors.LocalEntryNotFoundError) as error:
         # LocalEntryNotFoundError: the hub could not be reached and nothing is cached (it
         # subclasses EntryNotFoundError, so it is caught first).
@@ -371,5 +385,17 @@ def fetch_config(repo: str) -> ModelArch:
             f"cannot read {repo}/config.json from the Hugging Face hub: {error}",
             hint="pass --model-config PATH, or --offline to plan from the catalog only",
         ) from None
-    arch = load_config_file(Path(path), repo)
+    # hf_hub_download keeps a repository's files in one snapshot folder: hf_quant_config.json, when
+    # the repository has one, is read beside config.json.
+    arch = load_config_file(Path(path), repo, weight_dtype)
     return replace(arch, source=f"config.json of {repo} (Hugging Face hub)")
+
+
+def _fetch_quant_file(hub: Any, hub_errors: Any, repo: str) -> None:
+    """hf_quant_config.json of `repo` into the hub cache, when the repository has one (ModelOpt
+    checkpoints declare their quantization there)."""
+    try:
+        hub.hf_hub_download(repo_id=repo, filename=quantization.QUANT_FILE)
+    except hub_errors.EntryNotFoundError as error:
+        if isinstance(error, hub_errors.LocalEntryNotFoundError):
+            raise

@@ -17,6 +17,7 @@ from pdctl.errors import InputError, PdctlError
 from pdctl.hints import did_you_mean
 from pdctl.models import catalog
 from pdctl.models.config import ModelArch, fetch_config, load_config_file
+from pdctl.plan import sensitivity
 from pdctl.plan.frontier import fewest_gpus
 from pdctl.plan.layout import Plan, Request, Workload
 from pdctl.plan.sizing import plan
@@ -24,15 +25,18 @@ from pdctl.plan.sizing import plan
 __all__ = ["Workload", "make_plan", "resolve_model"]
 
 
-def resolve_model(name: str, config: Path | None = None, offline: bool = False) -> ModelArch:
+def resolve_model(
+    name: str, config: Path | None = None, offline: bool = False, weight_dtype: str | None = None
+) -> ModelArch:
     """The model's architecture: --model-config, else the catalog, else (unless offline) the
-    config.json on the Hugging Face hub."""
+    config.json on the Hugging Face hub; `weight_dtype` (--weight-dtype) where nothing declares
+    the checkpoint's quantization."""
     known = catalog.find_model(name)
     if config is not None:
-        arch = load_config_file(config, known.arch.name if known else name)
+        arch = load_config_file(config, known.arch.name if known else name, weight_dtype)
         return replace(arch, gated=known.arch.gated) if known else arch
     if known:
-        return known.arch
+        return _stated(known.arch, weight_dtype)
     suggested = did_you_mean(catalog.model_suggestions(name))
     if offline or "/" not in name:
         why = (
@@ -48,10 +52,24 @@ def resolve_model(name: str, config: Path | None = None, offline: bool = False) 
             + "; `pdctl catalog models` lists the catalog",
         )
     try:
-        return fetch_config(name)
+        return fetch_config(name, weight_dtype)
     except PdctlError as error:
         error.hint = suggested + (error.hint or "")
         raise
+
+
+def _stated(arch: ModelArch, weight_dtype: str | None) -> ModelArch:
+    """A catalog entry with --weight-dtype: the stated dtype, unless the entry records a
+    quantized checkpoint of another."""
+    if weight_dtype is None or weight_dtype == arch.weight_dtype:
+        return arch
+    if arch.quantization:
+        raise InputError(
+            f"--weight-dtype {weight_dtype} contradicts {arch.name}'s {arch.quantization}, which "
+            f"makes the weights {arch.weight_dtype}",
+            hint="drop --weight-dtype: the declaration is what vLLM loads",
+        )
+    return replace(arch, weight_dtype=weight_dtype, quantization=f"--weight-dtype {weight_dtype}")
 
 
 def make_plan(
@@ -77,6 +95,9 @@ def make_plan(
         smallest PD layout beside it; with `target_rate`, the fewest GPUs up to `gpus` that meet the
         targets at that rate; `calibrate` adjusts the request's time estimates first; `mode` auto
     picks PD or aggregated by the objective, pd or aggregated forces one)."""
+    asked = kv_cache_dtype
+    if kv_cache_dtype == "auto" and arch.auto_kv_dtype:
+        kv_cache_dtype = arch.auto_kv_dtype  # what vLLM's auto picks (pdctl.models.quantization)
     request = Request(
         arch=arch,
         gpu=catalog.gpu(gpu_type),
@@ -85,6 +106,7 @@ def make_plan(
         gpus_per_node=gpus_per_node,
         utilization=utilization,
         kv_cache_dtype=kv_cache_dtype,
+        kv_cache_dtype_asked=asked,
         max_model_len=max_model_len,
         hetero_tp=hetero_tp,
         one_pair=one_pair,
@@ -96,4 +118,7 @@ def make_plan(
     others = list(catalog.gpus().values())
     if target_rate is not None:
         return fewest_gpus(request, target_rate, others)
-    return plan(request, others, fallback=fallback)
+    found = plan(request, others, fallback=fallback)
+    found.flip = sensitivity.flip(found, others)
+    found.gpus_to_meet = sensitivity.gpus_to_meet(found, others)
+    return found

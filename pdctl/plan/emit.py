@@ -193,6 +193,15 @@ def layout_mode(plan: layout.Plan) -> str:
     return plan.choice.mode
 
 
+def max_model_len(plan: layout.Plan) -> int:
+    """The --max-model-len the file holds: the PD layout's (its smaller KV pool), or for an
+    aggregated choice its engine's (the model's context, cut to what one engine holds)."""
+    a = plan.aggregated
+    if layout_mode(plan) != "aggregated" or a is None:
+        return plan.max_model_len
+    return plan.request.max_model_len or min(plan.request.arch.max_positions, a.context)
+
+
 def _aggregated_context(plan: layout.Plan, name: str) -> dict[str, Any]:
     """The aggregated pool (role both) and its estimates (pdctl.plan.aggregated)."""
     a = plan.aggregated
@@ -209,8 +218,7 @@ def _aggregated_context(plan: layout.Plan, name: str) -> dict[str, Any]:
         "ttft_ms": f"{a.ttft_ms:.0f}",
         "rps": f"{a.requests_per_s:.2f}",
     }
-    arch = plan.request.arch
-    longest = plan.request.max_model_len or min(arch.max_positions, a.context)
+    longest = max_model_len(plan)
     why = _max_model_len_why(plan, longest, "one engine's KV pool", "")
     return {
         "pools": [pool],
@@ -282,6 +290,10 @@ def context(plan: layout.Plan, options: InitOptions, out: Path | None) -> dict[s
         "reasons": plan.reasons,
         "warnings": plan.warnings,
         "notes": plan.notes,
+        "load": report.assumed_load(plan),
+        "flips": report.flip_line(plan),
+        "fewest_gpus": report.gpus_line(plan),
+        "rules_agree": report.rules_agree(plan),
         "out": out.name if out else "values.yaml",
         "vllm_version": ENGINE_VLLM_VERSION,
         "engine_repository": ENGINE_REPOSITORY,

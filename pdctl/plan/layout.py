@@ -4,7 +4,7 @@ its estimates, and the refusal when nothing fits."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pdctl import defaults
 from pdctl.errors import InputError
@@ -13,6 +13,9 @@ from pdctl.models.catalog import Gpu
 from pdctl.models.config import ModelArch
 from pdctl.models.memory import GiB, KvLayout, Memory
 from pdctl.plan.step import Chunk, EngineStep
+
+if TYPE_CHECKING:
+    from pdctl.plan.sensitivity import Flip
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,8 @@ class Request:
     workload: Workload = field(default_factory=Workload)
     gpus_per_node: int = defaults.GPUS_PER_NODE
     utilization: float = defaults.GPU_MEMORY_UTILIZATION
-    kv_cache_dtype: str = "auto"
+    kv_cache_dtype: str = "auto"  # what the KV cache is sized in: --kv-cache-dtype, auto resolved
+    kv_cache_dtype_asked: str = "auto"  # --kv-cache-dtype as given
     max_model_len: int | None = None
     hetero_tp: bool = True  # the connector allows prefill and decode TP to differ
     one_pair: bool = False  # the connector pairs one prefill pod with one decode pod
@@ -229,14 +233,17 @@ class Plan:
     estimates: Estimates
     verdict: str
     reasons: list[str]
-    warnings: list[str]
+    warnings: list[str]  # the choice's (what init writes into the file)
     notes: list[str] = field(default_factory=list)  # what the layout needs (engines over nodes)
+    pd_warnings: list[str] = field(default_factory=list)  # the PD layout's, when not chosen
     meets: tuple[bool, ...] = (True, True, True)  # --ttft, --itl, --rate (True where not asked)
     aggregated: AggregatedEstimates | None = None  # the same GPUs without PD, when it fits
     better: str = "pd"  # pd | aggregated: the choice's mode
     why: list[str] = field(default_factory=list)  # the comparison's reasons
     choice: Choice | None = None  # what plan and init stand behind (sizing.plan sets it)
     target_rate: float | None = None  # --target-rate: these are the fewest GPUs meeting it
+    flip: Flip | None = None  # where the other mode wins (pdctl.plan.sensitivity)
+    gpus_to_meet: int | None = None  # the choice misses the targets: the fewest GPUs that meet
 
     @property
     def gpus_used(self) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from pdctl import defaults
 from pdctl.models.memory import (
     BLOCK_SIZE,
     GiB,
@@ -14,7 +15,7 @@ from pdctl.models.memory import (
     weight_bytes,
 )
 from pdctl.models.pods import pod
-from pdctl.plan import efficiency
+from pdctl.plan import efficiency, sensitivity
 from pdctl.plan.layout import Choice, Plan, Request, RolePlan
 from pdctl.plan.objective import TIE, source
 from pdctl.plan.roofline import (
@@ -90,7 +91,62 @@ def choice_dict(plan_: Plan) -> dict[str, Any]:
         "gpus": choice.gpus,
         "why": list(choice.why),
         "cost": choice.cost,
+        "load": load_dict(plan_),
+        "flips": plan_.flip.as_dict() if plan_.flip else None,
+        "gpus_to_meet_targets": plan_.gpus_to_meet,
+        "rules_of_thumb_agree": rules_agree(plan_),
     }
+
+
+def load_dict(plan_: Plan) -> dict[str, Any]:
+    """The load the choice assumes: --rate, else the closed loop of --concurrency."""
+    w = plan_.request.workload
+    if w.rate is not None:
+        return {"flag": w.rate_flag, "value": w.rate}
+    return {
+        "flag": "--concurrency",
+        "value": w.concurrency,
+        "default": w.concurrency == defaults.PLAN_CONCURRENCY,
+    }
+
+
+def assumed_load(plan_: Plan) -> str:
+    """The load in words: "--concurrency 64 in flight (a closed loop; pdctl's default)"."""
+    load = load_dict(plan_)
+    if load["flag"] != "--concurrency":
+        return f"{load['flag']} {load['value']:g}/s (open arrivals)"
+    default = "; pdctl's default: give --concurrency for your load" if load["default"] else ""
+    return f"--concurrency {load['value']} in flight (a closed loop{default})"
+
+
+def flip_line(plan_: Plan) -> str | None:
+    """Where the choice flips, in words; None where no search ran (PD does not fit)."""
+    if plan_.flip is not None:
+        low, high = plan_.flip.searched
+        return f"{plan_.flip.describe()} (loads searched: {low:g} to {high:g})"
+    if not plan_.pd_within_gpus or plan_.target_rate is not None:
+        return None
+    grid = sensitivity.loads(plan_.request)
+    flag = "--rate" if plan_.request.workload.rate is not None else "--concurrency"
+    return f"the choice holds at every {flag} searched, {grid[0]:g} to {grid[-1]:g}"
+
+
+def gpus_line(plan_: Plan) -> str | None:
+    """Where no layout meets the targets: the fewest GPUs that would."""
+    if plan_.choice is None or all(plan_.choice.meets) or plan_.target_rate is not None:
+        return None
+    gpu = plan_.request.gpu.name
+    if plan_.gpus_to_meet is None:
+        most = plan_.request.gpus * sensitivity.MAX_GPU_FACTOR
+        return f"none on up to {most} x {gpu} at this load"
+    return f"{plan_.gpus_to_meet} x {gpu} at this load (--gpus {plan_.gpus_to_meet})"
+
+
+def rules_agree(plan_: Plan) -> bool:
+    """Whether the rules of thumb (the workload's shape alone) point where the choice went:
+    only then are they printed beside it (one verdict)."""
+    mode = _choice(plan_).mode
+    return (plan_.verdict, mode) in {("likely", "pd"), ("unlikely", "aggregated")}
 
 
 def aggregated_dict(plan_: Plan) -> dict[str, Any] | None:
@@ -172,6 +228,8 @@ def plan_dict(plan_: Plan) -> dict[str, Any]:
             "params_billion": _round(p.total / 1e9),
             "active_params_billion": _round(p.active / 1e9),
             "weight_dtype": arch.weight_dtype,
+            "quantization": arch.quantization or None,
+            "kv_cache_dtype_auto": arch.auto_kv_dtype,
             "weights_gib": _round(weight_bytes(arch) / GiB),
             "checkpoint_gib": _round(checkpoint_bytes(arch) / GiB),
             "max_position_embeddings": arch.max_positions,
@@ -190,6 +248,7 @@ def plan_dict(plan_: Plan) -> dict[str, Any]:
             "gpus_per_node": req.gpus_per_node,
             "gpu_memory_utilization": req.utilization,
             "kv_cache_dtype": req.kv_cache_dtype,
+            "kv_cache_dtype_asked": req.kv_cache_dtype_asked,
             "input_len": w.input_len,
             "output_len": w.output_len,
             "concurrency": w.concurrency,
@@ -253,5 +312,6 @@ def plan_dict(plan_: Plan) -> dict[str, Any]:
         },
         "rules_of_thumb": {"pd": plan_.verdict, "reasons": plan_.reasons},
         "warnings": plan_.warnings,
+        "pd_layout_warnings": plan_.pd_warnings,
         "notes": plan_.notes,
     }

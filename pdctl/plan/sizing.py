@@ -411,6 +411,7 @@ def plan(req: Request, other_gpus: list[Gpu] | None = None, *, fallback: bool = 
             "GPUs, and the KV pool of the pipelined engine is larger (each stage holds only its "
             "layers' KV)"
         )
+    pd_warned = verdicts.pd_warnings(req, pd.prefill, pd.decode, pd.estimates)
     w = req.workload  # where the estimates are known to be off (docs/sizing.md): said, not warned
     notes += efficiency.wider_error(bool(arch.moe), params(arch).total / 1e9, w.concurrency)
     return Plan(
@@ -421,7 +422,8 @@ def plan(req: Request, other_gpus: list[Gpu] | None = None, *, fallback: bool = 
         estimates=pd.estimates,
         verdict=verdict,
         reasons=reasons,
-        warnings=verdicts.warnings(req, pd.prefill, pd.decode, pd.estimates) + missed,
+        warnings=(pd_warned if mode == "pd" else []) + verdicts.kv_warnings(req) + missed,
+        pd_warnings=[] if mode == "pd" else pd_warned,
         notes=notes,
         meets=pd.meets,
         aggregated=agg,

@@ -65,8 +65,8 @@ def verdict(req: Request, decode: RolePlan, e: Estimates) -> tuple[str, list[str
     ]
 
 
-def warnings(req: Request, prefill: RolePlan, decode: RolePlan, e: Estimates) -> list[str]:
-    """What the layout leaves unused or unmet."""
+def pd_warnings(req: Request, prefill: RolePlan, decode: RolePlan, e: Estimates) -> list[str]:
+    """What the PD layout leaves unused or unmet."""
     w = req.workload
     warnings = []
     unused = req.gpus - prefill.gpus - decode.gpus
@@ -83,12 +83,17 @@ def warnings(req: Request, prefill: RolePlan, decode: RolePlan, e: Estimates) ->
             f"tokens, fewer than --concurrency {w.concurrency}: the decode step is estimated at "
             f"{e.decode_step_sequences}; more decode GPUs or a shorter context hold more"
         )
+    return warnings
+
+
+def kv_warnings(req: Request) -> list[str]:
+    """What holds for the KV cache of either mode."""
     if req.arch.sliding_window and req.hybrid_kv:
-        warnings.append(
+        return [
             "sliding-window layers are sized at their window (vLLM's hybrid KV cache manager, on "
             "with NixlConnector since vLLM PR #41847); with it off they cost full-attention KV"
-        )
-    return warnings
+        ]
+    return []
 
 
 def missed(

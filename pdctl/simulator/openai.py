@@ -35,11 +35,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from pdctl.simulator.core import cancellable
+from pdctl.verify.checks import SIMULATOR_OWNER
 
 if TYPE_CHECKING:
     from pdctl.simulator.engine import SimulatedEngine
 
-OWNED_BY = "pd-stack-simulator"  # /v1/models: vLLM says "vllm"
+OWNED_BY = SIMULATOR_OWNER  # /v1/models: vLLM says "vllm"
 KEEP_ALIVE_ENV = "VLLM_HTTP_TIMEOUT_KEEP_ALIVE"  # vllm/envs.py, default 5 (seconds)
 DEFAULT_MAX_TOKENS = 16
 

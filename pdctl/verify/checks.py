@@ -111,6 +111,25 @@ def _models(http: Http, router: str, wanted: str | None) -> tuple[Check, str | N
     return Check("models", Status.passed, summary, evidence, curl=command), listed[0]
 
 
+# /v1/models' owned_by: what serves a model. vLLM writes "vllm"; the pd-stack simulator its own.
+SIMULATOR_OWNER = "pd-stack-simulator"
+_SERVED_BY = {"vllm": "vLLM", SIMULATOR_OWNER: "the pd-stack simulator (not vLLM)"}
+
+
+def served_by(http: Http, endpoints: Sequence[Endpoint]) -> str:
+    """What serves the engines, from the owned_by of their /v1/models cards: "vLLM", "the
+    pd-stack simulator (not vLLM)", both joined, or "engines not known"."""
+    urls = [join(e.url, "/v1/models") for e in endpoints if e.url is not None]
+    found = []
+    for reply in http.get_all(urls):
+        body = reply.json() if reply.ok else None
+        data = body.get("data") if isinstance(body, dict) else None
+        for card in data if isinstance(data, list) else []:
+            owner = card.get("owned_by") if isinstance(card, dict) else None
+            found.append(_SERVED_BY.get(str(owner), f"{owner}" if owner else "not known"))
+    return " + ".join(dict.fromkeys(found)) or "engines not known"
+
+
 def listed_model(http: Http, endpoints: Sequence[Endpoint]) -> str | None:
     """The first model one of the endpoints lists on /v1/models (verify asks the engines when
     the router cannot say; the later checks then still show where requests fail)."""

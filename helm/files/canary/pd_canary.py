@@ -519,6 +519,15 @@ def kv_transfer(
     return Verdict("pd-kv-transfer", PASS, summary, facts, details)
 
 
+def _change(name: str, change: dict[str, float]) -> str:
+    """A counter's "+N"; a histogram's transfers (vLLM's NIXL ones observe each once) and sum."""
+    count, total = change.get("count", 0.0), change.get("sum")
+    if total is None:
+        return _signed(count)
+    unit = f", {total:,.0f} bytes" if "bytes" in name else f", {total:.3g} s in all"
+    return f"{_count(count)} transfer{'' if count == 1 else 's'}{unit}"
+
+
 def _connector_moves(
     moves: list[Moves], connector: Connector, facts: dict[str, Any]
 ) -> tuple[list[str], list[str], dict[str, list[str]]]:
@@ -527,12 +536,12 @@ def _connector_moves(
     on; `facts` gets connector_transfer_moved and connector_failures."""
     details: list[str] = []
     problems: list[str] = []
-    exported = {name for m in moves for name in m.connector}
+    exported = {name: change for m in moves for name, change in m.connector.items()}
     moved_by: dict[str, list[str]] = {}
     for m in moves:
         for name, change in m.connector.items():
             if change.get("count", 0) > 0:
-                moved_by.setdefault(name, []).append(f"{m.engine} {_signed(change['count'])}")
+                moved_by.setdefault(name, []).append(f"{m.engine} {_change(name, change)}")
     failures = {
         f"{name} on {m.engine}": change
         for m in moves
@@ -552,8 +561,8 @@ def _connector_moves(
             f"({', '.join(connector.transfer)})"
         )
     else:
-        for name in sorted(exported):
-            details.append(f"{name}: {', '.join(moved_by.get(name, [])) or '+0'}")
+        for name, change in sorted(exported.items()):  # unmoved: the change of 0 it exported
+            details.append(f"{name}: {', '.join(moved_by.get(name, [])) or _change(name, change)}")
         if not moved_by:
             problems.append(
                 f"{connector.called}'s transfer counters did not move "
