@@ -27,6 +27,7 @@ MODULES: dict[str, str] = {
     "test_bench_plots": "integration",
     "test_benchmark_script": "integration",
     "test_canary": "integration",
+    "test_changelog": "unit",
     "test_cli": "chart",
     "test_closed_loop_record": "records",
     "test_connector_table": "chart",
