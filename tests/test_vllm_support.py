@@ -1,5 +1,5 @@
 """The chart's checks and `pdctl validate` read one table of vLLM version ranges
-(helm/files/vllm-support.yaml); at every boundary they must agree."""
+(helm/files/connectors.yaml); at every boundary they must agree."""
 
 from __future__ import annotations
 
