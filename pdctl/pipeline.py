@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pdctl import defaults, manifests, render_dir, secrets
+from pdctl import defaults, manifests, process, render_dir, secrets
 from pdctl.chart import bundled_chart_dir
 from pdctl.errors import InputError
 from pdctl.findings import Finding, Severity
@@ -332,4 +332,9 @@ def validate_each(inputs: Sequence[Input], options: ValidateOptions) -> list[Fil
         return validate([item.name], options)
 
     with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
-        return list(pool.map(one, inputs))
+        try:
+            return list(pool.map(one, inputs))
+        except process.Interrupted as interrupted:  # the workers' helm runs would hold the exit
+            pool.shutdown(wait=False, cancel_futures=True)
+            process.stop_all(interrupted.signum)
+            raise

@@ -11,7 +11,9 @@ pipes (a pipe nobody reads while the child waits could fill up and stop it).
 so every `with` block unwinds (temporary files removed, children stopped) before pdctl exits with
 128 + the signal's number. While the main thread starts a child, a signal is held until pdctl
 knows the child's process group, then raised: one that arrived just after the child started
-would otherwise end pdctl and leave the child running.
+would otherwise end pdctl and leave the child running. Children that other threads wait on (files
+validated side by side) are stopped by `stop_all()` when the main thread is interrupted: only the
+main thread gets the signal.
 """
 
 from __future__ import annotations
@@ -48,6 +50,10 @@ class Interrupted(BaseException):
 
 # The signals received while the main thread starts a child (None: not starting one).
 _held: list[int] | None = None
+# Every running child, and the signal that stop_all() forwarded (None: none yet).
+_running: set[Child] = set()
+_running_lock = threading.Lock()
+_stopped_by: int | None = None
 
 
 def _raise(signum: int, _frame: FrameType | None) -> None:
@@ -153,6 +159,31 @@ class Child:
         )
 
 
+def stop_all(signum: int) -> None:
+    """Forward `signum` to every running child, whichever thread waits on it, and start no more
+    (start() then raises Interrupted): for a main thread interrupted while workers run helm."""
+    global _stopped_by
+    with _running_lock:
+        _stopped_by = signum
+        children = list(_running)
+    for child in children:
+        child.stop(signum)
+
+
+@contextmanager
+def _tracked(child: Child) -> Iterator[None]:
+    with _running_lock:
+        _running.add(child)
+        stopped_by = _stopped_by
+    try:
+        if stopped_by is not None:
+            raise Interrupted(stopped_by)
+        yield
+    finally:
+        with _running_lock:
+            _running.discard(child)
+
+
 @contextmanager
 def start(argv: Sequence[str], deadline: float, what: str | None = None) -> Iterator[Child]:
     """Run `argv` in the background for the block; a child still running when the block ends
@@ -168,7 +199,8 @@ def start(argv: Sequence[str], deadline: float, what: str | None = None) -> Iter
             raise
         try:
             _release()
-            yield child
+            with _tracked(child):
+                yield child
         except Interrupted as interrupted:
             child.stop(interrupted.signum)
             raise

@@ -32,6 +32,7 @@ SUBSET = [
     "a5-bench-all-fail",
     "a6-validate-token-with-xxx",
     "a7-output-dir-stale",
+    "a7-sigterm-during-validate-render",
     "a8-sim-list",
     "a8-sim-max-tokens-negative",
     "a8-sim-oversized-body",
