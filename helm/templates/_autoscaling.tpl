@@ -34,7 +34,7 @@ name: {{ printf "%s-%s" (include "pd-stack.disaggregatedSetName" .root) .spec.na
 {{/* A pool's KEDA minReplicaCount (modelSpec.keda): as given, else 1 (production-stack's example
 value), never KEDA's default of 0. */}}
 {{- define "pd-stack.kedaMinReplicas" -}}
-{{- ternary 1 .minReplicaCount (kindIs "invalid" .minReplicaCount) -}}
+{{- include "pd-stack.int" (dict "key" "keda.minReplicaCount" "value" (ternary 1 .minReplicaCount (kindIs "invalid" .minReplicaCount))) -}}
 {{- end -}}
 
 {{/*

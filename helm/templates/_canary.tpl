@@ -55,7 +55,7 @@ minimumFraction, as pdctl/models/links.py computes it for `pdctl verify`. */}}
 
 {{/* The URL the canary's probe goes to: canary.routerUrl, else the router Service. */}}
 {{- define "pd-stack.canaryRouterUrl" -}}
-{{- .Values.canary.routerUrl | default (printf "http://%s:%v" (include "pd-stack.routerServiceName" .) .Values.routerSpec.servicePort) -}}
+{{- .Values.canary.routerUrl | default (printf "http://%s:%s" (include "pd-stack.routerServiceName" .) (include "pd-stack.int" (dict "key" "routerSpec.servicePort" "value" .Values.routerSpec.servicePort))) -}}
 {{- end -}}
 
 {{/* The canary's configuration (config.json beside the script). The connector's name and metrics

@@ -43,7 +43,7 @@
 {{- $dV := .decode.vllmConfig | default dict -}}
 {{- $fields := list (list "modelURL" .prefill.modelURL .decode.modelURL) -}}
 {{- if and (hasKey $pV "maxModelLen") (hasKey $dV "maxModelLen") -}}
-{{- $fields = append $fields (list "vllmConfig.maxModelLen" (toString $pV.maxModelLen) (toString $dV.maxModelLen)) -}}
+{{- $fields = append $fields (list "vllmConfig.maxModelLen" (include "pd-stack.int" (dict "key" "vllmConfig.maxModelLen" "value" $pV.maxModelLen)) (include "pd-stack.int" (dict "key" "vllmConfig.maxModelLen" "value" $dV.maxModelLen))) -}}
 {{- end -}}
 {{- $fields = append $fields (list "vllmConfig.kvCacheDtype" ($pV.kvCacheDtype | default "auto") ($dV.kvCacheDtype | default "auto")) -}}
 {{- $pBlock := int ($pV.blockSize | default 16) -}}

@@ -28,13 +28,13 @@ comma-separated.
 {{- /* proxyHost/proxyPort, else the LMCache proxy the chart deploys (routerSpec.type lmcache-proxy). */ -}}
 {{- $proxy := include "pd-stack.lmcacheSenderProxy" . | fromJson -}}
 {{- $env = append $env (dict "name" "LMCACHE_PD_PROXY_HOST" "value" $proxy.host) -}}
-{{- $env = append $env (dict "name" "LMCACHE_PD_PROXY_PORT" "value" (toString (int $proxy.port))) -}}
+{{- $env = append $env (dict "name" "LMCACHE_PD_PROXY_PORT" "value" (include "pd-stack.int" (dict "key" "kvTransfer.lmcache.proxyPort" "value" $proxy.port))) -}}
 {{- else -}}
 {{- $env = append $env (dict "name" "LMCACHE_PD_PEER_HOST" "valueFrom" (dict "fieldRef" (dict "fieldPath" "status.podIP"))) -}}
 {{- $ports := include "pd-stack.connectorPorts" . | fromYamlArray -}}
 {{- range $pair := list (list "LMCACHE_PD_PEER_INIT_PORT" "lmc-init") (list "LMCACHE_PD_PEER_ALLOC_PORT" "lmc-alloc") -}}
 {{- $list := list -}}
-{{- range $ports -}}{{- if eq .base (last $pair) -}}{{- $list = append $list (toString .containerPort) -}}{{- end -}}{{- end -}}
+{{- range $ports -}}{{- if eq .base (last $pair) -}}{{- $list = append $list (include "pd-stack.int" (dict "key" (printf "kvTransfer's %s port" .base) "value" .containerPort)) -}}{{- end -}}{{- end -}}
 {{- $env = append $env (dict "name" (first $pair) "value" (join "," $list)) -}}
 {{- end -}}
 {{- end -}}

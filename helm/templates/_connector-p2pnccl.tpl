@@ -12,10 +12,13 @@ values are strings as in the upstream example (nccl_num_channels is written into
 {{- $_ := set $config "kv_buffer_size" (float64 (.kt.kvBufferSize | default (ternary 1 8e9 (eq .kvRole "kv_producer")))) -}}
 {{- if hasKey .kt "kvBufferDevice" -}}{{- $_ := set $config "kv_buffer_device" .kt.kvBufferDevice -}}{{- end -}}
 {{- $extra := dict "proxy_ip" ($p2p.proxyHost | default (include "pd-stack.routerServiceName" .root)) -}}
-{{- $_ := set $extra "proxy_port" (toString ($p2p.proxyPort | default ($vr.discoveryPort | default 30001))) -}}
-{{- $_ := set $extra "http_port" (toString .root.Values.servingEngineSpec.containerPort) -}}
+{{- $at := printf "%s.kvTransfer.p2pNccl." (include "pd-stack.poolPath" .) -}}
+{{- $proxyPort := dict "key" (print $at "proxyPort") "value" $p2p.proxyPort -}}
+{{- if not $p2p.proxyPort -}}{{- $proxyPort = dict "key" "routerSpec.vllmRouter.discoveryPort" "value" ($vr.discoveryPort | default 30001) -}}{{- end -}}
+{{- $_ := set $extra "proxy_port" (include "pd-stack.int" $proxyPort) -}}
+{{- $_ := set $extra "http_port" (include "pd-stack.int" (dict "key" "servingEngineSpec.containerPort" "value" .root.Values.servingEngineSpec.containerPort)) -}}
 {{- $_ := set $extra "send_type" ($p2p.sendType | default "PUT_ASYNC") -}}
-{{- $_ := set $extra "nccl_num_channels" (toString ($p2p.ncclNumChannels | default 16)) -}}
+{{- $_ := set $extra "nccl_num_channels" (include "pd-stack.int" (dict "key" (print $at "ncclNumChannels") "value" ($p2p.ncclNumChannels | default 16))) -}}
 {{- $_ := set $config "kv_connector_extra_config" $extra -}}
 {{- toJson $config -}}
 {{- end -}}

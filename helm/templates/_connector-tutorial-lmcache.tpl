@@ -20,6 +20,7 @@ nixl_receiver_port + TP rank and the sender connects to nixl_receiver_host.
 */}}
 {{- define "pd-stack.connector.tutorial-lmcache.env" -}}
 {{- $lm := .kt -}}
+{{- $at := printf "%s.lmcacheConfig." (include "pd-stack.poolPath" .) -}}
 {{- $env := list (dict "name" "LMCACHE_USE_EXPERIMENTAL" "value" "True") -}}
 {{- /* production-stack's: vLLM's engine-core RPC waits up to 1000 s (LMCache's first
        transfers and lookups can outlast vLLM's default of 10 s). */ -}}
@@ -32,8 +33,8 @@ nixl_receiver_port + TP rank and the sender connects to nixl_receiver_host.
 {{- $env = append $env (dict "name" "LMCACHE_ENABLE_NIXL" "value" "True") -}}
 {{- $env = append $env (dict "name" "LMCACHE_NIXL_ROLE" "value" $lm.nixlRole) -}}
 {{- $env = append $env (dict "name" "LMCACHE_NIXL_RECEIVER_HOST" "value" $lm.nixlPeerHost) -}}
-{{- $env = append $env (dict "name" "LMCACHE_NIXL_RECEIVER_PORT" "value" (toString $lm.nixlPeerPort)) -}}
-{{- $env = append $env (dict "name" "LMCACHE_NIXL_BUFFER_SIZE" "value" (toString ($lm.nixlBufferSize | default "1073741824"))) -}}
+{{- $env = append $env (dict "name" "LMCACHE_NIXL_RECEIVER_PORT" "value" (include "pd-stack.int" (dict "key" (print $at "nixlPeerPort") "value" $lm.nixlPeerPort))) -}}
+{{- $env = append $env (dict "name" "LMCACHE_NIXL_BUFFER_SIZE" "value" (include "pd-stack.int" (dict "key" (print $at "nixlBufferSize") "value" ($lm.nixlBufferSize | default "1073741824")))) -}}
 {{- $env = append $env (dict "name" "LMCACHE_NIXL_BUFFER_DEVICE" "value" ($lm.nixlBufferDevice | default "cuda")) -}}
 {{- $env = append $env (dict "name" "LMCACHE_NIXL_ENABLE_GC" "value" (ternary "True" "False" (default false $lm.nixlEnableGc))) -}}
 {{- end -}}
@@ -49,6 +50,16 @@ turns local CPU offloading on, after (and so instead of) the NIXL path's LMCACHE
 */}}
 {{- define "pd-stack.connector.tutorial-lmcache.cacheEnv" -}}
 {{- $lm := .kt -}}
+{{- $at := printf "%s.lmcacheConfig." (include "pd-stack.poolPath" .) -}}
+{{- /* Keys that take an integer or a comma-separated list of them (a string). */ -}}
+{{- $lists := dict -}}
+{{- range $key := list "cudaVisibleDevices" "workerPorts" "p2pInitPorts" -}}
+{{- if and (hasKey $lm $key) (not (kindIs "string" (get $lm $key))) -}}
+{{- $_ := set $lists $key (include "pd-stack.int" (dict "key" (print $at $key) "value" (get $lm $key))) -}}
+{{- else if hasKey $lm $key -}}
+{{- $_ := set $lists $key (get $lm $key) -}}
+{{- end -}}
+{{- end -}}
 {{- $env := list -}}
 {{- if and (hasKey $lm "cpuOffloadingBufferSize") (gt (float64 $lm.cpuOffloadingBufferSize) 0.0) -}}
 {{- $env = append $env (dict "name" "LMCACHE_LOCAL_CPU" "value" "True") -}}
@@ -58,7 +69,7 @@ turns local CPU offloading on, after (and so instead of) the NIXL path's LMCACHE
 {{- $env = append $env (dict "name" "LMCACHE_MAX_LOCAL_DISK_SIZE" "value" (toString $lm.diskOffloadingBufferSize)) -}}
 {{- end -}}
 {{- if hasKey $lm "cudaVisibleDevices" -}}
-{{- $env = append $env (dict "name" "CUDA_VISIBLE_DEVICES" "value" (toString $lm.cudaVisibleDevices)) -}}
+{{- $env = append $env (dict "name" "CUDA_VISIBLE_DEVICES" "value" $lists.cudaVisibleDevices) -}}
 {{- end -}}
 {{- if hasKey $lm "enableController" -}}
 {{- $env = append $env (dict "name" "LMCACHE_ENABLE_CONTROLLER" "value" (ternary "True" "False" $lm.enableController)) -}}
@@ -73,12 +84,12 @@ turns local CPU offloading on, after (and so instead of) the NIXL path's LMCACHE
 {{- $router := include "pd-stack.routerServiceName" .root -}}
 {{- range $key, $name := dict "controllerPort" "LMCACHE_CONTROLLER_PULL_URL" "controllerReplyPort" "LMCACHE_CONTROLLER_REPLY_URL" -}}
 {{- if hasKey $lm $key -}}
-{{- $env = append $env (dict "name" $name "value" (printf "%s:%v" $router (get $lm $key))) -}}
+{{- $env = append $env (dict "name" $name "value" (printf "%s:%s" $router (include "pd-stack.int" (dict "key" (print $at $key) "value" (get $lm $key))))) -}}
 {{- end -}}
 {{- end -}}
 {{- range $key, $name := dict "workerPorts" "LMCACHE_LMCACHE_WORKER_PORTS" "p2pHost" "LMCACHE_P2P_HOST" "p2pInitPorts" "LMCACHE_P2P_INIT_PORTS" "workerHeartbeatTime" "LMCACHE_LMCACHE_WORKER_HEARTBEAT_TIME" -}}
 {{- if hasKey $lm $key -}}
-{{- $env = append $env (dict "name" $name "value" (toString (get $lm $key))) -}}
+{{- $env = append $env (dict "name" $name "value" (toString (get (merge (deepCopy $lists) $lm) $key))) -}}
 {{- end -}}
 {{- end -}}
 {{- toYaml $env -}}

@@ -15,12 +15,13 @@ docker/Dockerfile installs vLLM and LMCache into the venv /opt/venv), else pytho
 {{- define "pd-stack.engineArgs" -}}
 {{- $spec := .spec -}}
 {{- $vllm := $spec.vllmConfig | default dict -}}
+{{- $at := printf "%s.vllmConfig." (include "pd-stack.poolPath" .) -}}
 {{- $args := list "serve" $spec.modelURL "--host" "0.0.0.0" "--port" (include "pd-stack.vllmPort" .) -}}
-{{- if hasKey $vllm "maxModelLen" -}}{{- $args = concat $args (list "--max-model-len" (toString $vllm.maxModelLen)) -}}{{- end -}}
-{{- if hasKey $vllm "tensorParallelSize" -}}{{- $args = concat $args (list "--tensor-parallel-size" (toString $vllm.tensorParallelSize)) -}}{{- end -}}
+{{- if hasKey $vllm "maxModelLen" -}}{{- $args = concat $args (list "--max-model-len" (include "pd-stack.int" (dict "key" (print $at "maxModelLen") "value" $vllm.maxModelLen))) -}}{{- end -}}
+{{- if hasKey $vllm "tensorParallelSize" -}}{{- $args = concat $args (list "--tensor-parallel-size" (include "pd-stack.int" (dict "key" (print $at "tensorParallelSize") "value" $vllm.tensorParallelSize))) -}}{{- end -}}
 {{- if hasKey $vllm "gpuMemoryUtilization" -}}{{- $args = concat $args (list "--gpu-memory-utilization" (toString $vllm.gpuMemoryUtilization)) -}}{{- end -}}
 {{- if hasKey $vllm "dtype" -}}{{- $args = concat $args (list "--dtype" $vllm.dtype) -}}{{- end -}}
-{{- if hasKey $vllm "maxNumSeqs" -}}{{- $args = concat $args (list "--max-num-seqs" (toString $vllm.maxNumSeqs)) -}}{{- end -}}
+{{- if hasKey $vllm "maxNumSeqs" -}}{{- $args = concat $args (list "--max-num-seqs" (include "pd-stack.int" (dict "key" (print $at "maxNumSeqs") "value" $vllm.maxNumSeqs))) -}}{{- end -}}
 {{- if hasKey $vllm "enableChunkedPrefill" -}}
 {{- $args = append $args (ternary "--enable-chunked-prefill" "--no-enable-chunked-prefill" $vllm.enableChunkedPrefill) -}}
 {{- end -}}
@@ -30,10 +31,10 @@ docker/Dockerfile installs vLLM and LMCache into the venv /opt/venv), else pytho
 {{- /* Flags below appear only when their key is set, so the tutorial's command is unchanged. Names are
        vLLM's EngineArgs CLI (vllm/engine/arg_utils.py): --pipeline-parallel-size, --data-parallel-size,
        --kv-cache-dtype, --block-size, --enforce-eager, --disable-hybrid-kv-cache-manager. */ -}}
-{{- if hasKey $vllm "pipelineParallelSize" -}}{{- $args = concat $args (list "--pipeline-parallel-size" (toString $vllm.pipelineParallelSize)) -}}{{- end -}}
-{{- if hasKey $vllm "dataParallelSize" -}}{{- $args = concat $args (list "--data-parallel-size" (toString $vllm.dataParallelSize)) -}}{{- end -}}
+{{- if hasKey $vllm "pipelineParallelSize" -}}{{- $args = concat $args (list "--pipeline-parallel-size" (include "pd-stack.int" (dict "key" (print $at "pipelineParallelSize") "value" $vllm.pipelineParallelSize))) -}}{{- end -}}
+{{- if hasKey $vllm "dataParallelSize" -}}{{- $args = concat $args (list "--data-parallel-size" (include "pd-stack.int" (dict "key" (print $at "dataParallelSize") "value" $vllm.dataParallelSize))) -}}{{- end -}}
 {{- if hasKey $vllm "kvCacheDtype" -}}{{- $args = concat $args (list "--kv-cache-dtype" $vllm.kvCacheDtype) -}}{{- end -}}
-{{- if hasKey $vllm "blockSize" -}}{{- $args = concat $args (list "--block-size" (toString $vllm.blockSize)) -}}{{- end -}}
+{{- if hasKey $vllm "blockSize" -}}{{- $args = concat $args (list "--block-size" (include "pd-stack.int" (dict "key" (print $at "blockSize") "value" $vllm.blockSize))) -}}{{- end -}}
 {{- if $vllm.enforceEager -}}{{- $args = append $args "--enforce-eager" -}}{{- end -}}
 {{- if $vllm.disableHybridKvCacheManager -}}{{- $args = append $args "--disable-hybrid-kv-cache-manager" -}}{{- end -}}
 {{- /* MoE experts sharded over the TP x DP ranks (wide EP with DP over nodes); vLLM 0.33
@@ -42,7 +43,7 @@ docker/Dockerfile installs vLLM and LMCache into the venv /opt/venv), else pytho
 {{- /* production-stack's model keys; vLLM 0.33 EngineArgs and the OpenAI server's FrontendArgs
        (vllm/entrypoints/common/cli_args.py) name the flags. */ -}}
 {{- if $spec.enableLoRA -}}{{- $args = append $args "--enable-lora" -}}{{- end -}}
-{{- if hasKey $vllm "maxLoras" -}}{{- $args = concat $args (list "--max-loras" (toString $vllm.maxLoras)) -}}{{- end -}}
+{{- if hasKey $vllm "maxLoras" -}}{{- $args = concat $args (list "--max-loras" (include "pd-stack.int" (dict "key" (print $at "maxLoras") "value" $vllm.maxLoras))) -}}{{- end -}}
 {{- if $spec.enableTool -}}{{- $args = append $args "--enable-auto-tool-choice" -}}{{- end -}}
 {{- with $spec.toolCallParser -}}{{- $args = concat $args (list "--tool-call-parser" .) -}}{{- end -}}
 {{- with $vllm.runner -}}{{- $args = concat $args (list "--runner" .) -}}{{- end -}}
@@ -132,6 +133,7 @@ duplicate env names) and users can override UCX_* and LMCACHE_*.
 {{/* Resources of one engine container. GPU limits equal requests (extended resources cannot overcommit). */}}
 {{- define "pd-stack.engineResources" -}}
 {{- $spec := .spec -}}
+{{- $at := printf "%s." (include "pd-stack.poolPath" .) -}}
 {{- $requests := dict -}}
 {{- $limits := dict -}}
 {{- if hasKey $spec "requestCPU" -}}{{- $_ := set $requests "cpu" (toString $spec.requestCPU) -}}{{- end -}}
@@ -145,22 +147,25 @@ duplicate env names) and users can override UCX_* and LMCACHE_*.
 {{- if and (hasKey $requests $resource) (not (hasKey $limits $resource)) -}}{{- $_ := set $limits $resource (get $requests $resource) -}}{{- end -}}
 {{- end -}}
 {{- end -}}
-{{- $gpus := int ($spec.requestGPU | default 0) -}}
-{{- if gt $gpus 0 -}}
+{{- $gpus := include "pd-stack.int" (dict "key" (print $at "requestGPU") "value" ($spec.requestGPU | default 0)) -}}
+{{- if gt (int $gpus) 0 -}}
 {{- $gpuType := $spec.requestGPUType | default "nvidia.com/gpu" -}}
-{{- $_ := set $requests $gpuType (toString $gpus) -}}
-{{- $_ := set $limits $gpuType (toString $gpus) -}}
+{{- $_ := set $requests $gpuType $gpus -}}
+{{- $_ := set $limits $gpuType $gpus -}}
 {{- end -}}
 {{- /* HAMi GPU sharing (production-stack's request/limitGPUMem, ...MemPercentage, ...Cores). */ -}}
 {{- range $key, $resource := dict "GPUMem" "nvidia.com/gpumem" "GPUMemPercentage" "nvidia.com/gpumem-percentage" "GPUCores" "nvidia.com/gpucores" -}}
-{{- if hasKey $spec (printf "request%s" $key) -}}{{- $_ := set $requests $resource (toString (get $spec (printf "request%s" $key))) -}}{{- end -}}
-{{- if hasKey $spec (printf "limit%s" $key) -}}{{- $_ := set $limits $resource (toString (get $spec (printf "limit%s" $key))) -}}{{- end -}}
+{{- range $kind, $into := dict "request" $requests "limit" $limits -}}
+{{- $name := print $kind $key -}}
+{{- if hasKey $spec $name -}}{{- $_ := set $into $resource (include "pd-stack.int" (dict "key" (print $at $name) "value" (get $spec $name))) -}}{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- $net := $spec.network | default dict -}}
 {{- with $net.rdmaResource -}}
 {{- /* RDMA NICs from a device plugin (e.g. rdma/ib or rdma/hca_shared_devices_a). */ -}}
-{{- $_ := set $requests . (toString ($net.rdmaCount | default 1)) -}}
-{{- $_ := set $limits . (toString ($net.rdmaCount | default 1)) -}}
+{{- $count := include "pd-stack.int" (dict "key" (print $at "network.rdmaCount") "value" ($net.rdmaCount | default 1)) -}}
+{{- $_ := set $requests . $count -}}
+{{- $_ := set $limits . $count -}}
 {{- end -}}
 {{- $resources := dict -}}
 {{- if $requests -}}{{- $_ := set $resources "requests" $requests -}}{{- end -}}

@@ -179,14 +179,13 @@ child processes). */}}
   value: {{ include "pd-stack.hfTokenDir" . }}/token
 {{- end -}}
 
-{{/* The budget of a PodDisruptionBudget from production-stack's pdb keys (the pdb mapping):
-minAvailable or maxUnavailable as given, else maxUnavailable 1; and the unhealthy pod eviction
-policy (default AlwaysAllow). */}}
+{{/* The budget of a PodDisruptionBudget from production-stack's pdb keys (.pdb, the mapping at
+the values path .at): minAvailable or maxUnavailable as given (a number or a percentage), else
+maxUnavailable 1; and the unhealthy pod eviction policy (default AlwaysAllow). */}}
 {{- define "pd-stack.disruptionBudgetSpec" -}}
-{{- if not (kindIs "invalid" .minAvailable) -}}
-minAvailable: {{ .minAvailable }}
-{{- else -}}
-maxUnavailable: {{ ternary 1 .maxUnavailable (kindIs "invalid" .maxUnavailable) }}
-{{- end }}
-unhealthyPodEvictionPolicy: {{ .unhealthyPodEvictionPolicy | default "AlwaysAllow" }}
+{{- $pdb := .pdb -}}
+{{- $key := ternary "maxUnavailable" "minAvailable" (kindIs "invalid" $pdb.minAvailable) -}}
+{{- $value := ternary 1 (get $pdb $key) (kindIs "invalid" (get $pdb $key)) -}}
+{{ $key }}: {{ if kindIs "string" $value }}{{ $value }}{{ else }}{{ include "pd-stack.int" (dict "key" (print .at "." $key) "value" $value) }}{{ end }}
+unhealthyPodEvictionPolicy: {{ $pdb.unhealthyPodEvictionPolicy | default "AlwaysAllow" }}
 {{- end -}}

@@ -113,13 +113,14 @@ Then routerSpec.llmd.epp.flags as --name=value and routerSpec.extraArgs.
 {{- $args = concat $args (list "--pool-name" (include "pd-stack.inferencePoolName" .) "--pool-namespace" .Release.Namespace) -}}
 {{- else -}}
 {{- $args = concat $args (list "--endpoint-selector" (include "pd-stack.selectorArgs" (dict "selector" (include "pd-stack.engineSelector" .)))) -}}
-{{- $args = concat $args (list "--endpoint-target-ports" (toString (int .Values.servingEngineSpec.containerPort))) -}}
+{{- $args = concat $args (list "--endpoint-target-ports" (include "pd-stack.int" (dict "key" "servingEngineSpec.containerPort" "value" .Values.servingEngineSpec.containerPort))) -}}
 {{- end -}}
 {{- $args = concat $args (list "--config-file" "/config/epp-config.yaml") -}}
-{{- $args = concat $args (list "--grpc-port" (toString $ports.grpc) "--grpc-health-port" (toString $ports.health) "--metrics-port" (toString $ports.metrics)) -}}
+{{- $args = concat $args (list "--grpc-port" (include "pd-stack.int" (dict "key" "the EPP gRPC port" "value" $ports.grpc)) "--grpc-health-port" (include "pd-stack.int" (dict "key" "the EPP gRPC health port" "value" $ports.health)) "--metrics-port" (include "pd-stack.int" (dict "key" "the EPP metrics port" "value" $ports.metrics))) -}}
 {{- $args = concat $args (list "--metrics-endpoint-auth=false" "--tracing=false") -}}
 {{- if gt (int $router.replicaCount) 1 -}}{{- $args = append $args "--ha-enable-leader-election" -}}{{- end -}}
 {{- range $name, $value := dig "epp" "flags" dict $llmd -}}
+{{- if or (kindIs "float64" $value) (kindIs "int64" $value) -}}{{- $value = include "pd-stack.int" (dict "key" (printf "routerSpec.llmd.epp.flags.%s" $name) "value" $value) -}}{{- end -}}
 {{- $args = append $args (printf "--%s=%v" $name $value) -}}
 {{- end -}}
 {{- toYaml (concat $args ($router.extraArgs | default list)) -}}
@@ -209,7 +210,7 @@ It answers GET /health itself and proxies everything but the completion routes (
 {{- with first (include "pd-stack.llmdBootstrapPorts" $root | fromJsonArray) -}}
 {{- $args = append $args (printf "--mooncake-bootstrap-port=%d" (int .port)) -}}
 {{- end -}}
-{{- with $sidecar.prefillMaxRetries -}}{{- $args = append $args (printf "--prefill-max-retries=%d" (int .)) -}}{{- end -}}
+{{- with $sidecar.prefillMaxRetries -}}{{- $args = append $args (print "--prefill-max-retries=" (include "pd-stack.int" (dict "key" "routerSpec.llmd.sidecar.prefillMaxRetries" "value" .))) -}}{{- end -}}
 {{- $args = concat $args ($sidecar.extraArgs | default list) -}}
 {{- $image := include "pd-stack.llmdImage" (dict "root" $root "which" "sidecar") -}}
 {{- $pull := include "pd-stack.pullPolicy" (dict "policy" $root.Values.routerSpec.imagePullPolicy "image" $image) -}}
@@ -264,9 +265,9 @@ env:
   {{- toYaml . | nindent 2 }}
   {{- end }}
 ports:
-  - {name: grpc, containerPort: {{ $ports.grpc }}, protocol: TCP}
-  - {name: grpc-health, containerPort: {{ $ports.health }}, protocol: TCP}
-  - {name: metrics, containerPort: {{ $ports.metrics }}, protocol: TCP}
+  - {name: grpc, containerPort: {{ include "pd-stack.int" (dict "key" "the EPP gRPC port" "value" $ports.grpc) }}, protocol: TCP}
+  - {name: grpc-health, containerPort: {{ include "pd-stack.int" (dict "key" "the EPP gRPC health port" "value" $ports.health) }}, protocol: TCP}
+  - {name: metrics, containerPort: {{ include "pd-stack.int" (dict "key" "the EPP metrics port" "value" $ports.metrics) }}, protocol: TCP}
 {{- with $router.resources }}
 resources:
   {{- toYaml . | nindent 2 }}
@@ -295,7 +296,7 @@ imagePullPolicy: {{ include "pd-stack.pullPolicy" (dict "policy" $router.imagePu
 command: [envoy]
 args: [--service-node, envoy-proxy, --log-level, warn, --cpuset-threads, --drain-strategy, immediate, --drain-time-s, "60", -c, /etc/envoy/envoy.yaml]
 ports:
-  - {name: http, containerPort: {{ int $router.containerPort }}, protocol: TCP}
+  - {name: http, containerPort: {{ include "pd-stack.int" (dict "key" "routerSpec.containerPort" "value" $router.containerPort) }}, protocol: TCP}
   - {name: envoy-ready, containerPort: {{ (include "pd-stack.llmdEnvoyPorts" . | fromJson).ready }}, protocol: TCP}
 readinessProbe: {{ merge (dict "periodSeconds" 5 "failureThreshold" 1) $ready | toJson }}
 livenessProbe: {{ merge (dict "periodSeconds" 10 "failureThreshold" 3) $ready | toJson }}

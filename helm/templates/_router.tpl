@@ -93,7 +93,7 @@ model and the pool name as its label, so disaggregated_prefill tells prefill fro
 {{- $backends := list -}}{{- $models := list -}}{{- $labels := list -}}
 {{- range $spec := include "pd-stack.pools" . | fromJsonArray -}}
 {{- $ctx := dict "root" $ "spec" $spec -}}
-{{- $backends = append $backends (printf "http://%s:%d" (include "pd-stack.poolServiceName" $ctx) (int $.Values.servingEngineSpec.servicePort)) -}}
+{{- $backends = append $backends (printf "http://%s:%s" (include "pd-stack.poolServiceName" $ctx) (include "pd-stack.int" (dict "key" "servingEngineSpec.servicePort" "value" $.Values.servingEngineSpec.servicePort))) -}}
 {{- $models = append $models $spec.modelURL -}}
 {{- $labels = append $labels $spec.name -}}
 {{- end -}}
@@ -137,7 +137,7 @@ only when their key is set: --k8s-service-discovery-type (production-stack PR #5
 */}}
 {{- define "pd-stack.productionStackRouterArgs" -}}
 {{- $router := .Values.routerSpec -}}
-{{- $args := list "--host" "0.0.0.0" "--port" (toString $router.containerPort) -}}
+{{- $args := list "--host" "0.0.0.0" "--port" (include "pd-stack.int" (dict "key" "routerSpec.containerPort" "value" $router.containerPort)) -}}
 {{- if eq (include "pd-stack.routerDiscovery" .) "static" -}}
 {{- $static := include "pd-stack.productionStackStaticBackends" . | fromJson -}}
 {{- $args = concat $args (list "--service-discovery" "static" "--static-backends" $static.backends "--static-models" $static.models) -}}
@@ -147,14 +147,14 @@ only when their key is set: --k8s-service-discovery-type (production-stack PR #5
 {{- else -}}
 {{- $args = concat $args (list "--service-discovery" "k8s" "--k8s-namespace" .Release.Namespace) -}}
 {{- $args = concat $args (list "--k8s-label-selector" (include "pd-stack.selectorArgs" (dict "selector" (include "pd-stack.engineSelector" .)))) -}}
-{{- $args = concat $args (list "--k8s-port" (toString .Values.servingEngineSpec.containerPort)) -}}
+{{- $args = concat $args (list "--k8s-port" (include "pd-stack.int" (dict "key" "servingEngineSpec.containerPort" "value" .Values.servingEngineSpec.containerPort))) -}}
 {{- with $router.k8sServiceDiscoveryType -}}
 {{- $args = concat $args (list "--k8s-service-discovery-type" .) -}}
 {{- end -}}
 {{- end -}}
 {{- $args = concat $args (list "--routing-logic" $router.routingLogic) -}}
 {{- with $router.prefixMinMatchLength -}}
-{{- $args = concat $args (list "--prefix-min-match-length" (toString .)) -}}
+{{- $args = concat $args (list "--prefix-min-match-length" (include "pd-stack.int" (dict "key" "routerSpec.prefixMinMatchLength" "value" .))) -}}
 {{- end -}}
 {{- with $router.sessionKey -}}
 {{- $args = concat $args (list "--session-key" .) -}}
@@ -162,16 +162,16 @@ only when their key is set: --k8s-service-discovery-type (production-stack PR #5
 {{- with $router.rootPath -}}
 {{- $args = concat $args (list "--root-path" .) -}}
 {{- end -}}
-{{- $args = concat $args (list "--engine-stats-interval" (toString $router.engineScrapeInterval)) -}}
-{{- $args = concat $args (list "--request-stats-window" (toString $router.requestStatsWindow)) -}}
+{{- $args = concat $args (list "--engine-stats-interval" (include "pd-stack.int" (dict "key" "routerSpec.engineScrapeInterval" "value" $router.engineScrapeInterval))) -}}
+{{- $args = concat $args (list "--request-stats-window" (include "pd-stack.int" (dict "key" "routerSpec.requestStatsWindow" "value" $router.requestStatsWindow))) -}}
 {{- with $router.lmcacheControllerPort -}}
-{{- $args = concat $args (list "--lmcache-controller-port" (toString .)) -}}
+{{- $args = concat $args (list "--lmcache-controller-port" (include "pd-stack.int" (dict "key" "routerSpec.lmcacheControllerPort" "value" .))) -}}
 {{- end -}}
 {{- with $router.lmcacheControllerReplyPort -}}
-{{- $args = concat $args (list "--lmcache-controller-reply-port" (toString .)) -}}
+{{- $args = concat $args (list "--lmcache-controller-reply-port" (include "pd-stack.int" (dict "key" "routerSpec.lmcacheControllerReplyPort" "value" .))) -}}
 {{- end -}}
 {{- with $router.lmcacheControllerHeartbeatPort -}}
-{{- $args = concat $args (list "--lmcache-controller-heartbeat-port" (toString .)) -}}
+{{- $args = concat $args (list "--lmcache-controller-heartbeat-port" (include "pd-stack.int" (dict "key" "routerSpec.lmcacheControllerHeartbeatPort" "value" .))) -}}
 {{- end -}}
 {{- toYaml (concat $args ($router.extraArgs | default list)) -}}
 {{- end -}}
@@ -254,10 +254,10 @@ JSON {"prefill": [{url, bootstrapPort}], "decode": [url]}. */}}
 {{- $vr := .Values.routerSpec.vllmRouter | default dict -}}
 {{- $prefill := $vr.prefillUrls | default list -}}
 {{- $decode := $vr.decodeUrls | default list -}}
-{{- $port := int .Values.servingEngineSpec.servicePort -}}
+{{- $port := include "pd-stack.int" (dict "key" "servingEngineSpec.servicePort" "value" .Values.servingEngineSpec.servicePort) -}}
 {{- range $spec := include "pd-stack.pools" . | fromJsonArray -}}
 {{- $ctx := dict "root" $ "spec" $spec -}}
-{{- $url := printf "http://%s:%d" (include "pd-stack.poolServiceName" $ctx) $port -}}
+{{- $url := printf "http://%s:%s" (include "pd-stack.poolServiceName" $ctx) $port -}}
 {{- $role := include "pd-stack.poolRole" $ctx -}}
 {{- if and (eq $role "prefill") (not $vr.prefillUrls) -}}
 {{- $entry := dict "url" $url -}}
@@ -282,9 +282,9 @@ label or static --prefill URL [BOOTSTRAP_PORT] / --decode URL lists (default: th
 {{- $router := .Values.routerSpec -}}
 {{- $vr := $router.vllmRouter | default dict -}}
 {{- $engine := .Values.servingEngineSpec -}}
-{{- $args := list "--host" "0.0.0.0" "--port" (toString $router.containerPort) "--vllm-pd-disaggregation" -}}
+{{- $args := list "--host" "0.0.0.0" "--port" (include "pd-stack.int" (dict "key" "routerSpec.containerPort" "value" $router.containerPort)) "--vllm-pd-disaggregation" -}}
 {{- if eq (include "pd-stack.routerDiscovery" .) "k8s" -}}
-{{- $args = concat $args (list "--service-discovery" "--service-discovery-namespace" .Release.Namespace "--service-discovery-port" (toString $engine.containerPort)) -}}
+{{- $args = concat $args (list "--service-discovery" "--service-discovery-namespace" .Release.Namespace "--service-discovery-port" (include "pd-stack.int" (dict "key" "servingEngineSpec.containerPort" "value" $engine.containerPort))) -}}
 {{- range $role := list "prefill" "decode" -}}
 {{- $selector := printf "%s\npd-stack.io/role: %s" (include "pd-stack.engineSelector" $) $role -}}
 {{- $args = concat $args (list (printf "--%s-selector" $role)) (include "pd-stack.selectorArgs" (dict "selector" $selector "list" true) | fromJsonArray) -}}
@@ -293,19 +293,19 @@ label or static --prefill URL [BOOTSTRAP_PORT] / --decode URL lists (default: th
 {{- $workers := include "pd-stack.vllmRouterStaticWorkers" . | fromJson -}}
 {{- range $workers.prefill -}}
 {{- $args = concat $args (list "--prefill" .url) -}}
-{{- if .bootstrapPort -}}{{- $args = append $args (toString .bootstrapPort) -}}{{- end -}}
+{{- if .bootstrapPort -}}{{- $args = append $args (include "pd-stack.int" (dict "key" "routerSpec.vllmRouter.prefillUrls[].bootstrapPort" "value" .bootstrapPort)) -}}{{- end -}}
 {{- end -}}
 {{- range $workers.decode -}}{{- $args = concat $args (list "--decode" .) -}}{{- end -}}
 {{- end -}}
 {{- $args = concat $args (list "--kv-connector" (include "pd-stack.vllmRouterKvConnector" .)) -}}
 {{- if include "pd-stack.engineRegistration" . -}}
 {{- /* P2pNccl engines register over ZMQ (proxy_ip:proxy_port in their extra config). */ -}}
-{{- $args = concat $args (list "--vllm-discovery-address" (printf "0.0.0.0:%d" (int ($vr.discoveryPort | default 30001)))) -}}
+{{- $args = concat $args (list "--vllm-discovery-address" (print "0.0.0.0:" (include "pd-stack.int" (dict "key" "routerSpec.vllmRouter.discoveryPort" "value" ($vr.discoveryPort | default 30001))))) -}}
 {{- end -}}
 {{- $args = concat $args (list "--policy" ($vr.policy | default "cache_aware")) -}}
 {{- with $vr.prefillPolicy -}}{{- $args = concat $args (list "--prefill-policy" .) -}}{{- end -}}
 {{- with $vr.decodePolicy -}}{{- $args = concat $args (list "--decode-policy" .) -}}{{- end -}}
-{{- $args = concat $args (list "--prometheus-host" "0.0.0.0" "--prometheus-port" (toString ($vr.metricsPort | default 29000))) -}}
+{{- $args = concat $args (list "--prometheus-host" "0.0.0.0" "--prometheus-port" (include "pd-stack.int" (dict "key" "routerSpec.vllmRouter.metricsPort" "value" ($vr.metricsPort | default 29000)))) -}}
 {{- $args = concat $args ($router.extraArgs | default list) -}}
 {{- toYaml $args -}}
 {{- end -}}
@@ -333,8 +333,8 @@ proxy runs the engines' LMCache.
 {{- $_ := set $out "decode" (append $out.decode (include "pd-stack.poolServiceName" $ctx)) -}}
 {{- $init := list -}}{{- $alloc := list -}}
 {{- range include "pd-stack.connectorPorts" $ctx | fromYamlArray -}}
-{{- if eq .base "lmc-init" -}}{{- $init = append $init (toString .containerPort) -}}{{- end -}}
-{{- if eq .base "lmc-alloc" -}}{{- $alloc = append $alloc (toString .containerPort) -}}{{- end -}}
+{{- if eq .base "lmc-init" -}}{{- $init = append $init (include "pd-stack.int" (dict "key" "kvTransfer.lmcache.peerInitPort" "value" .containerPort)) -}}{{- end -}}
+{{- if eq .base "lmc-alloc" -}}{{- $alloc = append $alloc (include "pd-stack.int" (dict "key" "kvTransfer.lmcache.peerAllocPort" "value" .containerPort)) -}}{{- end -}}
 {{- end -}}
 {{- $_ := set $out "decodePools" (append $out.decodePools (dict "pool" $spec.name "init" (join "," $init) "alloc" (join "," $alloc) "replicas" (int (dig "replicaCount" 1 $spec)))) -}}
 {{- end -}}
@@ -372,10 +372,10 @@ checks make the decode pools agree); its ZMQ PULL socket on 0.0.0.0:<notifyPort>
 {{- define "pd-stack.lmcacheProxyCommand" -}}
 {{- $router := .Values.routerSpec -}}
 {{- $pools := include "pd-stack.lmcacheProxyPools" . | fromJson -}}
-{{- $port := toString (int .Values.servingEngineSpec.servicePort) -}}
+{{- $port := include "pd-stack.int" (dict "key" "servingEngineSpec.servicePort" "value" .Values.servingEngineSpec.servicePort) -}}
 {{- $first := first ($pools.decodePools | default (list dict)) | default dict -}}
 {{- $python := include "pd-stack.pythonExecutable" ($pools.pythonCtx | default (dict "spec" dict)) -}}
-{{- $args := list "--host" "0.0.0.0" "--port" (toString $router.containerPort) -}}
+{{- $args := list "--host" "0.0.0.0" "--port" (include "pd-stack.int" (dict "key" "routerSpec.containerPort" "value" $router.containerPort)) -}}
 {{- $args = concat $args (list "--prefiller-host" (join "," $pools.prefill) "--prefiller-port" $port) -}}
 {{- $args = concat $args (list "--decoder-host" (join "," $pools.decode) "--decoder-port" $port) -}}
 {{- $args = concat $args (list "--decoder-init-port" ($first.init | default "") "--decoder-alloc-port" ($first.alloc | default "")) -}}

@@ -53,7 +53,11 @@ placeholders filled, or {} for a one-pod engine or when no form fits the pool's 
 {{- end -}}
 {{- if $found -}}
 {{- $mn := merge (deepCopy (.spec.multiNode | default dict)) $table.multiNodeDefaults -}}
-{{- $fill := dict "{nodes}" (toString $nodes) "{masterPort}" (toString $mn.masterPort) "{rayPort}" (toString $mn.rayPort) "{dpRpcPort}" (toString $mn.dataParallelRpcPort) "{dpLocal}" (toString (div $dp $nodes)) -}}
+{{- $at := printf "%s.multiNode." (include "pd-stack.poolPath" .) -}}
+{{- $fill := dict "{nodes}" (toString $nodes) "{dpLocal}" (toString (div $dp $nodes)) -}}
+{{- range $key, $name := dict "{masterPort}" "masterPort" "{rayPort}" "rayPort" "{dpRpcPort}" "dataParallelRpcPort" -}}
+{{- $_ := set $fill $key (include "pd-stack.int" (dict "key" (print $at $name) "value" (get $mn $name))) -}}
+{{- end -}}
 {{- $json := toJson $found -}}
 {{- range $key, $value := $fill -}}{{- $json = replace $key $value $json -}}{{- end -}}
 {{- $json -}}
@@ -96,7 +100,7 @@ per group renders only the worker template, which LWS uses for the leader too.
 {{- $nodes := int (include "pd-stack.poolNodes" .) -}}
 {{- $mn := .spec.multiNode | default dict -}}
 {{- if not .external }}
-replicas: {{ ternary .spec.replicaCount 1 (hasKey .spec "replicaCount") }}
+replicas: {{ include "pd-stack.int" (dict "key" (printf "%s.replicaCount" (include "pd-stack.poolPath" .)) "value" (ternary .spec.replicaCount 1 (hasKey .spec "replicaCount"))) }}
 {{- end }}
 leaderWorkerTemplate:
   size: {{ $nodes }}
