@@ -25,6 +25,11 @@ and turns them into JSON Schema draft-07, which Helm 3.14+ and 4.x apply:
 - property descriptions are dropped (each definition keeps its own), to keep the file small:
   Helm loads it on every render.
 
+Every schema that takes an integer, the source's and Kubernetes', gets the bounds
+-(2^53 - 1) to 2^53 - 1 (or keeps narrower ones of its own): Helm reads every number as a float64,
+which holds integers exactly only up to 2^53, so a larger one would reach the chart already
+rounded (helm/helm issues 1707 and 6431); the chart prints integers with pd-stack.int.
+
 Usage: python scripts/build_schema.py [--check]   (--check: exit 1 if the JSON is stale)
 """
 
@@ -38,6 +43,8 @@ from typing import Any
 
 import yaml
 from values_reference import value_comments
+
+from pdctl.values.loader import SAFE_INTEGER
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "schemas" / "values.schema.yaml"
@@ -240,6 +247,20 @@ def add_value_comments(schema: dict[str, Any], comments: dict[str, str]) -> None
             node["description"] = text
 
 
+def bound_integers(node: Any) -> None:
+    """Every schema in `node` whose type takes an integer, bounded to +-SAFE_INTEGER in place."""
+    if isinstance(node, dict):
+        types = node.get("type")
+        if types == "integer" or (isinstance(types, list) and "integer" in types):
+            node["minimum"] = max(node.get("minimum", -SAFE_INTEGER), -SAFE_INTEGER)
+            node["maximum"] = min(node.get("maximum", SAFE_INTEGER), SAFE_INTEGER)
+        for value in node.values():
+            bound_integers(value)
+    elif isinstance(node, list):
+        for item in node:
+            bound_integers(item)
+
+
 def build() -> dict[str, Any]:
     schema: dict[str, Any] = yaml.safe_load(SOURCE.read_text(encoding="utf-8"))
     own = schema.setdefault("definitions", {})
@@ -254,6 +275,7 @@ def build() -> dict[str, Any]:
         raise SystemExit(f"{SOURCE.name} defines Kubernetes names itself: {clash}")
     wanted = local_refs(schema) - set(own)
     own.update(kubernetes_definitions(wanted, kubernetes_source()))
+    bound_integers(schema)
     return schema
 
 

@@ -10,7 +10,14 @@ from typing import Any
 from pdctl import secrets
 from pdctl.findings import Finding, Severity
 from pdctl.hints import closest, did_you_mean
+from pdctl.values.loader import SAFE_INTEGER
 from pdctl.values.paths import KeyPath, format_path
+
+# Why the schema bounds every integer key (scripts/build_schema.py).
+_SAFE_HINT = (
+    "helm holds every number as a 64-bit float, exact for integers only up to "
+    f"{SAFE_INTEGER} (2^53 - 1): a larger one would reach the chart rounded"
+)
 
 
 @lru_cache(maxsize=4)
@@ -191,7 +198,8 @@ def _describe(
             "maximum": "<=",
             "exclusiveMaximum": "<",
         }
-        return path, f"{where} is {shown}; it must be {words[kind]} {expected}", None
+        hint = _SAFE_HINT if expected in (SAFE_INTEGER, -SAFE_INTEGER) else None
+        return path, f"{where} is {shown}; it must be {words[kind]} {expected}", hint
     if kind == "pattern":
         return (
             path,

@@ -16,7 +16,9 @@ Plain scalars are read as helm reads them (go-yaml v2 through sigs.k8s.io/yaml, 
 and 4.1; tests/test_values_loader.py checks against both binaries), not as PyYAML's YAML 1.1
 would: y/Y/n/N are booleans, 1e9 is a number, while 1:30 (base 60) and 2025-05-17 (a
 timestamp) stay strings; an integer beyond 64 bits becomes a float and a number beyond a float's
-range stays a string. So validate sees the same values the chart does.
+range stays a string. So validate sees the same values the chart does. Helm holds every number as
+a float64, exact for integers only up to SAFE_INTEGER: the schema refuses larger ones
+(scripts/build_schema.py bounds every integer key to it).
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ from pdctl.values import syntax
 from pdctl.values.paths import KeyPath, format_path
 
 MAX_BYTES = 1024 * 1024
+# The largest integer a float64, Helm's number, holds exactly (2^53 - 1; helm/helm issues 1707 and
+# 6431): the bound of every integer key of the schema.
+SAFE_INTEGER = 2**53 - 1
 MAX_ALIASES = 100
 MAX_NODES = 200_000
 # Values files nest a few levels (the chart's deepest keys are under ten). PyYAML composes
