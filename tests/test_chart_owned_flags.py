@@ -17,7 +17,10 @@ from tests.helpers import ASSETS, CHART, load_values, write_values
 ENGINE = "servingEngineSpec.modelSpec[0].vllmConfig.extraArgs"
 # Where the chart starts each command: the engine's `vllm serve` and vllm-router's.
 ENGINE_START = '"--host" "0.0.0.0" "--port" (include "pd-stack.vllmPort" .)'
-ROUTER_START = '"--port" (toString $router.containerPort) "--vllm-pd-disaggregation"'
+ROUTER_START = (
+    '"--port" (include "pd-stack.int" (dict "key" "routerSpec.containerPort" "value"'
+    ' $router.containerPort)) "--vllm-pd-disaggregation"'
+)
 
 
 def values(engine: list[str], router: list[str]) -> dict[str, Any]:
