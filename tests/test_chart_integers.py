@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from pdctl import manifests
 from pdctl.cli.app import app
 from pdctl.helm import Helm, TemplateRequest
+from pdctl.simulator import options as simulator_options
 from pdctl.validation.schema_and_rules import check_values
 from pdctl.values.loader import SAFE_INTEGER
 from tests.helpers import ASSETS, CHART, CI, ROOT, load_values, pool_container, write_values
@@ -293,7 +294,7 @@ def test_init_for_llama_4_scout_on_8_h200_renders_a_max_model_len_vllm_accepts(
 ) -> None:
     """Issue 40's acceptance: `pdctl init` (offline, from Llama-4-Scout's real config.json, a
     fixture) plans 4261328 tokens on 8 x H200; the engine gets --max-model-len 4261328, which
-    vLLM's parser reads back, not 4.261328e+06."""
+    vLLM's parser and the simulator's (pdctl up) read back, not 4.261328e+06."""
     out = tmp_path / "scout.yaml"
     config = ROOT / "tests" / "fixtures" / "configs" / "llama-4-scout-17b-16e-instruct.json"
     argv = ["init", "--model", "meta-llama/Llama-4-Scout-17B-16E-Instruct", "--model-config"]
@@ -306,6 +307,8 @@ def test_init_for_llama_4_scout_on_8_h200_renders_a_max_model_len_vllm_accepts(
     args = pool_container(render(helm, out), values, pool["name"])["args"]
     assert engine_flag(args, "--max-model-len") == "4261328"
     assert vllm_human_readable_int_or_auto(engine_flag(args, "--max-model-len")) == 4261328
+    # pdctl up runs the same command on the simulator, whose parser reads it too.
+    assert simulator_options.parse([str(arg) for arg in args]).max_model_len == 4261328
 
 
 @pytest.mark.parametrize(
