@@ -51,13 +51,13 @@ turns local CPU offloading on, after (and so instead of) the NIXL path's LMCACHE
 {{- define "pd-stack.connector.tutorial-lmcache.cacheEnv" -}}
 {{- $lm := .kt -}}
 {{- $at := printf "%s.lmcacheConfig." (include "pd-stack.poolPath" .) -}}
-{{- /* Keys that take an integer or a comma-separated list of them (a string). */ -}}
+{{- /* Keys that take an integer or a comma-separated list of them (a string), as printed. */ -}}
 {{- $lists := dict -}}
 {{- range $key := list "cudaVisibleDevices" "workerPorts" "p2pInitPorts" -}}
-{{- if and (hasKey $lm $key) (not (kindIs "string" (get $lm $key))) -}}
-{{- $_ := set $lists $key (include "pd-stack.int" (dict "key" (print $at $key) "value" (get $lm $key))) -}}
-{{- else if hasKey $lm $key -}}
-{{- $_ := set $lists $key (get $lm $key) -}}
+{{- if hasKey $lm $key -}}
+{{- $value := get $lm $key -}}
+{{- if not (kindIs "string" $value) -}}{{- $value = include "pd-stack.int" (dict "key" (print $at $key) "value" $value) -}}{{- end -}}
+{{- $_ := set $lists $key $value -}}
 {{- end -}}
 {{- end -}}
 {{- $env := list -}}
@@ -89,7 +89,7 @@ turns local CPU offloading on, after (and so instead of) the NIXL path's LMCACHE
 {{- end -}}
 {{- range $key, $name := dict "workerPorts" "LMCACHE_LMCACHE_WORKER_PORTS" "p2pHost" "LMCACHE_P2P_HOST" "p2pInitPorts" "LMCACHE_P2P_INIT_PORTS" "workerHeartbeatTime" "LMCACHE_LMCACHE_WORKER_HEARTBEAT_TIME" -}}
 {{- if hasKey $lm $key -}}
-{{- $env = append $env (dict "name" $name "value" (toString (get (merge (deepCopy $lists) $lm) $key))) -}}
+{{- $env = append $env (dict "name" $name "value" (toString (ternary (get $lists $key) (get $lm $key) (hasKey $lists $key)))) -}}
 {{- end -}}
 {{- end -}}
 {{- toYaml $env -}}

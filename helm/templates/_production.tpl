@@ -185,7 +185,7 @@ maxUnavailable 1; and the unhealthy pod eviction policy (default AlwaysAllow). *
 {{- define "pd-stack.disruptionBudgetSpec" -}}
 {{- $pdb := .pdb -}}
 {{- $key := ternary "maxUnavailable" "minAvailable" (kindIs "invalid" $pdb.minAvailable) -}}
-{{- $value := ternary 1 (get $pdb $key) (kindIs "invalid" (get $pdb $key)) -}}
+{{- $value := ternary 1 (index $pdb $key) (kindIs "invalid" (index $pdb $key)) -}}
 {{ $key }}: {{ if kindIs "string" $value }}{{ $value }}{{ else }}{{ include "pd-stack.int" (dict "key" (print .at "." $key) "value" $value) }}{{ end }}
 unhealthyPodEvictionPolicy: {{ $pdb.unhealthyPodEvictionPolicy | default "AlwaysAllow" }}
 {{- end -}}
