@@ -111,7 +111,8 @@ settings key, else the table default. */}}
 {{- define "pd-stack.connectorPort" -}}
 {{- $port := include "pd-stack.tablePort" . | fromJson -}}
 {{- $settings := (include "pd-stack.poolConnector" .ctx | fromJson).settings -}}
-{{- int (include "pd-stack.setting" (dict "settings" $settings "key" $port.key "default" $port.default)) -}}
+{{- $value := include "pd-stack.setting" (dict "settings" $settings "key" $port.key "default" $port.default) -}}
+{{- include "pd-stack.int" (dict "key" (printf "%s.%s" (include "pd-stack.poolPath" .ctx) (join "." $port.key)) "value" $value) -}}
 {{- end -}}
 
 {{/* "true" when the pool (.ctx) listens on the connector port named .port (its kv role is in

@@ -189,9 +189,10 @@ names an existing Secret, or none when its names are "" (production-stack's defa
 
 {{/* An httpGet probe on /health of the engine port, with the timings given. */}}
 {{- define "pd-stack.healthProbe" -}}
+{{- $port := ternary .port (dig "httpGet" "port" .port .timings) (eq (toString .force) "true") -}}
 httpGet:
   path: {{ dig "httpGet" "path" "/health" .timings }}
-  port: {{ ternary .port (dig "httpGet" "port" .port .timings) (eq (toString .force) "true") }}
+  port: {{ if kindIs "string" $port }}{{ $port }}{{ else }}{{ include "pd-stack.int" (dict "key" "the probe's httpGet.port" "value" $port) }}{{ end }}
 {{ toYaml (omit .timings "httpGet") }}
 {{- end -}}
 

@@ -70,7 +70,7 @@ the checks refuse pools that need different ones. */}}
 
 {{/* vLLM's port in decode pods behind the sidecar (routerSpec.llmd.sidecar.modelServerPort). */}}
 {{- define "pd-stack.llmdModelServerPort" -}}
-{{- (include "pd-stack.llmdValues" . | fromJson).sidecar.modelServerPort | int -}}
+{{- include "pd-stack.int" (dict "key" "routerSpec.llmd.sidecar.modelServerPort" "value" (include "pd-stack.llmdValues" . | fromJson).sidecar.modelServerPort) -}}
 {{- end -}}
 
 {{/* "true" when a pool's pods run the decode sidecar (ctx: root, spec): a decode pool, routed by
@@ -83,7 +83,7 @@ llm-d. vLLM then listens on the model-server port and the sidecar on servingEngi
 behind the llm-d decode sidecar its model-server port. */}}
 {{- define "pd-stack.vllmPort" -}}
 {{- if include "pd-stack.llmdSidecarPool" . -}}{{ include "pd-stack.llmdModelServerPort" .root }}
-{{- else -}}{{ int .root.Values.servingEngineSpec.containerPort }}
+{{- else -}}{{ include "pd-stack.int" (dict "key" "servingEngineSpec.containerPort" "value" .root.Values.servingEngineSpec.containerPort) }}
 {{- end -}}
 {{- end -}}
 

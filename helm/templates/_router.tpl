@@ -119,10 +119,10 @@ the router's container ports and Service ports, which engines reach through the 
 {{- $ports := list -}}
 {{- if not (include "pd-stack.isVllmRouter" .) -}}
 {{- if or $router.lmcacheControllerPort (eq (toString $router.routingLogic) "kvaware") -}}
-{{- $ports = append $ports (dict "name" "lmcache-port" "port" (int ($router.lmcacheControllerPort | default 9000))) -}}
+{{- $ports = append $ports (dict "name" "lmcache-port" "key" "routerSpec.lmcacheControllerPort" "port" ($router.lmcacheControllerPort | default 9000)) -}}
 {{- end -}}
-{{- with $router.lmcacheControllerReplyPort -}}{{- $ports = append $ports (dict "name" "lmcache-reply" "port" (int .)) -}}{{- end -}}
-{{- with $router.lmcacheControllerHeartbeatPort -}}{{- $ports = append $ports (dict "name" "lmcache-beat" "port" (int .)) -}}{{- end -}}
+{{- with $router.lmcacheControllerReplyPort -}}{{- $ports = append $ports (dict "name" "lmcache-reply" "key" "routerSpec.lmcacheControllerReplyPort" "port" .) -}}{{- end -}}
+{{- with $router.lmcacheControllerHeartbeatPort -}}{{- $ports = append $ports (dict "name" "lmcache-beat" "key" "routerSpec.lmcacheControllerHeartbeatPort" "port" .) -}}{{- end -}}
 {{- end -}}
 {{- toJson $ports -}}
 {{- end -}}
