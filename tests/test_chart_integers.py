@@ -32,7 +32,7 @@ BIG = (10**7, 2**40)
 SCIENTIFIC = re.compile(r"[0-9][0-9.]*[eE][-+]?[0-9]+")
 
 # The values file each key is set in: the first whose prefix the key's path starts with (the
-# feature it belongs to is on there); keys in `[]` lists are set in every item.
+# feature it belongs to is on there); set_path says which items of a `[]` list get it.
 CONTEXTS: list[tuple[str, Path]] = [
     ("servingEngineSpec.modelSpec[].lmcacheConfig", ASSETS / "values-16-disagg-prefill.yaml"),
     ("routerSpec.engineScrapeInterval", ASSETS / "values-16-disagg-prefill.yaml"),
