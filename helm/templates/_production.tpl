@@ -81,7 +81,10 @@ a slow or failed scrape is tried again. The image's Python runs it (vLLM images 
   "    time.sleep(1)"
   "time.sleep(max(0, min(hold, end - time.time())))"
 -}}
-{{- $command := list (include "pd-stack.pythonExecutable" .) "-c" (join "\n" $script) (include "pd-stack.vllmPort" .) (toString $delay) (toString $budget) (toString $hold) -}}
+{{- $command := list (include "pd-stack.pythonExecutable" .) "-c" (join "\n" $script) (include "pd-stack.vllmPort" .) -}}
+{{- range list (list "drain.delaySeconds" $delay) (list "terminationGracePeriodSeconds - 10" $budget) (list "drain.holdSeconds" $hold) -}}
+{{- $command = append $command (include "pd-stack.int" (dict "key" (print "servingEngineSpec." (first .)) "value" (last .))) -}}
+{{- end -}}
 {{- toYaml (dict "preStop" (dict "exec" (dict "command" $command))) -}}
 {{- end -}}
 {{- end -}}
@@ -92,7 +95,7 @@ endpoints drop the pod before the router stops taking connections. */}}
 {{- $drain := .Values.routerSpec.drain | default dict -}}
 {{- if ne (toString (dig "enabled" true $drain)) "false" -}}
 {{- $delay := ternary 5 $drain.delaySeconds (kindIs "invalid" $drain.delaySeconds) -}}
-{{- $command := list "/bin/sh" "-c" (printf "sleep %d" (int $delay)) -}}
+{{- $command := list "/bin/sh" "-c" (print "sleep " (include "pd-stack.int" (dict "key" "routerSpec.drain.delaySeconds" "value" $delay))) -}}
 {{- toYaml (dict "preStop" (dict "exec" (dict "command" $command))) -}}
 {{- end -}}
 {{- end -}}

@@ -203,12 +203,12 @@ It answers GET /health itself and proxies everything but the completion routes (
 {{- $llmd := include "pd-stack.llmdValues" $root | fromJson -}}
 {{- $sidecar := $llmd.sidecar | default dict -}}
 {{- $row := include "pd-stack.llmdRelease" $root | fromJson -}}
-{{- $port := int $root.Values.servingEngineSpec.containerPort -}}
-{{- $args := list (printf "--port=%d" $port) (printf "%s=%d" $row.modelServerPortFlag (int (include "pd-stack.llmdModelServerPort" $root))) -}}
+{{- $port := include "pd-stack.int" (dict "key" "servingEngineSpec.containerPort" "value" $root.Values.servingEngineSpec.containerPort) -}}
+{{- $args := list (print "--port=" $port) (printf "%s=%s" $row.modelServerPortFlag (include "pd-stack.llmdModelServerPort" $root)) -}}
 {{- $connector := include "pd-stack.llmdSidecarConnector" $root -}}
 {{- $args = concat $args (list (printf "--kv-connector=%s" $connector) "--secure-proxy=false") -}}
 {{- with first (include "pd-stack.llmdBootstrapPorts" $root | fromJsonArray) -}}
-{{- $args = append $args (printf "--mooncake-bootstrap-port=%d" (int .port)) -}}
+{{- $args = append $args (print "--mooncake-bootstrap-port=" (include "pd-stack.int" (dict "key" (printf "prefill pool %s's kvTransfer.bootstrapPort" .pool) "value" .port))) -}}
 {{- end -}}
 {{- with $sidecar.prefillMaxRetries -}}{{- $args = append $args (print "--prefill-max-retries=" (include "pd-stack.int" (dict "key" "routerSpec.llmd.sidecar.prefillMaxRetries" "value" .))) -}}{{- end -}}
 {{- $args = concat $args ($sidecar.extraArgs | default list) -}}
@@ -217,8 +217,8 @@ It answers GET /health itself and proxies everything but the completion routes (
 {{- $container := dict "name" "llm-d-routing-sidecar" "image" $image "imagePullPolicy" $pull "restartPolicy" "Always" "args" $args -}}
 {{- /* Its port is declared once, as the pod's "http" on the vLLM container (pd-stack.enginePorts):
        the pool Service and the EPP reach the sidecar there; containers share the pod's network. */ -}}
-{{- $_ := set $container "readinessProbe" (dict "tcpSocket" (dict "port" $port) "periodSeconds" 5) -}}
-{{- $_ := set $container "livenessProbe" (dict "tcpSocket" (dict "port" $port) "periodSeconds" 10 "failureThreshold" 3) -}}
+{{- $_ := set $container "readinessProbe" (dict "tcpSocket" (dict "port" (int $port)) "periodSeconds" 5) -}}
+{{- $_ := set $container "livenessProbe" (dict "tcpSocket" (dict "port" (int $port)) "periodSeconds" 10 "failureThreshold" 3) -}}
 {{- with $sidecar.resources -}}{{- $_ := set $container "resources" . -}}{{- end -}}
 {{- $_ := set $container "securityContext" (dict "allowPrivilegeEscalation" false "runAsNonRoot" true "capabilities" (dict "drop" (list "ALL")) "seccompProfile" (dict "type" "RuntimeDefault")) -}}
 {{- toYaml (list $container) -}}

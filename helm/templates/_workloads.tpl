@@ -28,7 +28,7 @@ DisaggregatedSet role share. Pool helpers take (dict "root" $ "spec" <modelSpec 
 
 {{/* Pods per engine: multiNode.nodes, else 1. */}}
 {{- define "pd-stack.poolNodes" -}}
-{{- int (dig "nodes" 1 (.spec.multiNode | default dict)) -}}
+{{- include "pd-stack.int" (dict "key" "multiNode.nodes" "value" (dig "nodes" 1 (.spec.multiNode | default dict))) -}}
 {{- end -}}
 
 {{/*
@@ -54,7 +54,7 @@ placeholders filled, or {} for a one-pod engine or when no form fits the pool's 
 {{- if $found -}}
 {{- $mn := merge (deepCopy (.spec.multiNode | default dict)) $table.multiNodeDefaults -}}
 {{- $at := printf "%s.multiNode." (include "pd-stack.poolPath" .) -}}
-{{- $fill := dict "{nodes}" (toString $nodes) "{dpLocal}" (toString (div $dp $nodes)) -}}
+{{- $fill := dict "{nodes}" (include "pd-stack.poolNodes" .) "{dpLocal}" (include "pd-stack.int" (dict "key" "vllmConfig.dataParallelSize / multiNode.nodes" "value" (div $dp $nodes))) -}}
 {{- range $key, $name := dict "{masterPort}" "masterPort" "{rayPort}" "rayPort" "{dpRpcPort}" "dataParallelRpcPort" -}}
 {{- $_ := set $fill $key (include "pd-stack.int" (dict "key" (print $at $name) "value" (get $mn $name))) -}}
 {{- end -}}
@@ -103,7 +103,7 @@ per group renders only the worker template, which LWS uses for the leader too.
 replicas: {{ include "pd-stack.int" (dict "key" (printf "%s.replicaCount" (include "pd-stack.poolPath" .)) "value" (ternary .spec.replicaCount 1 (hasKey .spec "replicaCount"))) }}
 {{- end }}
 leaderWorkerTemplate:
-  size: {{ $nodes }}
+  size: {{ include "pd-stack.poolNodes" . }}
   {{- /* A vLLM engine cannot lose one pod and go on: a failed pod restarts its whole group. */}}
   restartPolicy: {{ $mn.restartPolicy | default "RecreateGroupOnPodRestart" }}
   {{- if gt $nodes 1 }}
