@@ -9,7 +9,9 @@ for the message> "value" <the number>). It prints plain digits for a whole float
 int64, and a string of digits (the keys that take a number or a string) as it is. Anything else,
 or an integer beyond 2^53 - 1 (the largest a float64 holds exactly: Helm has already rounded one
 above it, so its digits would not be the user's), fails the render naming the key; the schema
-refuses both first, so this is the last guard, for a render that skips the schema.
+refuses both first, so this is the last guard, for a render that skips the schema. Numbers inside
+objects the chart writes whole with toYaml or toJson need nothing: Go's JSON encoder writes a whole
+float64 below 1e21 as digits.
 */}}
 {{- define "pd-stack.int" -}}
 {{- $value := .value -}}
