@@ -1,8 +1,9 @@
 {{/*
 Integers as the chart prints them. Helm reads every YAML number as a float64, and Go prints a
 float64 of a million or more in scientific notation (`1e+06`, `4.261328e+06`):
-https://github.com/helm/helm/issues/1707 and https://github.com/helm/helm/issues/6431. An integer given with --set is an int64, but the chart re-reads the values through
-fromJson on the way (pd-stack.pools, the connector helpers), which makes it a float64 again. So
+https://github.com/helm/helm/issues/1707 and https://github.com/helm/helm/issues/6431. An integer
+given with --set is an int64, but the chart re-reads the values through fromJson on the way
+(pd-stack.pools, the connector helpers), which makes it a float64 again. So
 every integer the chart prints (a flag's value, an env value, a YAML scalar) goes through
 pd-stack.int where it is printed, never toString or a bare {{ }}: (dict "key" <its values path,
 for the message> "value" <the number>). It prints plain digits for a whole float64, an int or an
