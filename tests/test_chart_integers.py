@@ -23,6 +23,7 @@ from pdctl.cli.app import app
 from pdctl.helm import Helm, TemplateRequest
 from pdctl.simulator import options as simulator_options
 from pdctl.validation.schema_and_rules import check_values
+from pdctl.values import loader
 from pdctl.values.loader import SAFE_INTEGER
 from tests.helpers import ASSETS, CHART, CI, ROOT, load_values, pool_container, write_values
 
@@ -341,6 +342,19 @@ def test_a_large_integer_given_with_set_prints_as_digits(
             assert engine_flag(engine["args"], flag_or_env) == expected
         else:
             assert {e["name"]: e.get("value") for e in engine["env"]}[flag_or_env] == expected
+
+
+def test_an_integer_written_as_1e6_prints_as_digits(helm: Helm, tmp_path: Path) -> None:
+    """YAML's `1e6` is a number to helm (and to validate, which accepts it as an integer)."""
+    text = (ASSETS / "values-17-nixl-vllm-router.yaml").read_text()
+    values_file = write_values(tmp_path, text.replace("maxModelLen: 16384", "maxModelLen: 1e6"))
+    values = loader.load(values_file).data  # as helm reads it: 1e6 is 1000000.0
+    assert values["servingEngineSpec"]["modelSpec"][0]["vllmConfig"]["maxModelLen"] == 1e6
+    assert not [f for f in check_values(helm, values, "pd", CHART) if f.severity.value == "error"]
+    objects = render(helm, values_file)
+    for spec in values["servingEngineSpec"]["modelSpec"]:
+        args = pool_container(objects, values, spec["name"])["args"]
+        assert engine_flag(args, "--max-model-len") == "1000000"
 
 
 TOO_BIG = 2**53 + 1  # 9007199254740993: a float64 rounds it to 2^53
