@@ -17,7 +17,6 @@ from pathlib import Path
 
 from pdctl.errors import InputError, UsageError
 from pdctl.findings import Severity
-from pdctl.rules import load_rules
 
 STDIN = "-"
 DIR_PATTERNS = ("*values*.yaml", "*values*.yml")
@@ -100,8 +99,11 @@ def warning_ids(arguments: Sequence[str]) -> frozenset[str]:
     """The rule ids of --ignore arguments (comma lists allowed); only warnings may be ignored."""
 
     ids = frozenset(part.strip() for argument in arguments for part in argument.split(",") if part)
-    # Read only to judge --ignore: the rule modules load later anyway, while helm renders.
-    rules = load_rules() if ids else {}
+    if not ids:  # the rule modules load later, while helm renders (schema_and_rules)
+        return ids
+    from pdctl.rules import load_rules  # lazy: see above
+
+    rules = load_rules()
     for rule_id in sorted(ids):
         if rule_id not in rules:
             raise UsageError(f"--ignore {rule_id}: no such rule ({', '.join(rules)})")
