@@ -15,7 +15,6 @@ Either way the binary must match its pinned SHA-256 (linux-amd64 builds: the onl
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import platform
@@ -52,6 +51,8 @@ FETCHED = "4.1.4"  # what pdctl fetches when it finds no helm
 
 
 def sha256(data: bytes) -> str:
+    import hashlib  # lazy: see _download
+
     return hashlib.sha256(data).hexdigest()
 
 
