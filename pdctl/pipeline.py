@@ -21,6 +21,7 @@ from pdctl.errors import InputError
 from pdctl.findings import Finding, Severity
 from pdctl.helm import Helm, TemplateRequest, find_helm, template, values_file
 from pdctl.validation.inputs import STDIN, Input
+from pdctl.validation.kube import check_objects
 from pdctl.validation.report import FileReport, RenderCheck
 from pdctl.validation.schema_and_rules import check_values
 from pdctl.values.coalesce import merge_files
@@ -313,8 +314,6 @@ def validate(names: FileNames, options: ValidateOptions) -> FileReport:
         except InputError as error:
             report.findings.append(Finding("HELM", Severity.error, error.message))
         else:
-            from pdctl.validation.kube import check_objects  # lazy: only --render reads it
-
             report.findings += check_objects(rendered.objects, options.kube_version)
             report.render = RenderCheck(
                 options.kube_version, rendered.helm_version, len(rendered.objects)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pdctl.errors import InputError, UsageError
 from pdctl.findings import Severity
+from pdctl.rules import load_rules
 
 STDIN = "-"
 DIR_PATTERNS = ("*values*.yaml", "*values*.yml")
@@ -101,8 +102,6 @@ def warning_ids(arguments: Sequence[str]) -> frozenset[str]:
     ids = frozenset(part.strip() for argument in arguments for part in argument.split(",") if part)
     if not ids:  # the rule modules load later, while helm renders (schema_and_rules)
         return ids
-    from pdctl.rules import load_rules  # lazy: see above
-
     rules = load_rules()
     for rule_id in sorted(ids):
         if rule_id not in rules:

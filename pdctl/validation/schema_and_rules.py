@@ -11,6 +11,8 @@ from pdctl import defaults
 from pdctl.chart import default_values
 from pdctl.findings import Finding
 from pdctl.helm import Helm
+from pdctl.rules import run_rules
+from pdctl.rules.flags import overridden_flags
 from pdctl.validation.refusals import ask_chart, asking_chart
 from pdctl.validation.schema import check
 from pdctl.values.coalesce import with_defaults
@@ -28,10 +30,7 @@ def check_values(
     pdctl's rules are silent when they read a key the schema refused."""
 
     with asking_chart(helm, data, chart, release, namespace, schema=True) as answer_of:
-        # Imported here, while helm renders: the rule modules and the catalogs they read.
-        from pdctl.rules import run_rules
-        from pdctl.rules.flags import overridden_flags
-
+        # The rule modules and the catalogs they read load here, while helm renders.
         rule_findings = run_rules(data, release, chart, namespace)
         answer = answer_of()
     schema_findings = [] if answer.rendered else _schema_findings(data, chart)
