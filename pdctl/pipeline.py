@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -330,6 +329,10 @@ def validate_each(inputs: Sequence[Input], options: ValidateOptions) -> list[Fil
         if item.problem:
             return FileReport.unread(item.name, item.problem, item.severity)
         return validate([item.name], options)
+
+    if len(inputs) < 2:  # nothing to check beside it
+        return [one(item) for item in inputs]
+    from concurrent.futures import ThreadPoolExecutor  # lazy: start-up
 
     with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
         try:

@@ -19,6 +19,7 @@ main thread gets the signal.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import tempfile
@@ -117,9 +118,11 @@ class Child:
     def wait(self, seconds: float) -> int | None:
         """Wait up to `seconds` for the child to end; its exit status, or None while it runs.
         Past the deadline the child is stopped and EnvironmentProblem raised."""
-        left = self._ends - _now()
+        timeout = max(0.0, min(seconds, self._ends - _now()))
+        if self._process.returncode is None and _sleep_until_exit(self._process.pid, timeout):
+            timeout = 0.0
         try:
-            return self._process.wait(timeout=max(0.0, min(seconds, left)))
+            return self._process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             if _now() < self._ends:
                 return None
@@ -149,6 +152,12 @@ class Child:
             return
         while _now() < ends and signal_group(self._process.pid, 0):
             time.sleep(0.05)
+
+    def finish(self) -> subprocess.CompletedProcess[str]:
+        """Wait for the child to end (at most its deadline, see wait); what it printed."""
+        while self.wait(self.deadline) is None:
+            pass
+        return self.result()
 
     def result(self) -> subprocess.CompletedProcess[str]:
         """What the ended child printed, and its exit status."""
@@ -213,9 +222,7 @@ def run(
 ) -> subprocess.CompletedProcess[str]:
     """Run `argv` to its end (at most `deadline` seconds, see Child.wait)."""
     with start(argv, deadline, what) as child:
-        while child.wait(deadline) is None:
-            pass
-        return child.result()
+        return child.finish()
 
 
 def describe(argv: Sequence[str]) -> str:
@@ -226,6 +233,23 @@ def describe(argv: Sequence[str]) -> str:
             break
         words.append(arg)
     return " ".join(words[:3])
+
+
+def _sleep_until_exit(pid: int, seconds: float) -> bool:
+    """Sleep until the process ends or `seconds` pass, woken by its end (a pidfd, Linux 5.3+):
+    Popen.wait(timeout) polls, with sleeps that grow to 50 ms, so it wakes up to 50 ms after
+    the child ended. False, having slept not at all, where there is no pidfd."""
+    try:
+        descriptor = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # not Linux, an old kernel, or the child already reaped
+        return False
+    try:
+        poller = select.poll()
+        poller.register(descriptor, select.POLLIN)
+        poller.poll(seconds * 1000)
+    finally:
+        os.close(descriptor)
+    return True
 
 
 def _output_file() -> IO[str]:

@@ -77,10 +77,6 @@ class WorkloadTable:
             for form in self.raw["engineForms"]
         ]
 
-    @property
-    def multi_node_defaults(self) -> dict[str, int]:
-        return dict(self.raw["multiNodeDefaults"])
-
     def form_for(self, version: Version | None, data_parallel: int) -> EngineForm | None:
         """The form a multi-node engine gets (pd-stack.engineForm): the first whose data
         parallelism matches and whose versions hold the pool's (any, when unknown)."""

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from pdctl.cli import app as app_module
 from pdctl.cli.app import app
 from pdctl.helm import Helm
 from tests.helpers import ASSETS, ROOT, TUTORIAL_VALUES
@@ -264,3 +265,32 @@ def test_the_render_summary_names_each_pool_whole(helm_opt: list[str], tmp_path:
     assert result.exit_code == 0, result.output
     assert "  llama-3-1-8b-instruct-prefill: prefill, 1 replica(s) x 1 pod(s)" in result.stdout
     assert "…" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "kept"),
+    [
+        (["--debug", "validate", "values.yaml"], ["validate"]),
+        (["bench", "compare", "a.json", "b.json"], ["bench"]),
+        (["--help"], None),
+        (["validat", "values.yaml"], None),
+        ([], None),
+    ],
+)
+def test_a_run_builds_only_the_command_it_names(
+    args: list[str], kept: list[str] | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The entry point keeps only the command its arguments name in the app (typer builds the
+    options of every command it holds at each start); that command's help is what it was among
+    them all, and without a command (or with a word that names none) the app keeps them all."""
+    shown = [*(kept or [])[:1], "--help"]
+    before = runner.invoke(app, shown).output
+    everything = [info.name for info in app.registered_commands]
+    everything += [info.name for info in app.registered_groups]
+    monkeypatch.setattr(app, "registered_commands", list(app.registered_commands))
+    monkeypatch.setattr(app, "registered_groups", list(app.registered_groups))
+    app_module._only(args)
+    names = [info.name for info in app.registered_commands]
+    names += [info.name for info in app.registered_groups]
+    assert names == (kept or everything)
+    assert runner.invoke(app, shown).output == before

@@ -7,7 +7,8 @@ from __future__ import annotations
 import copy
 import json
 import shlex
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,14 +86,17 @@ def chart_answers() -> Iterator[None]:
     validated twice (JSON, then text), and helm answers the same values the same way."""
     asked: dict[str, ChartAnswer] = {}
 
-    def ask(helm: Helm, data: dict[str, Any], *args: Any) -> ChartAnswer:
-        key = json.dumps([str(helm.path), data, *map(str, args)], sort_keys=True)
+    @contextmanager
+    def asking(
+        helm: Helm, data: dict[str, Any], *args: Any, **kwargs: Any
+    ) -> Iterator[Callable[[], ChartAnswer]]:
+        key = json.dumps([str(helm.path), data, *map(str, args), kwargs], sort_keys=True)
         if key not in asked:
-            asked[key] = ask_chart(helm, data, *args)
-        return copy.deepcopy(asked[key])
+            asked[key] = ask_chart(helm, data, *args, **kwargs)
+        yield lambda: copy.deepcopy(asked[key])
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("pdctl.validation.schema_and_rules.ask_chart", ask)
+        patch.setattr("pdctl.validation.schema_and_rules.asking_chart", asking)
         yield
 
 

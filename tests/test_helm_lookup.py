@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pdctl import helm as helm_module
 from pdctl import helm_install
 from pdctl.errors import EnvironmentProblem
 from pdctl.helm import Helm, find_helm, parse_version
@@ -163,3 +164,54 @@ def test_helm_fallback_needs_no_npm(monkeypatch: pytest.MonkeyPatch) -> None:
         "https://mirror.internal/npm/left-pad/-/left-pad-1.3.0.tgz"
     )
     assert '["npm"' not in (ROOT / "pdctl/helm_install.py").read_text()  # no npm command
+
+
+def counting_helm(directory: Path, version: str) -> tuple[Path, Path]:
+    """A test double (not helm) that answers `helm version` and logs each time it is asked."""
+    path, log = directory / "helm", directory / "asked.log"
+    path.write_text(f"#!/bin/sh\necho asked >> {log}\necho {version}\n")
+    path.chmod(0o755)
+    return path, log
+
+
+def asked(log: Path) -> int:
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def test_the_version_is_asked_once_per_binary_and_again_when_it_changes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Kept in the user cache (helm.VERSIONS_FILE): a later pdctl (here: the per-process memory
+    cleared) does not start helm to ask; a binary changed in place is asked again."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path, log = counting_helm(tmp_path, "v3.99.0")
+    assert find_helm(str(path)).version == "v3.99.0"
+    helm_module._version.cache_clear()
+    assert find_helm(str(path)).version == "v3.99.0" and asked(log) == 1
+    assert (tmp_path / "cache" / "pdctl" / helm_module.VERSIONS_FILE).is_file()
+    before = path.stat().st_mtime_ns
+    counting_helm(tmp_path, "v3.99.1")  # the same size and inode, written again
+    # Its mtime as a later write sets it (the clock's tick could be coarser than this test).
+    os.utime(path, ns=(before + 10**9, before + 10**9))
+    helm_module._version.cache_clear()
+    assert find_helm(str(path)).version == "v3.99.1" and asked(log) == 2
+
+
+@pytest.mark.parametrize("cache", ["not json", '["a list"]', '{"key": 42}', None])
+def test_a_version_cache_that_cannot_be_read_or_written_only_costs_a_question(
+    cache: str | None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A cache file that is not pdctl's is an empty cache; a cache folder that cannot be made (a
+    file is in its place: None) leaves each run asking helm."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    place = tmp_path / "cache" / "pdctl"
+    if cache is None:
+        place.parent.mkdir()
+        place.write_text("a file, not a folder")
+    else:
+        place.mkdir(parents=True)
+        (place / helm_module.VERSIONS_FILE).write_text(cache)
+    path, log = counting_helm(tmp_path, "v3.99.0")
+    for expected in (1, 2 if cache is None else 1):
+        helm_module._version.cache_clear()
+        assert find_helm(str(path)).version == "v3.99.0" and asked(log) == expected

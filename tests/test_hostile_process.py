@@ -164,19 +164,21 @@ def test_a_helm_hanging_on_version_ends_pdctl_with_exit_3(
     eventually(lambda: not alive(shell) and not alive(sleeper), "the double and its child end")
 
 
+@pytest.mark.parametrize("command", ["template", "validate"])
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_stops_helm_and_removes_the_merged_values(
-    tmp_path: Path, signum: int, code: int
+    tmp_path: Path, signum: int, code: int, command: str
 ) -> None:
     """pdctl as a subprocess, stopped while helm renders: the double's whole group ends, the
-    temporary folder with the merged values (tokens included) is gone, no traceback."""
+    temporary folder with the merged values (tokens included) is gone, no traceback. validate
+    of one file runs helm on the main thread, as template does."""
     pid_file = tmp_path / "pids"
     double = hanging_helm(tmp_path / "double", "template", pid_file)
     temp = tmp_path / "tmp"
     temp.mkdir()
     env = {**os.environ, "TMPDIR": str(temp), "PDCTL_DEBUG": ""}
     pdctl = subprocess.Popen(
-        [sys.executable, "-m", "pdctl", "template", str(TUTORIAL_VALUES), "--helm", str(double)],
+        [sys.executable, "-m", "pdctl", command, str(TUTORIAL_VALUES), "--helm", str(double)],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,

@@ -3,6 +3,8 @@ refusal of generated values that fail the pipeline's checks."""
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
 from pathlib import Path
 
@@ -149,3 +151,32 @@ def test_generated_values_that_fail_validation_are_not_written(
     assert code == 1
     assert "internal error" in stderr and "SCHEMA" in stderr and "Traceback" not in stderr
     assert not out.exists()
+
+
+def test_init_and_plan_take_every_plan_argument() -> None:
+    """Both commands build their plan from their parameters by name (PlanArgs.from_parameters)."""
+    from pdctl.cli._plan_options import PlanArgs
+    from pdctl.cli.init import init as init_command
+    from pdctl.cli.plan import plan as plan_command
+
+    wanted = {field.name for field in dataclasses.fields(PlanArgs)}
+    for command in (init_command, plan_command):
+        assert wanted <= set(inspect.signature(command).parameters), command.__name__
+
+
+def test_init_plans_what_plan_plans_for_the_same_options() -> None:
+    """A value other than the default for each option the two share reaches init's plan as it
+    reaches plan's."""
+    shared = [
+        *("-m", "meta-llama/Llama-3.1-8B-Instruct", "--gpus", "4", "--offline"),
+        *("--gpu-type", "H200", "--gpus-per-node", "4", "--input-len", "3000"),
+        *("--output-len", "300", "--concurrency", "8", "--rate", "2", "--ttft", "3000"),
+        *("--itl", "100", "--max-model-len", "8192", "--kv-cache-dtype", "fp8"),
+        *("--gpu-memory-utilization", "0.85", "--weight-dtype", "bf16", "--network-gbps", "40"),
+        *("--connector", "MooncakeConnector", "--mode", "pd"),
+    ]
+    planned = runner.invoke(app, ["plan", *shared, "-o", "json"])
+    assert planned.exit_code == 0, planned.output
+    code, stdout, stderr = init("init", *shared, "--out", "-", "-o", "json")
+    assert code == 0, stderr
+    assert json.loads(stdout)["plan"] == json.loads(planned.stdout)

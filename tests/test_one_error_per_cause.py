@@ -6,6 +6,8 @@ prints the findings."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +16,11 @@ from typer.testing import CliRunner
 
 from pdctl import pipeline
 from pdctl.cli.app import app
+from pdctl.findings import Finding, Severity
 from pdctl.helm import find_helm
 from pdctl.rules import run_rules
-from pdctl.validation.refusals import ask_chart
+from pdctl.validation import schema_and_rules
+from pdctl.validation.refusals import ChartAnswer, ask_chart
 from pdctl.values.paths import format_path
 from tests.helpers import ASSETS, CHART, load_values, write_values
 
@@ -142,3 +146,47 @@ def test_validate_refuses_a_bare_string_for_its_list_of_files() -> None:
     name: Any = str(ASSETS / "values-17-nixl-vllm-router.yaml")
     with pytest.raises(TypeError, match="list of file names"):
         pipeline.validate(name, pipeline.ValidateOptions())
+
+
+def test_helm_applies_the_schema_first_and_a_failure_there_asks_no_refusal() -> None:
+    """Asked with schema=True, helm applies values.schema.json as `helm install` does: a value
+    the schema refuses stops it before the chart's refusals (PD017 here, without the schema)."""
+    values = copy.deepcopy(NIXL)
+    values["routerSpec"]["type"] = "vllm_router"
+    answer = ask_chart(find_helm(), values, CHART, "pd", "default", schema=True)
+    assert answer.schema_failed and not any(f.rule.startswith("PD") for f in answer.refusals)
+    refused = pool(NIXL, modelURL="other/model")
+    answer = ask_chart(find_helm(), refused, CHART, "pd", "default", schema=True)
+    assert not answer.schema_failed and any(f.rule.startswith("PD") for f in answer.refusals)
+
+
+def test_values_helm_renders_skip_pdctls_own_schema_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """helm's schema pass accepted them: pdctl's (jsonschema, which says where and why) is left
+    for the values helm fails."""
+
+    def not_asked(*_: Any) -> list[Any]:
+        raise AssertionError("pdctl's schema pass ran for values helm rendered")
+
+    monkeypatch.setattr(schema_and_rules, "_schema_findings", not_asked)
+    findings = schema_and_rules.check_values(find_helm(), NIXL, "pd", CHART)
+    assert not [f for f in findings if f.severity.value == "error"], findings
+
+
+def test_where_helms_schema_pass_fails_and_pdctls_accepts_the_refusals_are_asked_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Should helm's schema pass and pdctl's ever disagree (helm stricter), the chart's refusals
+    are asked again without helm's pass, as validate asked them before helm applied the schema.
+    The first answer is a test double: the pinned helms and jsonschema agree on the corpus."""
+    refused = pool(NIXL, modelURL="other/model")
+    helm = find_helm()
+
+    @contextmanager
+    def schema_fails(*_: Any, **__: Any) -> Iterator[Callable[[], ChartAnswer]]:
+        yield lambda: ChartAnswer([Finding("HELM", Severity.error, "schema")], [], True)
+
+    expected = schema_and_rules.check_values(helm, refused, "pd", CHART)
+    monkeypatch.setattr(schema_and_rules, "asking_chart", schema_fails)
+    found = schema_and_rules.check_values(helm, refused, "pd", CHART)
+    assert [f.rule for f in found] == [f.rule for f in expected]
+    assert any(f.rule.startswith("PD0") for f in found), found

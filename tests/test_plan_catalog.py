@@ -13,6 +13,7 @@ import yaml
 from pdctl.errors import InputError, UsageError
 from pdctl.models import catalog, memory
 from pdctl.models.config import from_hf_config
+from pdctl.plan import resolve_model
 from tests.helpers import ROOT
 
 CONFIGS = ROOT / "tests" / "fixtures" / "configs"
@@ -89,7 +90,7 @@ def test_an_unknown_gpu_is_a_usage_error_with_close_matches() -> None:
 
 def test_an_unknown_model_names_close_catalog_entries() -> None:
     with pytest.raises(InputError) as caught:
-        catalog.require_model("meta-llama/Llama-3.1-8B-Instruc")
+        resolve_model("meta-llama/Llama-3.1-8B-Instruc", offline=True)
     assert "meta-llama/Llama-3.1-8B-Instruct" in (caught.value.hint or "")
 
 

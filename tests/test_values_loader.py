@@ -23,7 +23,6 @@ def test_lines_of_keys_and_items() -> None:
     assert doc.lines[("a",)] == 1
     assert doc.lines[("a", "b", 1)] == 4
     assert doc.lines[("a", "b", 1, "y")] == 4
-    assert doc.line_of(("a", "b", 1, "y", "missing")) == 4
 
 
 def test_duplicate_key_names_both_lines() -> None:

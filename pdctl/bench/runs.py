@@ -172,10 +172,6 @@ def load_axis(runs: list[Run]) -> str:
     return "rate" if every and all(s.get("rate") is not None for s in every) else "concurrency"
 
 
-def load_of(step: dict[str, Any], axis: str) -> float:
-    return float(step[axis])
-
-
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 

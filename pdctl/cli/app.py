@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import typer
@@ -93,7 +94,19 @@ for command in COMMANDS:
     if command is bench:  # a group: the sweep without a sub-command, `bench compare` with one
         app.add_typer(bench_app, name="bench", short_help=short_help)
     else:
-        app.command(short_help=short_help)(command)
+        app.command(name=command.__name__, short_help=short_help)(command)
+
+
+def _only(args: list[str]) -> None:
+    """Keep only the command that args name (the first word that is no option: the root's
+    options take no value) in the app: typer builds the options of every command it holds at
+    each start, tens of milliseconds for all, and a command runs alone as it runs among them.
+    No command named (`pdctl --help`), or a word that names none, keeps them all."""
+    named = next((arg for arg in args if not arg.startswith("-")), None)
+    commands = [info for info in app.registered_commands if info.name == named]
+    groups = [info for info in app.registered_groups if info.name == named]
+    if commands or groups:
+        app.registered_commands, app.registered_groups = commands, groups
 
 
 def main() -> None:
@@ -101,6 +114,7 @@ def main() -> None:
     removed, pdctl.process) and end pdctl with 128 + the signal's number."""
     from pdctl import process  # lazy: start-up
 
+    _only(sys.argv[1:])
     try:
         with process.signals_raise():
             app()

@@ -13,7 +13,7 @@ from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import NamespaceOpt, OutputOpt, ReleaseOpt
 from pdctl.cli._output import OutputFormat
-from pdctl.cli.plan import (
+from pdctl.cli._plan_options import (
     CalibrateAtOpt,
     CalibrateOpt,
     CalibrateTpOpt,
@@ -161,34 +161,10 @@ def init(
     within the TTFT and ITL targets, defaults 2000 and 200 ms); the file's header records the
     mode and the targets, so its command line reproduces it.
     """
+    args = PlanArgs.from_parameters(locals())
     from pdctl.plan import emit, report  # lazy: start-up
     from pdctl.plan.emit import InitOptions, default_filename, write  # lazy: start-up
 
-    args = PlanArgs(
-        model,
-        gpus,
-        gpu_type,
-        gpus_per_node,
-        input_len,
-        output_len,
-        concurrency,
-        rate,
-        ttft,
-        itl,
-        max_model_len,
-        kv_cache_dtype,
-        gpu_memory_utilization,
-        model_config,
-        offline,
-        connector,
-        network_gbps,
-        target_rate,
-        calibrate,
-        calibrate_at,
-        calibrate_tp,
-        mode,
-        weight_dtype,
-    )
     selector = _node_selector(node_selector or [])
     plan, wired = build_plan(args, output, router)
     target = None if out == STDOUT else Path(out or default_filename(plan.request.arch.name))

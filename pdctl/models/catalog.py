@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pdctl.chart import read_yaml
-from pdctl.errors import InputError, UsageError
+from pdctl.errors import UsageError
 from pdctl.hints import closest, did_you_mean
 from pdctl.models import links
 from pdctl.models.config import Mla, ModelArch, Moe, SlidingWindow
@@ -202,19 +202,6 @@ def model_suggestions(name: str) -> list[str]:
         best[repo] = max(_likeness(name, alias) for alias in (repo, *m.aliases))
     ranked = sorted((-score, repo) for repo, score in best.items() if score >= 0.5)
     return [repo for _, repo in ranked[:3]]
-
-
-def require_model(name: str) -> CatalogModel:
-    found = find_model(name)
-    if found:
-        return found
-    close = model_suggestions(name)
-    raise InputError(
-        f"{name} is not in the planner's model catalog",
-        hint=did_you_mean(close)
-        + "pass --model-config PATH (a config.json), or allow the hub (drop --offline); "
-        + "`pdctl catalog models` lists the catalog",
-    )
 
 
 def model_entry(entry: CatalogModel) -> dict[str, Any]:

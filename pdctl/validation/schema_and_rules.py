@@ -1,5 +1,6 @@
-"""Every check of a values mapping: the chart's schema (pdctl's own pass), the chart's refusals
-(helm template) and the rules pdctl checks itself (warnings, and PD007)."""
+"""Every check of a values mapping: the chart's schema (helm's pass, and pdctl's own where helm's
+fails), the chart's refusals (helm template) and the rules pdctl checks itself (warnings, and
+PD007)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pdctl.findings import Finding
 from pdctl.helm import Helm
 from pdctl.rules import run_rules
 from pdctl.rules.flags import overridden_flags
-from pdctl.validation.refusals import ask_chart
+from pdctl.validation.refusals import ask_chart, asking_chart
 from pdctl.validation.schema import check
 from pdctl.values.coalesce import with_defaults
 
@@ -20,15 +21,28 @@ from pdctl.values.coalesce import with_defaults
 def check_values(
     helm: Helm, data: dict[str, Any], release: str, chart: Path, namespace: str = defaults.NAMESPACE
 ) -> list[Finding]:
-    """Schema findings (on the values merged with the chart's defaults, as helm checks them),
-    then the chart's refusals (only of values the schema accepted: pdctl.validation.refusals)
-    or, when it rendered, the warnings that read the render (PD117), and pdctl's rules (silent
-    when they read a key the schema refused)."""
+    """The chart's answer first, helm applying the chart's schema as `helm install` does (pdctl's
+    rules run while helm renders): values it renders passed the schema and every refusal, and
+    only the warnings are left (PD117, which reads the render, and pdctl's rules). Values it
+    fails get pdctl's own schema pass, which says where and why (on the values merged with the
+    chart's defaults, as helm checks them); only values that pass it get the chart's refusals
+    (pdctl.validation.refusals), asked again without helm's schema pass where that one failed.
+    pdctl's rules are silent when they read a key the schema refused."""
 
-    defaults = default_values(chart)
-    findings = check(with_defaults(defaults, data), chart / "values.schema.json", defaults)
-    refused = {finding.path for finding in findings}
-    if not findings:
+    with asking_chart(helm, data, chart, release, namespace, schema=True) as answer_of:
+        # The rule modules and the catalogs they read load here, while helm renders.
+        rule_findings = run_rules(data, release, chart, namespace)
+        answer = answer_of()
+    schema_findings = [] if answer.rendered else _schema_findings(data, chart)
+    if schema_findings:
+        refused = {finding.path for finding in schema_findings}
+        return schema_findings + run_rules(data, release, chart, namespace, refused)
+    if answer.schema_failed:
         answer = ask_chart(helm, data, chart, release, namespace)
-        findings = answer.refusals + overridden_flags(data, answer.objects)
-    return findings + run_rules(data, release, chart, namespace, refused)
+    return answer.refusals + overridden_flags(data, answer.objects) + rule_findings
+
+
+def _schema_findings(data: dict[str, Any], chart: Path) -> list[Finding]:
+    """pdctl's schema pass of the values merged with the chart's defaults."""
+    chart_defaults = default_values(chart)
+    return check(with_defaults(chart_defaults, data), chart / "values.schema.json", chart_defaults)

@@ -68,14 +68,6 @@ class Document:
     data: dict[str, Any]
     lines: dict[KeyPath, int] = field(default_factory=dict)
 
-    def line_of(self, path: KeyPath) -> int | None:
-        """Line of the key at path, or of its nearest ancestor that has one."""
-        for end in range(len(path), 0, -1):
-            line = self.lines.get(tuple(path[:end]))
-            if line is not None:
-                return line
-        return None
-
 
 # (tag, pattern, first characters) of the plain scalars helm's YAML library resolves, in order.
 _HELM_SCALARS = [
