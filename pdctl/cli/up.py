@@ -63,7 +63,7 @@ def _print_started(started: Started) -> None:
     for proc in plan.engines:
         _output.data(f"  {proc.role:<8} {proc.name:<40} {proc.url}")
     if plan.router is not None:
-        _output.data(f"  {'router':<8} {'vllm-router':<40} {plan.router.url}")
+        _output.data(f"  {'router':<8} {plan.router_by:<40} {plan.router.url}")
     _output.info("changed from the render (running as processes, not pods):")
     for change in plan.changes:
         _output.info(f"  - {change}")
