@@ -44,7 +44,6 @@ from typing import Any
 from pdctl import defaults, manifests, naming, secrets, ucx
 from pdctl.errors import EnvironmentProblem, InputError
 from pdctl.local import consent, flags, lmcache_env, routers
-from pdctl.standin import plays
 
 LOOPBACK = "127.0.0.1"
 ENGINES = ("vllm", "sim")  # real vLLM, or the pd-stack simulator
@@ -490,7 +489,7 @@ def _plan_router(
         )
         return
     layout.router = standin(deployment, kind, ports(), layout.engines, notify)
-    layout.router_by = plays(kind)
+    layout.router_by = routers.plays(kind)
     layout.changes.insert(
         1,
         f"router: the {layout.router_by}, with the engines' URLs (no discovery); "

@@ -17,9 +17,24 @@ from typing import Any
 
 from pdctl.errors import InputError
 from pdctl.local import flags
-from pdctl.standin import MODULE
 
 VLLM_ROUTER = "vllm-router"
+NAME = "pd-stack router stand-in"
+MODULE = "pdctl.standin"  # the stand-in: python -m pdctl.standin
+# What it plays, by the routing it was given (pdctl.standin.routes.ROUTINGS).
+_PLAYS = {
+    "roundrobin": "production-stack's router (roundrobin)",
+    "session": "production-stack's router (session)",
+    "disaggregated_prefill": "production-stack's router (disaggregated_prefill)",
+    "lmcache-proxy": "LMCache's PD proxy",
+}
+
+
+def plays(routing: str) -> str:
+    """How every command names the stand-in: "pd-stack router stand-in playing ..."."""
+    return f"{NAME} playing {_PLAYS[routing]}"
+
+
 LMCACHE_PROXY = "lmcache-proxy"
 # production-stack's routing logics the stand-in plays (pdctl/standin/routes.py).
 PLAYED = ("roundrobin", "session", "disaggregated_prefill")

@@ -61,6 +61,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pdctl import lmcache_wire as wire
 from pdctl.errors import UsageError
 from pdctl.plan.step import Chunk
 from pdctl.simulator import kv, lmcache, metrics, openai
@@ -439,10 +440,10 @@ class SimulatedEngine:
         if target is not None:
             seconds = n * self.shape.kv_bytes_per_token / (b.kv_gbps * 1e9) + b.slow_kv_s
             if not b.lose_transfers:
-                lmcache.post(*target, lmcache.PUSH_PATH, {"tokens": tokens})
+                wire.post(*target, wire.PUSH_PATH, {"tokens": tokens})
         if spec is not None and pd.proxy_host:
             for _ in spec.get("receiver_init_port") or [0]:
-                lmcache.post(pd.proxy_host, pd.proxy_port, lmcache.NOTIFY_PATH, spec)
+                wire.post(pd.proxy_host, pd.proxy_port, wire.NOTIFY_PATH, spec)
         answer = {"first_tok": openai.token_id("tok0")} if params.get("ret_first_tok") else None
         return Admitted(n, 0, seconds, answer)
 

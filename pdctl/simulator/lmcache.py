@@ -14,9 +14,9 @@ its --kv-transfer-config names LMCacheConnectorV1 and its env turns PD on:
   per receiver TP rank (PDMsg {req_id} to pd_proxy_host:pd_proxy_port), and answers with
   `kv_transfer_params.first_tok`; the proxy then sends the decode the prompt and that token.
 
-What the simulator moves: one HTTP POST (PUSH_PATH) from the sender to the receiver's port (its
-alloc port in the second form) carrying the prompt's tokens, in place of LMCache's ZMQ handshake
-and NIXL write, and one HTTP POST (NOTIFY_PATH) to the proxy's port in place of its ZMQ PUSH. No
+What the simulator moves (pdctl/lmcache_wire.py): one HTTP POST from the sender to the
+receiver's port (its alloc port in the second form) carrying the prompt's tokens, in place of
+LMCache's ZMQ handshake and NIXL write, and one to the proxy's port in place of its ZMQ PUSH. No
 KV bytes move: the sender times the push by the link's bandwidth. The push happens before the
 prefill answers, so the decode finds the KV whenever the router follows the protocol.
 
@@ -29,16 +29,13 @@ computes. Received KV is handed over once and the receiver keeps at most KEPT pr
 from __future__ import annotations
 
 import collections
-import http.client
-import http.server
-import json
 import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-PUSH_PATH = "/simulator/lmcache/push"
-NOTIFY_PATH = "/simulator/lmcache/notify"
+from pdctl import lmcache_wire as wire
+
 KEPT = 4096  # prompts a receiver keeps (the oldest goes first): LMCache's buffer is bounded too
 SENDER, RECEIVER = "sender", "receiver"
 TUTORIAL, CURRENT = "tutorial", "current"
@@ -133,51 +130,6 @@ class Received:
         return 0
 
 
-class Notified:
-    """The proxy's side: how many notifications each req_id has had (the stand-in router's)."""
-
-    def __init__(self) -> None:
-        self._done = threading.Condition()
-        self._count: dict[str, int] = {}
-
-    def add(self, req_id: str) -> None:
-        with self._done:
-            self._count[req_id] = self._count.get(req_id, 0) + 1
-            self._done.notify_all()
-
-    def wait(self, req_id: str, count: int, seconds: float) -> bool:
-        """Wait until req_id had `count` notifications (then forget it); False at the deadline."""
-        with self._done:
-            ready = self._done.wait_for(lambda: self._count.get(req_id, 0) >= count, seconds)
-            self._count.pop(req_id, None)
-        return ready
-
-
-def _json_handler(path: str, take: collections.abc.Callable[[dict[str, object]], None]) -> type:
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        timeout = 30
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def do_POST(self) -> None:  # noqa: N802 (http.server API)
-            length = int(self.headers.get("Content-Length") or 0)
-            ok = self.path == path and 0 < length <= 64 * 1024**2
-            try:
-                body = json.loads(self.rfile.read(length)) if ok else None
-                ok = isinstance(body, dict)
-                if ok:
-                    take(body)  # type: ignore[arg-type]
-            except (ValueError, TypeError):
-                ok = False
-            self.send_response(200 if ok else 400)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-    return Handler
-
-
 def receiver_handler(received: Received) -> type:
     """A receiver's port: POST PUSH_PATH {tokens} keeps the prompt's KV."""
 
@@ -187,21 +139,4 @@ def receiver_handler(received: Received) -> type:
             raise TypeError("tokens")
         received.put([str(t) for t in tokens])
 
-    return _json_handler(PUSH_PATH, take)
-
-
-def notify_handler(notified: Notified) -> type:
-    """The proxy's notification port: POST NOTIFY_PATH {req_id} (LMCache's PDMsg)."""
-    return _json_handler(NOTIFY_PATH, lambda body: notified.add(str(body["req_id"])))
-
-
-def post(host: str, port: int, path: str, body: object, deadline_s: float = 5.0) -> bool:
-    """One JSON POST; whether it was answered 200."""
-    connection = http.client.HTTPConnection(host, port, timeout=deadline_s)
-    try:
-        connection.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
-        return connection.getresponse().status == 200
-    except (OSError, http.client.HTTPException):
-        return False
-    finally:
-        connection.close()
+    return wire.json_handler(wire.PUSH_PATH, take)

@@ -29,8 +29,8 @@ protocols (NixlConnector, LMCache's PD), metrics and health, and times each sche
 pdctl's planner (docs/simulator.md). It reads these `vllm serve` flags: --host, --port,
 --served-model-name, --tensor-parallel-size, --pipeline-parallel-size, --max-model-len,
 --gpu-memory-utilization, --max-num-batched-tokens, --max-num-seqs, --kv-cache-dtype,
---enable-prefix-caching, --kv-transfer-config (NixlConnector, LMCacheConnectorV1 or none); every
-other vLLM flag is accepted and ignored. Environment, as vLLM and LMCache read it:
+--enable-prefix-caching, --kv-transfer-config (NixlConnector, LMCacheConnectorV1 or none);
+every other vLLM flag is accepted and ignored. Environment, as vLLM and LMCache read it:
 VLLM_NIXL_SIDE_CHANNEL_HOST, VLLM_NIXL_SIDE_CHANNEL_PORT; LMCache's PD settings (LMCACHE_ENABLE_PD
 and LMCACHE_PD_*, or the PD tutorial's LMCACHE_ENABLE_NIXL and LMCACHE_NIXL_*)."""
 

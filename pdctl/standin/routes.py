@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pdctl.simulator import lmcache
+from pdctl import lmcache_wire
 from pdctl.standin import upstream
 
 ROUTINGS = ("roundrobin", "session", "disaggregated_prefill", "lmcache-proxy")
@@ -85,10 +85,10 @@ class Router:
         routing: str,
         engines: Engines,
         session_key: str | None = None,
-        notified: lmcache.Notified | None = None,
+        notified: lmcache_wire.Notified | None = None,
     ) -> None:
         self.routing, self.engines, self.session_key = routing, engines, session_key
-        self.notified = notified or lmcache.Notified()
+        self.notified = notified or lmcache_wire.Notified()
         self._turn = itertools.count()
         self._requests = itertools.count(1)
 

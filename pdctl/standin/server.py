@@ -1,6 +1,6 @@
 """The stand-in's HTTP: its command line, GET /health (200, naming what it plays), GET /v1/models
 (an engine's), the generation routes (pdctl.standin.routes) and, playing LMCache's PD proxy, the
-port on which the prefills' senders report each transfer (pdctl.simulator.lmcache; LMCache's
+port on which the prefills' senders report each transfer (pdctl/lmcache_wire.py; LMCache's
 proxy binds a ZMQ PULL socket there). Every answer's Server header names the stand-in."""
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from pdctl import lmcache_wire
 from pdctl.errors import UsageError
-from pdctl.simulator import lmcache
-from pdctl.standin import plays, routes, upstream
+from pdctl.local.routers import plays
+from pdctl.standin import routes, upstream
 
 MAX_BODY = 64 * 1024**2
 GENERATION = ("/v1/completions", "/v1/chat/completions")
@@ -152,7 +153,9 @@ def run(options: Options) -> None:
     servers = [_Server((options.host, options.port), handler(router, plays(options.routing)))]
     if options.notify_port is not None:
         servers.append(
-            _Server((options.host, options.notify_port), lmcache.notify_handler(router.notified))
+            _Server(
+                (options.host, options.notify_port), lmcache_wire.notify_handler(router.notified)
+            )
         )
     for server in servers:
         threading.Thread(target=server.serve_forever, daemon=True).start()
