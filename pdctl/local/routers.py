@@ -6,8 +6,9 @@ value or tutorial that would run.
 
 The render is read, never a command's name: production-stack's router image runs `vllm-router`
 too (its entry point, docker/Dockerfile), so production-stack's router is told by its
-`--routing-logic`, LMCache's proxy by its `--decoder-init-port`, vllm-router by the chart's
-`command: [vllm-router]` without either.
+`--routing-logic`, LMCache's proxy by its `--decoder-init-port`, llm-d's endpoint picker by its
+`--endpoint-selector` or `--pool-name`; any other is vllm-router, whose command pdctl.local.consent
+checks as the chart renders it.
 """
 
 from __future__ import annotations
@@ -55,7 +56,6 @@ def kind(container: dict[str, Any]) -> str:
     """VLLM_ROUTER, LMCACHE_PROXY or a production-stack routing logic of PLAYED; InputError for a
     router up cannot run, naming what would."""
     args = [str(a) for a in container.get("args", [])]
-    command = [str(c) for c in container.get("command", [])]
     if _value(args, "--decoder-init-port") is not None:
         return LMCACHE_PROXY
     logic = _value(args, "--routing-logic")
@@ -74,13 +74,7 @@ def kind(container: dict[str, Any]) -> str:
             "Gateway in a cluster: pdctl up does not run it",
             hint=f"deploy it to a cluster (pdctl deploy, tutorials/25-llm-d-router.md); {LOCAL_PD}",
         )
-    if command == [VLLM_ROUTER]:
-        return VLLM_ROUTER
-    shown = " ".join([*command, *args[:1]]) or "(the image's entry point)"
-    raise InputError(
-        f"the release's router runs `{shown}`, which is not a router pdctl up knows",
-        hint=f"routerSpec.type vllm-router, production-stack or lmcache-proxy; {LOCAL_PD}",
-    )
+    return VLLM_ROUTER  # a command other than the chart's is refused as any other is (consent)
 
 
 def standin_argv(

@@ -144,21 +144,26 @@ class _Server(http.server.ThreadingHTTPServer):
         pass  # a client that went away: nothing to report
 
 
+def start(options: Options) -> tuple[routes.Router, list[http.server.ThreadingHTTPServer]]:
+    """The router and its servers, listening (port 0: a free one; server_address says which)."""
+    router = routes.Router(options.routing, options.engines, options.session_key)
+    servers: list[http.server.ThreadingHTTPServer] = [
+        _Server((options.host, options.port), handler(router, plays(options.routing)))
+    ]
+    if options.notify_port is not None:
+        notify = lmcache_wire.notify_handler(router.notified)
+        servers.append(_Server((options.host, options.notify_port), notify))
+    for server in servers:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    return router, servers
+
+
 def run(options: Options) -> None:
     """Serve until SIGTERM or SIGINT."""
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    router = routes.Router(options.routing, options.engines, options.session_key)
-    servers = [_Server((options.host, options.port), handler(router, plays(options.routing)))]
-    if options.notify_port is not None:
-        servers.append(
-            _Server(
-                (options.host, options.notify_port), lmcache_wire.notify_handler(router.notified)
-            )
-        )
-    for server in servers:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+    _, servers = start(options)
     print(f"{plays(options.routing)} on {options.host}:{options.port}", flush=True)
     stop.wait()
     for server in servers:
