@@ -51,6 +51,8 @@ MODULES: dict[str, str] = {
     "test_local_layout": "chart",
     "test_local_down": "integration",
     "test_local_up": "integration",
+    "test_local_up_brought": "integration",
+    "test_local_up_grid": "integration",
     "test_multinode": "chart",
     "test_naming": "chart",
     "test_oci": "integration",
