@@ -50,6 +50,7 @@ MODULES: dict[str, str] = {
     "test_local_consent": "chart",
     "test_local_layout": "chart",
     "test_local_down": "integration",
+    "test_local_routers": "unit",
     "test_local_up": "integration",
     "test_local_up_brought": "integration",
     "test_local_up_grid": "integration",
