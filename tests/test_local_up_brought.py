@@ -94,7 +94,8 @@ def test_up_verify_down(form: str, helm4: Helm, state_home: Path) -> None:
         time.sleep(0.1)
     assert not [p for p in pids if _running(p)]
     assert not [u for u in urls if _answers(u)]
-    assert state.Folder.of(RELEASE).read_state()["status"] == state.STOPPED
+    after = state.Folder.of(RELEASE).read_state()
+    assert after is not None and after["status"] == state.STOPPED
 
 
 @pytest.mark.parametrize("form", list(FILES))
