@@ -167,8 +167,9 @@ def test_an_engine_bigger_than_the_host_is_refused(rendered: list[manifests.Mani
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     container["resources"]["limits"]["nvidia.com/gpu"] = "4"
     try:
-        with pytest.raises(InputError, match="needs 4 GPUs; this host has 2"):
+        with pytest.raises(InputError, match="needs 4 GPUs; this host has 2") as refused:
             local.plan(rendered, "pd", local.Options(devices=["0", "1"]))
+        assert "--engine sim" in str(refused.value.hint)  # the next step
     finally:
         container["resources"]["limits"]["nvidia.com/gpu"] = "1"
 

@@ -231,7 +231,9 @@ def engine(
     argv = _argv(container)
     if consent.SERVE not in argv:
         raise InputError(
-            f"{name}: its command has no `{consent.SERVE}`: pdctl up runs engines only"
+            f"{name}: its command has no `{consent.SERVE}`: pdctl up runs engines only",
+            hint="an engine pool runs the chart's `vllm serve` (servingEngineSpec.modelSpec[]); "
+            "deploy other workloads to a cluster (pdctl deploy)",
         )
     serve = argv.index(consent.SERVE)
     if options.weights is not None:
@@ -300,10 +302,10 @@ def router(
 
 
 def _refuse_what_is_not_local(summary: manifests.Summary) -> None:
-    grouped = [p.name for p in summary.pools if p.kind != "Deployment"]
+    grouped = [p for p in summary.pools if p.kind != "Deployment"]
     if grouped:
         raise InputError(
-            f"pools {', '.join(grouped)} span several nodes ({grouped and summary.pools[0].kind}): "
+            f"pools {', '.join(p.name for p in grouped)} span several nodes ({grouped[0].kind}): "
             "pdctl up runs single-node pools only",
             hint="deploy this release to a cluster (pdctl deploy); for this machine, a file of "
             "single-node pools (pdctl init writes them; tutorials/17-nixl-vllm-router.md)",
@@ -401,7 +403,9 @@ def _shares(
         return 1, [[] for _ in needs]
     if max(needs) > len(devices):
         raise InputError(
-            f"an engine of this release needs {max(needs)} GPUs; this host has {len(devices)}"
+            f"an engine of this release needs {max(needs)} GPUs; this host has {len(devices)}",
+            hint="--engine sim runs it here without GPUs; or a layout for this host: pdctl init "
+            f"--gpus {len(devices)}",
         )
     share = -(-sum(needs) // len(devices))
     assigned, cursor = [], 0
@@ -422,7 +426,11 @@ def plan(
     names = naming.Release(release)
     summary = manifests.summarize(objects)
     if not summary.pools:
-        raise InputError(f"the render holds no engine pool of release {release}")
+        raise InputError(
+            f"the render holds no engine pool of release {release}",
+            hint="--release names the release the folder was rendered for; pdctl init writes a "
+            "file with engine pools",
+        )
     _refuse_what_is_not_local(summary)
     _refuse_what_changes_what_runs(objects, summary, names, options.allowed)
     ports = distinct(ports)

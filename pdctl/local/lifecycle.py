@@ -181,10 +181,14 @@ def choose_engine(requested: str | None, devices: list[str], vllm: str | None) -
         return "sim", "the pd-stack simulator (--engine sim)"
     if requested == "vllm":
         if vllm is None:
-            raise EnvironmentProblem("--engine vllm: vLLM is not installed here (import vllm)")
+            raise EnvironmentProblem(
+                "--engine vllm: vLLM is not installed here (import vllm)",
+                hint="--engine sim runs the release with pd-stack's simulator",
+            )
         if not devices:
             raise EnvironmentProblem(
-                "--engine vllm: no GPU found (nvidia-smi, CUDA_VISIBLE_DEVICES)"
+                "--engine vllm: no GPU found (nvidia-smi, CUDA_VISIBLE_DEVICES)",
+                hint="--engine sim runs the release with pd-stack's simulator",
             )
         return "vllm", f"vLLM {vllm} on {len(devices)} GPU(s) (--engine vllm)"
     if vllm is not None and devices:
