@@ -1,7 +1,8 @@
 """Every file `pdctl init` writes runs locally: for a grid of init outputs (PD and aggregated, two
 models, two GPU counts), `pdctl up --engine sim` then `pdctl verify` pass; PD ones prove PD
 through vllm-router, aggregated ones are reported as aggregated serving through the router
-stand-in playing production-stack's roundrobin (what init writes for them)."""
+stand-in playing production-stack's roundrobin (what init writes for them), and verify and bench
+say it is aggregated serving."""
 
 from __future__ import annotations
 
@@ -56,4 +57,9 @@ def test_init_output_runs_and_verifies(
             "pd-stack router stand-in playing production-stack's router (roundrobin)"
         )
         assert {e["role"] for e in report["engines"]} == {"both"}
+        if model == MODELS[0] and gpus == GPUS[0]:  # bench says so too (once: it takes seconds)
+            bench = ["bench", "--release", RELEASE, "--requests", "2", "--concurrency", "1"]
+            measured = runner.invoke(app, [*bench, "--input-len", "20", "--output-len", "4"])
+            assert measured.exit_code == 0, measured.output
+            assert "aggregated serving: each engine prefills and decodes" in measured.stdout
     assert runner.invoke(app, ["down", "--release", RELEASE]).exit_code == 0
