@@ -84,6 +84,7 @@ MODULES: dict[str, str] = {
     "test_schema_kubernetes": "chart",
     "test_simulator": "integration",
     "test_simulator_bounds": "integration",
+    "test_simulator_lmcache": "integration",
     "test_standin": "integration",
     "test_status": "integration",
     "test_template_pipeline": "chart",
