@@ -101,6 +101,8 @@ class Router:
             return passed(upstream.request("POST", self._pick(headers), path, body))
         except OSError as error:
             return _error(502, f"an engine cannot be reached: {error}")
+        except (ValueError, TypeError) as error:  # max_tokens not a number, say
+            return _error(400, f"the request cannot be routed: {error}")
 
     def _pick(self, headers: dict[str, str]) -> str:
         engines = self.engines.all
@@ -139,37 +141,53 @@ class Router:
         if not isinstance(ids, dict) or not isinstance(ids.get("tokens"), list):
             return _error(502, "the engine's /tokenize gave no tokens")
         req_id = str(next(self._requests))
-        wanted = int(body.get("max_tokens") or 16)
-        first = {k: v for k, v in body.items() if k not in ("messages", "stream_options")}
-        first.update(prompt=ids["tokens"], max_tokens=1, stream=False)
-        if "max_completion_tokens" in body:
-            first["max_completion_tokens"] = 1
-        spec = {
-            "req_id": req_id,
-            "receiver_host": _host(decoder.url),
-            "receiver_init_port": list(decoder.init_ports),
-            "receiver_alloc_port": list(decoder.alloc_ports),
-        }
-        first["kv_transfer_params"] = {"ret_first_tok": True, "disagg_spec": spec}
+        first = _prefill_request(body, ids["tokens"], req_id, decoder)
         answer = upstream.request("POST", prefill, "/v1/completions", first)
         head = answer.json()
         if answer.status != 200 or not isinstance(head, dict):
             return _error(answer.status if answer.status != 200 else 502, "prefill failed")
         if not self.notified.wait(req_id, len(decoder.init_ports) or 1, NOTIFY_WAIT_S):
             return _error(504, f"prefill did not report the KV transfer of request {req_id}")
-        rest = {k: v for k, v in first.items() if k != "kv_transfer_params"}
-        token = (head.get("kv_transfer_params") or {}).get("first_tok")
-        rest.update(prompt=[*ids["tokens"], token], max_tokens=max(wanted - 1, 1))
-        if "max_completion_tokens" in body:
-            rest["max_completion_tokens"] = max(int(body["max_completion_tokens"]) - 1, 1)
-        if body.get("stream"):
-            rest.update(stream=True, stream_options=body.get("stream_options"))
-            decoded = upstream.request("POST", decoder.url, "/v1/completions", rest)
-            return Outcome(decoded.status, JSON, _streamed(head, decoded, chat))
+        rest = _decode_request(body, first, head)
         decoded = upstream.request("POST", decoder.url, "/v1/completions", rest)
-        return Outcome(
-            decoded.status, JSON, iter([json.dumps(_merged(head, decoded.json(), chat)).encode()])
-        )
+        if body.get("stream"):
+            return Outcome(decoded.status, JSON, _streamed(head, decoded, chat))
+        merged = _merged(head, decoded.json(), chat)
+        return Outcome(decoded.status, JSON, iter([json.dumps(merged).encode()]))
+
+
+def _prefill_request(
+    body: dict[str, Any], ids: list[Any], req_id: str, decoder: Decoder
+) -> dict[str, Any]:
+    """The proxy's request to the prefill: the token ids, one token, the decoder's receiver."""
+    first = {k: v for k, v in body.items() if k not in ("messages", "stream_options")}
+    first.update(prompt=ids, max_tokens=1, stream=False)
+    if "max_completion_tokens" in body:
+        first["max_completion_tokens"] = 1
+    spec = {
+        "req_id": req_id,
+        "receiver_host": _host(decoder.url),
+        "receiver_init_port": list(decoder.init_ports),
+        "receiver_alloc_port": list(decoder.alloc_ports),
+    }
+    first["kv_transfer_params"] = {"ret_first_tok": True, "disagg_spec": spec}
+    return first
+
+
+def _decode_request(
+    body: dict[str, Any], first: dict[str, Any], head: dict[str, Any]
+) -> dict[str, Any]:
+    """The proxy's request to the decode: the ids and the prefill's first token, one token less
+    to generate, streamed when the client streams."""
+    rest = {k: v for k, v in first.items() if k != "kv_transfer_params"}
+    token = (head.get("kv_transfer_params") or {}).get("first_tok")
+    wanted = int(body.get("max_tokens") or 16)
+    rest.update(prompt=[*first["prompt"], token], max_tokens=max(wanted - 1, 1))
+    if "max_completion_tokens" in body:
+        rest["max_completion_tokens"] = max(int(body["max_completion_tokens"]) - 1, 1)
+    if body.get("stream"):
+        rest.update(stream=True, stream_options=body.get("stream_options"))
+    return rest
 
 
 def _host(url: str) -> str:
