@@ -112,6 +112,7 @@ class Table:
     v0_engine: dict[str, str]  # the vLLM versions that still have the V0 engine, and why
     router_images: dict[str, dict[str, Any]]  # by routerSpec.type (llm-d: its release table)
     transfer_evidence: dict[str, Any]
+    lmcache_metrics: tuple[dict[str, str], ...]  # LMCache's own metrics: name, counts, help
     raw: dict[str, Any]  # the file as loaded (for the schema builder)
 
 
@@ -172,6 +173,7 @@ def parse(data: dict[str, Any]) -> Table:
         v0_engine=data["v0Engine"],
         router_images=data["routerImages"],
         transfer_evidence=data["transferEvidence"],
+        lmcache_metrics=tuple(dict(entry) for entry in data["lmcacheMetrics"]),
         raw=data,
     )
 

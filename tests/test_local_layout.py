@@ -167,8 +167,9 @@ def test_an_engine_bigger_than_the_host_is_refused(rendered: list[manifests.Mani
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     container["resources"]["limits"]["nvidia.com/gpu"] = "4"
     try:
-        with pytest.raises(InputError, match="needs 4 GPUs; this host has 2"):
+        with pytest.raises(InputError, match="needs 4 GPUs; this host has 2") as refused:
             local.plan(rendered, "pd", local.Options(devices=["0", "1"]))
+        assert "--engine sim" in str(refused.value.hint)  # the next step
     finally:
         container["resources"]["limits"]["nvidia.com/gpu"] = "1"
 
@@ -198,3 +199,40 @@ def test_ports_are_never_given_twice(rendered: list[manifests.Manifest]) -> None
     assert same() == 9000
     with pytest.raises(EnvironmentProblem, match="no free port"):
         same()
+
+
+@pytest.fixture(scope="module")
+def tutorial(helm4: Helm) -> list[manifests.Manifest]:
+    """The PD tutorial's file: LMCache's NIXL sender/receiver, production-stack's router."""
+    values = (
+        Path(__file__).resolve().parent.parent / "tutorials/assets/values-16-disagg-prefill.yaml"
+    )
+    return pipeline.render(pipeline.load_values([str(values)]), helm_path=str(helm4.path)).objects
+
+
+def _router_container(objects: list[manifests.Manifest]) -> dict[str, object]:
+    router = next(
+        o for o in objects if o["kind"] == "Deployment" and "router" in o["metadata"]["name"]
+    )
+    container: dict[str, object] = router["spec"]["template"]["spec"]["containers"][0]
+    return container
+
+
+def test_the_stand_in_plays_the_rendered_router_with_its_env_still_checked(
+    tutorial: list[manifests.Manifest],
+) -> None:
+    """production-stack's router (the image's entry point, no command) is not run: the stand-in
+    plays it, said in the changes; the router's env is checked as any other (LD_PRELOAD)."""
+    found = local.plan(tutorial, "pd", local.Options(engine="sim"))
+    assert found.router is not None and found.router.argv[1:3] == ["-m", "pdctl.standin"]
+    assert (
+        found.router_by
+        == "pd-stack router stand-in playing production-stack's router (disaggregated_prefill)"
+    )
+    assert any(c.startswith(f"router: the {found.router_by}") for c in found.changes)
+    objects = copy.deepcopy(tutorial)
+    env = _router_container(objects).setdefault("env", [])
+    assert isinstance(env, list)
+    env.append({"name": "LD_PRELOAD", "value": "/tmp/evil.so"})
+    with pytest.raises(InputError, match="env LD_PRELOAD of the router .*--allow-env LD_PRELOAD"):
+        local.plan(objects, "pd", local.Options(engine="sim"))

@@ -335,8 +335,8 @@ def test_cli_json_shape_and_exit_0(stack: Stack) -> None:
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert set(report) == {
-        "passed", "pd_proven", "aggregated", "router", "model", "connector", "connector_source",
-        "engines", "counts", "checks", "latency",
+        "passed", "pd_proven", "aggregated", "router", "router_name", "model", "connector",
+        "connector_source", "engines", "counts", "checks", "latency",
     }  # fmt: skip
     assert report["passed"] is True and report["pd_proven"] is True
     assert report["aggregated"] is False

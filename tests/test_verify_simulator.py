@@ -178,7 +178,7 @@ def test_other_connectors_are_refused_with_exit_2() -> None:
     argv = [*_serve(free_port(), free_port()), "--kv-transfer-config", mooncake]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
-    assert "the simulator models NixlConnector only" in done.stderr
+    assert "the simulator models NixlConnector and LMCacheConnectorV1 only" in done.stderr
     assert "Traceback" not in done.stderr
 
 

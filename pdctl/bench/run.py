@@ -21,6 +21,8 @@ from pdctl.verify.client import Http
 from pdctl.verify.proof import resolve_connector, scrape_all
 from pdctl.verify.report import Targets, join
 
+AGGREGATED = "aggregated serving"
+
 
 @dataclass
 class Result:
@@ -31,6 +33,7 @@ class Result:
     steps: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # engines whose /metrics could not be read
     layout: str = ""  # the engines per role: "1 prefill + 1 decode"
+    aggregated: bool = False  # every engine prefills and decodes: no connector to name
     engines: str = ""  # what serves them: "vLLM", "the pd-stack simulator (not vLLM)"
 
     def none_succeeded(self) -> str | None:
@@ -55,6 +58,7 @@ class Result:
             "model": self.model,
             "connector": self.connector,
             "layout": self.layout,
+            "aggregated": self.aggregated,
             "served_by": self.engines,
             "workload": w.as_dict(),
             "slo": {
@@ -69,7 +73,8 @@ class Result:
 
 
 def layout(targets: Targets) -> str:
-    """The engines per role, as bench found them: "1 prefill + 1 decode", "2 engines"."""
+    """The engines per role, as bench found them: "1 prefill + 1 decode", "2 engines (aggregated
+    serving)"."""
     roles: dict[str, int] = {}
     for engine in targets.engines:
         roles[engine.role] = roles.get(engine.role, 0) + 1
@@ -80,7 +85,7 @@ def layout(targets: Targets) -> str:
             for role, n in roles.items()
         )
         or "no engines found"
-    )
+    ) + (f" ({AGGREGATED})" if targets.aggregated else "")
 
 
 def _model(http: Http, targets: Targets) -> str:
@@ -168,6 +173,7 @@ def run(
         connector = resolve_connector(workload.connector, list(pages.values()))
         result = Result(router, model, connector.name, workload, problems=problems)
         result.layout = layout(targets)
+        result.aggregated = targets.aggregated
         result.engines = served_by(http, targets.engines)
         dataset = None if workload.dataset is None else DatasetRequests(workload.dataset)
         for index, (concurrency, rate) in enumerate(workload.steps, start=1):

@@ -5,6 +5,7 @@ send them."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,7 +61,8 @@ def resolve_targets(
             found = targets.from_urls(
                 local.router, engines["prefill"], engines["decode"], engines["both"]
             )
-            yield Found(found, key(None))
+            router = dataclasses.replace(found.router, name=local.router_by)
+            yield Found(dataclasses.replace(found, router=router), key(None))
             return
     from pdctl import cluster as clusters  # lazy: start-up
     from pdctl import release as releases  # lazy: start-up

@@ -100,8 +100,11 @@ def _print_table(result: Result) -> None:
     sent = f"dataset {w.dataset_name}" if w.dataset else f"{w.input_len} words in"
     if w.prefix_share:
         sent += f" ({w.prefix_share:.0%} shared prefix)"
+    serving = f"connector {result.connector or 'unknown'}"
+    if result.aggregated:
+        serving = "aggregated serving: each engine prefills and decodes, no KV transfer"
     heading = (
-        f"{result.router} · {result.model} · connector {result.connector or 'unknown'} · "
+        f"{result.router} · {result.model} · {serving} · "
         f"{sent}, {w.output_len} tokens out, {per} per step"
     )
     columns, rows = _throughput(result)

@@ -92,7 +92,7 @@ def _local(found: dict[str, Any], output: OutputFormat) -> None:
         table = Table("process", "role", "URL", "pid", "ready")
         roles = {e["name"]: (e["role"], e["url"]) for e in found["engines"]}
         if found.get("router"):
-            roles["router"] = ("router", found["router"])
+            roles["router"] = (found.get("router_by") or "router", found["router"])
         for name, (role, url) in roles.items():
             mark = "yes" if found["ready"].get(name) else "no"
             table.add_row(name, role, url, str(found["pids"].get(name, "")), mark)

@@ -63,7 +63,7 @@ def _print_started(started: Started) -> None:
     for proc in plan.engines:
         _output.data(f"  {proc.role:<8} {proc.name:<40} {proc.url}")
     if plan.router is not None:
-        _output.data(f"  {'router':<8} {'vllm-router':<40} {plan.router.url}")
+        _output.data(f"  {'router':<8} {plan.router_by:<40} {plan.router.url}")
     _output.info("changed from the render (running as processes, not pods):")
     for change in plan.changes:
         _output.info(f"  - {change}")
@@ -151,9 +151,11 @@ def up(
     wrote (no helm needed): it is code that runs here. up runs only the chart's commands (vLLM's
     or the simulator's serve, vllm-router) with the env the chart renders, prints every command
     and the env it adds before starting them, and refuses anything else unless --allow-env,
-    --allow-command or --allow-code-flag allows it. Every process listens on 127.0.0.1 whatever
-    the arguments say. Returns once every process is ready, leaving a supervisor that `pdctl
-    down` stops; verify, bench and status then talk to this local release."""
+    --allow-command or --allow-code-flag allows it. A router that no package index has
+    (production-stack's: roundrobin, session, disaggregated_prefill; LMCache's PD proxy) is
+    played by pd-stack's router stand-in, named as such. Every process listens on 127.0.0.1
+    whatever the arguments say. Returns once every process is ready, leaving a supervisor that
+    `pdctl down` stops; verify, bench and status then talk to this local release."""
     from pdctl.local import consent, lifecycle  # lazy: start-up
 
     options = lifecycle.UpOptions(

@@ -43,10 +43,10 @@ def _print_text(report: Report, show_curl: bool) -> None:
     connector = report.connector or "unknown"
     if report.connector_source == "detected":
         connector += " (detected from the engines' metrics)"
-    _output.data(
-        f"router {report.router.url or report.router.name} · model {report.model or '?'} · "
-        f"connector {connector}"
-    )
+    router = report.router.url or report.router.name
+    if report.router.name not in (router, "router"):
+        router += f" ({report.router.name})"  # what plays it: vllm-router, or the stand-in
+    _output.data(f"router {router} · model {report.model or '?'} · connector {connector}")
     forwards = [e.forward for e in (report.router, *report.targets.engines) if e.forward]
     if show_curl and forwards:
         _output.data("# the URLs below are port-forwards; to repeat by hand, first run:")

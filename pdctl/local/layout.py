@@ -17,9 +17,15 @@ changed, and nothing else:
 - weights (the GPU benchmark harness only): `--load-format dummy` on a local model folder holding
   the model's config.json and a tokenizer, served under the rendered model name.
 
+- the router: vllm-router as rendered, or, where the render's router is production-stack's or
+  LMCache's PD proxy (neither is on a package index), the pd-stack router stand-in playing it
+  (pdctl.local.routers, pdctl.standin), named as such; LMCache's PD addresses rewritten for one
+  host (pdctl.local.lmcache_env).
+
 A pool of several replicas runs that many engines. Pools of several nodes (LeaderWorkerSet) and
-routers other than vllm-router are refused, and so is what would change what runs unless the user
-allows it (pdctl.local.consent: env outside the chart's, another command, flags that load code).
+routers up cannot run are refused, naming what would run, and so is what would change what runs
+unless the user allows it (pdctl.local.consent: env outside the chart's, another command, flags
+that load code; a router command the stand-in plays is not run, its env is still checked).
 Whatever the render says, every process listens on loopback only: each form of a flag that sets an
 address or port (pdctl.local.flags: `--hos 0.0.0.0`, `--host=...`) is replaced, and env naming
 an address to listen on is set to 127.0.0.1.
@@ -37,7 +43,7 @@ from typing import Any
 
 from pdctl import defaults, manifests, naming, secrets, ucx
 from pdctl.errors import EnvironmentProblem, InputError
-from pdctl.local import consent, flags
+from pdctl.local import consent, flags, lmcache_env, routers
 
 LOOPBACK = "127.0.0.1"
 ENGINES = ("vllm", "sim")  # real vLLM, or the pd-stack simulator
@@ -56,7 +62,12 @@ UTILIZATION = "--gpu-memory-utilization"
 ENGINE_LISTEN = ("--host", "--port", "--uds", "--data-parallel-address")
 ROUTER_LISTEN = ("--host", "--port", "--prometheus-host", "--prometheus-port")
 # Env naming the address a connector listens on (the chart sets it to the pod's IP).
-LISTEN_ENV = ("VLLM_HOST_IP", "VLLM_NIXL_SIDE_CHANNEL_HOST", "LMCACHE_PD_PEER_HOST")
+LISTEN_ENV = (
+    "VLLM_HOST_IP",
+    "VLLM_NIXL_SIDE_CHANNEL_HOST",
+    "LMCACHE_PD_PEER_HOST",
+    lmcache_env.RECEIVER_HOST,
+)
 # Names up gives its own processes and logs; no pool may take them.
 ROUTER = "router"
 SUPERVISOR = "supervisor"
@@ -95,6 +106,7 @@ class Layout:
     rendered_utilization: dict[str, float] = field(default_factory=dict)  # by pool, as rendered
     release: str = defaults.RELEASE
     engine: str = "vllm"  # what the engines are: vllm or sim
+    router_by: str = routers.VLLM_ROUTER  # what plays the router (vllm-router, or the stand-in)
     gated: bool = False  # the engines read a Hugging Face token in the cluster
     images: dict[str, str] = field(default_factory=dict)  # by pool, the rendered engine image
 
@@ -219,7 +231,9 @@ def engine(
     argv = _argv(container)
     if consent.SERVE not in argv:
         raise InputError(
-            f"{name}: its command has no `{consent.SERVE}`: pdctl up runs engines only"
+            f"{name}: its command has no `{consent.SERVE}`: pdctl up runs engines only",
+            hint="an engine pool runs the chart's `vllm serve` (servingEngineSpec.modelSpec[]); "
+            "deploy other workloads to a cluster (pdctl deploy)",
         )
     serve = argv.index(consent.SERVE)
     if options.weights is not None:
@@ -241,6 +255,26 @@ def engine(
     if devices:
         env[GPU_ENV] = ",".join(devices)
     return Process(name, role, argv, env, port, _ready_path(container))
+
+
+def standin(
+    deployment: manifests.Manifest,
+    routing: str,
+    port: int,
+    engines: list[Process],
+    notify_port: int | None,
+) -> Process:
+    """The router stand-in playing the rendered router (pdctl.local.routers), with the engines'
+    URLs and the rendered router's env."""
+    container = _container(deployment)
+    wiring = [(e.role, e.url, _receiver_ports(e)) for e in engines]
+    argv = routers.standin_argv(routing, _argv(container), (LOOPBACK, port), wiring, notify_port)
+    return Process(ROUTER, ROUTER, argv, _env(container, ROUTER), port)
+
+
+def _receiver_ports(engine: Process) -> str:
+    init, alloc = (engine.env.get(k, "") for k in (lmcache_env.INIT_PORTS, lmcache_env.ALLOC_PORTS))
+    return f"{init}/{alloc}" if init and alloc else ""
 
 
 def router(
@@ -268,28 +302,24 @@ def router(
 
 
 def _refuse_what_is_not_local(summary: manifests.Summary) -> None:
-    grouped = [p.name for p in summary.pools if p.kind != "Deployment"]
+    grouped = [p for p in summary.pools if p.kind != "Deployment"]
     if grouped:
         raise InputError(
-            f"pools {', '.join(grouped)} span several nodes (LeaderWorkerSet): pdctl up runs "
-            "single-node pools only",
-            hint="deploy this release to a cluster (pdctl deploy)",
-        )
-    routing = summary.router.get("routing", "")
-    if summary.router and not routing.startswith("vllm-router"):
-        raise InputError(
-            f"the release's router is {routing or summary.router['name']}: pdctl up runs "
-            "vllm-router only (routerSpec.type: vllm-router)",
+            f"pools {', '.join(p.name for p in grouped)} span several nodes ({grouped[0].kind}): "
+            "pdctl up runs single-node pools only",
+            hint="deploy this release to a cluster (pdctl deploy); for this machine, a file of "
+            "single-node pools (pdctl init writes them; tutorials/17-nixl-vllm-router.md)",
         )
 
 
 def _refusals(
-    container: dict[str, Any], where: str, engine: bool, allowed: consent.Consent
+    container: dict[str, Any], where: str, engine: bool, allowed: consent.Consent, played: bool
 ) -> list[str]:
-    """What in one rendered container needs the user's consent (pdctl.local.consent)."""
+    """What in one rendered container needs the user's consent (pdctl.local.consent); a router
+    the stand-in plays runs no rendered command, so only its env is checked."""
     command = [str(word) for word in container.get("command", [])]
     args = [str(word) for word in container.get("args", [])]
-    found = consent.command_refusal(command, args, where, engine, allowed)
+    found = [] if played else consent.command_refusal(command, args, where, engine, allowed)
     found += consent.env_refusals(_env(container, where), where, allowed)
     if engine:
         found += consent.code_refusals(args, where, allowed)
@@ -307,11 +337,13 @@ def _refuse_what_changes_what_runs(
         deployment = names.pool_deployment(pool.name)
         container = _container(manifests.find(objects, "Deployment", deployment))
         where = f"pool {pool.name} (Deployment {deployment})"
-        refused += _refusals(container, where, True, allowed)
+        refused += _refusals(container, where, True, allowed, False)
     if summary.router:
         deployment = summary.router["name"]
         container = _container(manifests.find(objects, "Deployment", deployment))
-        refused += _refusals(container, f"the router (Deployment {deployment})", False, allowed)
+        played = routers.kind(container) != routers.VLLM_ROUTER
+        where = f"the router (Deployment {deployment})"
+        refused += _refusals(container, where, False, allowed, played)
     if refused:
         raise InputError(
             "pdctl up runs what the chart renders and nothing else without your consent:\n  "
@@ -371,7 +403,9 @@ def _shares(
         return 1, [[] for _ in needs]
     if max(needs) > len(devices):
         raise InputError(
-            f"an engine of this release needs {max(needs)} GPUs; this host has {len(devices)}"
+            f"an engine of this release needs {max(needs)} GPUs; this host has {len(devices)}",
+            hint="--engine sim runs it here without GPUs; or a layout for this host: pdctl init "
+            f"--gpus {len(devices)}",
         )
     share = -(-sum(needs) // len(devices))
     assigned, cursor = [], 0
@@ -392,16 +426,17 @@ def plan(
     names = naming.Release(release)
     summary = manifests.summarize(objects)
     if not summary.pools:
-        raise InputError(f"the render holds no engine pool of release {release}")
+        raise InputError(
+            f"the render holds no engine pool of release {release}",
+            hint="--release names the release the folder was rendered for; pdctl init writes a "
+            "file with engine pools",
+        )
     _refuse_what_is_not_local(summary)
     _refuse_what_changes_what_runs(objects, summary, names, options.allowed)
     ports = distinct(ports)
     share, assigned = _shares(summary.pools, options.devices)
     layout = Layout([], None, release=release, engine=options.engine)
-    layout.changes = [
-        f"every process on {LOOPBACK} at ports of its own; one NIXL side-channel port per engine",
-        "router in static mode with the engines' URLs (no Kubernetes discovery)",
-    ]
+    layout.changes = [f"every process on {LOOPBACK} at ports of its own"]
     if options.engine == "sim":
         layout.changes.append(
             "engines: the pd-stack simulator (not vLLM), the rendered arguments; steps timed for "
@@ -409,6 +444,7 @@ def plan(
         )
     if options.weights is not None:
         layout.changes.append(f"--load-format dummy on {options.weights}")
+    pools: dict[str, str] = {}  # engine name -> its pool
     for pool in summary.pools:
         deployment = manifests.find(objects, "Deployment", names.pool_deployment(pool.name))
         container = _container(deployment)
@@ -423,11 +459,14 @@ def plan(
                 layout.changes.append(f"{pool.name}: {UTILIZATION} {rendered:g} -> {utilization:g}")
         for replica in range(pool.replicas):
             name = pool.name if pool.replicas == 1 else f"{pool.name}-{replica}"
+            pools[name] = pool.name
             devices = assigned[len(layout.engines)]
             layout.engines.append(
                 engine(deployment, name, pool.role, ports, options, utilization, devices)
             )
     _refuse_own_names(layout)
+    if any(NIXL_PORT_ENV in e.env for e in layout.engines):
+        layout.changes[0] += "; one NIXL side-channel port per engine"
     _cuda_ipc_reads(layout, _sharing(assigned))
     secret_env = set()
     for deployment in objects:
@@ -436,7 +475,31 @@ def plan(
     if secret_env:
         left_out = ", ".join(sorted(secret_env))
         layout.changes.append(f"env read from the cluster's Secrets left out: {left_out}")
+    wired, notify = lmcache_env.wire(layout.engines, pools, release, ports, LOOPBACK)
+    layout.changes += wired
     if summary.router:
-        found = manifests.find(objects, "Deployment", summary.router["name"])
-        layout.router = router(found, ports(), ports(), layout.engines)
+        _plan_router(
+            layout, manifests.find(objects, "Deployment", summary.router["name"]), ports, notify
+        )
     return layout
+
+
+def _plan_router(
+    layout: Layout, deployment: manifests.Manifest, ports: Ports, notify: int | None
+) -> None:
+    """vllm-router as rendered, or the stand-in playing the rendered router (named in the
+    record of changes)."""
+    kind = routers.kind(_container(deployment))
+    if kind == routers.VLLM_ROUTER:
+        layout.router = router(deployment, ports(), ports(), layout.engines)
+        layout.changes.insert(
+            1, "router in static mode with the engines' URLs (no Kubernetes discovery)"
+        )
+        return
+    layout.router = standin(deployment, kind, ports(), layout.engines, notify)
+    layout.router_by = routers.plays(kind)
+    layout.changes.insert(
+        1,
+        f"router: the {layout.router_by}, with the engines' URLs (no discovery); "
+        "the rendered router's command is not run",
+    )

@@ -30,7 +30,7 @@ import yaml
 
 from pdctl import defaults, files, manifests, naming, pipeline, process
 from pdctl.errors import EnvironmentProblem, InputError, PdctlError, UsageError
-from pdctl.local import consent, layout, ownership, state, supervisor
+from pdctl.local import consent, layout, ownership, routers, state, supervisor
 from pdctl.models import catalog
 
 ROUTER = "vllm-router"
@@ -181,10 +181,14 @@ def choose_engine(requested: str | None, devices: list[str], vllm: str | None) -
         return "sim", "the pd-stack simulator (--engine sim)"
     if requested == "vllm":
         if vllm is None:
-            raise EnvironmentProblem("--engine vllm: vLLM is not installed here (import vllm)")
+            raise EnvironmentProblem(
+                "--engine vllm: vLLM is not installed here (import vllm)",
+                hint="--engine sim runs the release with pd-stack's simulator",
+            )
         if not devices:
             raise EnvironmentProblem(
-                "--engine vllm: no GPU found (nvidia-smi, CUDA_VISIBLE_DEVICES)"
+                "--engine vllm: no GPU found (nvidia-smi, CUDA_VISIBLE_DEVICES)",
+                hint="--engine sim runs the release with pd-stack's simulator",
             )
         return "vllm", f"vLLM {vllm} on {len(devices)} GPU(s) (--engine vllm)"
     if vllm is not None and devices:
@@ -193,14 +197,38 @@ def choose_engine(requested: str | None, devices: list[str], vllm: str | None) -
     return "sim", f"the pd-stack simulator, not vLLM ({missing}; --engine vllm to insist)"
 
 
+# The module production-stack's router's `vllm-router` command runs (its pyproject.toml entry
+# point vllm_router.app:main); vLLM's router's is vllm_router.launch_router.
+PRODUCTION_STACK_MODULE = "vllm_router.app"
+
+
+def production_stack_command(path: str) -> bool:
+    """Whether the `vllm-router` at path is production-stack's router (a Python entry point that
+    imports its module), told by the module it runs, not by its name, which both routers use."""
+    try:
+        with open(path, "rb") as script:
+            head = script.read(4096)
+    except OSError:
+        return False
+    return head.startswith(b"#!") and f"from {PRODUCTION_STACK_MODULE} ".encode() in head
+
+
 def router_binary() -> str:
-    """vllm-router on PATH or beside this Python (a virtualenv's bin)."""
+    """vllm-router on PATH or beside this Python (a virtualenv's bin); production-stack's router,
+    whose command has the same name, is refused."""
     beside = Path(sys.executable).parent / ROUTER
     found = shutil.which(ROUTER) or (str(beside) if beside.is_file() else None)
     if found is None:
         raise EnvironmentProblem(
             "vllm-router is not installed: pdctl up runs the release's router as a process",
             hint=f"install it: {INSTALL_ROUTER}",
+        )
+    if production_stack_command(found):
+        raise EnvironmentProblem(
+            f"{found} is production-stack's router (it runs {PRODUCTION_STACK_MODULE}), not "
+            "vLLM's vllm-router, which this release's router is",
+            hint=f"install vLLM's router ({INSTALL_ROUTER}) first on PATH; or routerSpec.type "
+            "production-stack, which pdctl up plays with its router stand-in",
         )
     return found
 
@@ -251,7 +279,7 @@ def plan(source: Source, options: UpOptions, say: Say) -> tuple[Started, dict[st
         engine, devices if engine == "vllm" else (), gpu=gpu, allowed=options.allowed
     )
     planned = layout.plan(objects, options.release, chosen)
-    if planned.router is not None:
+    if planned.router is not None and planned.router_by == routers.VLLM_ROUTER:
         planned.router.argv[0] = router_binary()
     env = _token_env(planned, options.hf_token_file)
     folder = state.Folder.of(options.release)
@@ -485,10 +513,12 @@ class Endpoints:
     engines: dict[str, list[str]]  # by role: prefill, decode, both
     engine: str  # vllm or sim
 
+    router_by: str = routers.VLLM_ROUTER  # what plays the router
+
     def describe(self) -> str:
         return (
-            f"local release {self.release} (pdctl up): router {self.router}, engines: "
-            f"{engines_named(self.engine)}; --cluster for the cluster's"
+            f"local release {self.release} (pdctl up): router {self.router} ({self.router_by}), "
+            f"engines: {engines_named(self.engine)}; --cluster for the cluster's"
         )
 
 
@@ -500,7 +530,8 @@ def endpoints(release: str) -> Endpoints | None:
     by_role: dict[str, list[str]] = {role: [] for role in naming.ROLES}
     for engine in found["engines"]:
         by_role.setdefault(engine["role"], []).append(engine["url"])
-    return Endpoints(release, found["router"], by_role, found["engine"])
+    by = found.get("router_by") or routers.VLLM_ROUTER
+    return Endpoints(release, found["router"], by_role, found["engine"], by)
 
 
 def status(release: str) -> dict[str, Any] | None:

@@ -140,6 +140,7 @@ class Supervisor:
             "supervisor": os.getpid(),
             "engine": layout.engine,
             "router": layout.router.url if layout.router else None,
+            "router_by": layout.router_by,
             "engines": [{"name": e.name, "role": e.role, "url": e.url} for e in layout.engines],
             "logs": str(self.folder.logs),
             "pids": {},

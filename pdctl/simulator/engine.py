@@ -7,7 +7,8 @@ vLLM's metric names with vLLM's semantics, so that the real router routes throug
 - `GET /health` (200, empty body), `GET /v1/models` (owned_by "pd-stack-simulator"),
   `GET /metrics` (Prometheus text, pdctl.simulator.metrics).
 - `POST /v1/completions` and `/v1/chat/completions`, plain or streamed as server-sent events
-  (pdctl.simulator.openai).
+  (pdctl.simulator.openai); `POST /tokenize`, the ids of the prompt's tokens (LMCache's PD proxy
+  sends the prefill and decode token ids).
 - The PD round trip of vLLM's NixlConnector, as the router drives it:
   - a request whose `kv_transfer_params` has `do_remote_decode: true` is a prefill: the engine
     computes the prompt, generates one token, keeps the prompt's KV blocks for a decode to read,
@@ -20,6 +21,10 @@ vLLM's metric names with vLLM's semantics, so that the real router routes throug
 - Token counts: one token per whitespace-separated word of the prompt (chat messages are put
   in a small template first); output tokens are " tok0", " tok1", ... up to max_tokens, so the
   `usage` fields pdctl bench counts are exact.
+- LMCache's PD (LMCacheConnectorV1 with LMCache's PD env, both forms the chart renders;
+  pdctl.simulator.lmcache): a sender pushes the prompt's KV to its receiver before it answers;
+  the receiver's engine loads the prompt from it (external_kv_transfer) and exports LMCache's
+  counters.
 - Counters as vLLM moves them: prompt tokens by source (local_compute, local_cache_hit,
   external_kv_transfer; they add up to prompt tokens), a prefix cache of 16-token blocks (hits
   are whole blocks, never the last prompt token), NIXL's transfer histograms and failure counters
@@ -56,9 +61,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pdctl import lmcache_wire as wire
 from pdctl.errors import UsageError
 from pdctl.plan.step import Chunk
-from pdctl.simulator import kv, metrics, openai
+from pdctl.simulator import kv, lmcache, metrics, openai
 from pdctl.simulator.core import Clock, Core, Delays, RealClock
 from pdctl.simulator.kv import KvStore
 from pdctl.simulator.openai import Recorded
@@ -138,6 +144,13 @@ class Shape:
     max_model_len: int = 8192
     prefix_caching: bool = True
     nixl: bool = True  # NixlConnector configured; without it kv_transfer_params are ignored
+    with_lmcache: bool = False  # LMCacheConnectorV1 configured (exports LMCache's counters)
+    lmcache_pd: lmcache.Settings | None = None  # and its PD settings (pdctl.simulator.lmcache)
+
+    @property
+    def connector(self) -> str | None:
+        """The connector whose metrics the engine exports."""
+        return metrics.NIXL if self.nixl else metrics.LMCACHE if self.with_lmcache else None
 
 
 def _instant(chunks: list[Chunk], contexts: list[int]) -> float:
@@ -221,6 +234,7 @@ class SimulatedEngine:
         self.name = name
         self.model = model
         self.store = store or KvStore()
+        self.received = lmcache.Received()  # an LMCache receiver's KV
         self.behaviour = behaviour or Behaviour()
         self.shape = shape or Shape()
         self.timing = timing or Timing()
@@ -251,11 +265,18 @@ class SimulatedEngine:
         return f"http://{self.host}:{self.port}"
 
     def up(self) -> SimulatedEngine:
-        side = _start(kv.side_channel_handler(self.store), self.side_host, self.side_port)
-        self.side_port = side.server_address[1]
+        # The NIXL side channel: only with NixlConnector (vLLM opens none without it).
+        sides = []
+        if self.shape.nixl:
+            sides = [_start(kv.side_channel_handler(self.store), self.side_host, self.side_port)]
+            self.side_port = sides[0].server_address[1]
+        receivers = [
+            _start(lmcache.receiver_handler(self.received), host, port)
+            for host, port in (self.shape.lmcache_pd.listens if self.shape.lmcache_pd else [])
+        ]
         api = _start(openai.handler(self, self.limits), self.host, self.port)
         self.port = api.server_address[1]
-        self._servers = [api, side]
+        self._servers = [api, *sides, *receivers]
         self._state.core.start()
         return self
 
@@ -343,6 +364,9 @@ class SimulatedEngine:
     def admit(self, tokens: list[str], params: dict[str, Any] | None) -> Admitted:
         """Account for the prompt as vLLM does: prefix cache hits, the KV read from a remote
         prefill (or its failure), the tokens computed here."""
+        pd = self.shape.lmcache_pd
+        if pd is not None:
+            return self._admit_lmcache(tokens, params or {}, pd)
         b = self.behaviour
         n = len(tokens)
         params = params if self.shape.nixl else None
@@ -366,6 +390,62 @@ class SimulatedEngine:
                 self._state.cache.update(hashes)
         kept = self._keep(n) if params and params.get("do_remote_decode") else None
         return Admitted(n, hit + external, transfer_s, kept)
+
+    def _admit_lmcache(
+        self, tokens: list[str], params: dict[str, Any], pd: lmcache.Settings
+    ) -> Admitted:
+        """LMCache PD (pdctl.simulator.lmcache): a receiver loads what it was sent, a sender
+        computes the prompt, then pushes its KV (timed) before it answers."""
+        n, b = len(tokens), self.behaviour
+        with self._lock:
+            hit, hashes = self._cached_prefix(tokens)
+        external = 0
+        c = self._state.counters
+        if pd.role == lmcache.RECEIVER:
+            found = self.received.take_prefix(tokens)
+            found = 0 if b.recompute or b.lose_transfers else found
+            found = min(found, n - 1)  # a whole-prompt hit: vLLM computes the last token
+            external = max(found - hit, 0)
+            with self._lock:
+                c.count_lmcache(lookup_requests=1, lookup_tokens=n, lookup_hit_tokens=found)
+                if external:
+                    c.count_lmcache(retrieve_requests=1, retrieve_tokens=n)
+                    c.count_lmcache(retrieve_hit_tokens=external)
+        with self._lock:
+            c.prompt_tokens += n
+            c.by_source["local_cache_hit"] += hit
+            c.by_source["external_kv_transfer"] += external
+            c.by_source["local_compute"] += n - hit - external
+            if self.shape.prefix_caching:
+                self._state.cache.update(hashes)
+        if pd.role != lmcache.SENDER:
+            return Admitted(n, hit + external, 0.0, None)
+        with self._lock:
+            c.count_lmcache(store_requests=1, stored_tokens=n)
+        return self._send_lmcache(tokens, params, pd)
+
+    def _send_lmcache(
+        self, tokens: list[str], params: dict[str, Any], pd: lmcache.Settings
+    ) -> Admitted:
+        """The sender's push (the tutorial's to its receiver; the current form's to the
+        disagg_spec's, then a notification per receiver TP rank to the proxy) and its answer's
+        kv_transfer_params (first_tok when the proxy asked for it)."""
+        b, n = self.behaviour, len(tokens)
+        spec = params.get("disagg_spec") if isinstance(params.get("disagg_spec"), dict) else None
+        target: tuple[str, int] | None = (pd.receiver_host, pd.receiver_port)
+        if pd.form == lmcache.CURRENT:
+            ports = (spec or {}).get("receiver_alloc_port") or []
+            target = (str(spec["receiver_host"]), int(ports[0])) if spec and ports else None
+        seconds = 0.0
+        if target is not None:
+            seconds = n * self.shape.kv_bytes_per_token / (b.kv_gbps * 1e9) + b.slow_kv_s
+            if not b.lose_transfers:
+                wire.post(*target, wire.PUSH_PATH, {"tokens": tokens})
+        if spec is not None and pd.proxy_host:
+            for _ in spec.get("receiver_init_port") or [0]:
+                wire.post(pd.proxy_host, pd.proxy_port, wire.NOTIFY_PATH, spec)
+        answer = {"first_tok": openai.token_id("tok0")} if params.get("ret_first_tok") else None
+        return Admitted(n, 0, seconds, answer)
 
     def _keep(self, n: int) -> dict[str, Any]:
         """Keep a prefill's blocks for the remote decode; the params that say where they are."""
@@ -415,5 +495,10 @@ class SimulatedEngine:
         gauges = metrics.Gauges(*self._state.core.counts())
         with self._lock:
             return metrics.render(
-                self.model, self._state.counters, gauges, info, self.behaviour.prompt_sources
+                self.model,
+                self._state.counters,
+                gauges,
+                info,
+                self.behaviour.prompt_sources,
+                s.connector,
             )

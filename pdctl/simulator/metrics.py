@@ -1,16 +1,21 @@
 """The simulated engine's counters and their Prometheus text: vLLM's metric names with vLLM's
-semantics (vllm/v1/metrics/loggers.py; NixlConnector's KV transfer stats), plus
+semantics (vllm/v1/metrics/loggers.py; NixlConnector's KV transfer stats), LMCache's own counters
+where the engine runs LMCache (their names from the connector table's lmcacheMetrics, labelled
+model_name and worker_id as LMCache's PrometheusLogger labels them), plus
 `pdstack_simulator_info`, a gauge no vLLM exports, so a reader can tell a simulator from vLLM."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pdctl import connectors
+
 SOURCES = ("local_compute", "local_cache_hit", "external_kv_transfer")
 _BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0)
 _BYTE_BUCKETS = (1e4, 1e5, 1e6, 1e7, 1e8, 1e9)
 _DESC_BUCKETS = (1.0, 10.0, 100.0, 1000.0, 10000.0)
 PHASES = ("queue", "prefill", "decode")
+NIXL, LMCACHE = "NixlConnector", "LMCacheConnectorV1"
 
 
 class Histogram:
@@ -42,6 +47,12 @@ class Counters:
     phases: dict[str, Histogram] = field(
         default_factory=lambda: {p: Histogram(_BUCKETS) for p in PHASES}
     )
+    # LMCache's counters by what they count (the connector table's lmcacheMetrics `counts`)
+    lmcache: dict[str, int] = field(default_factory=dict)
+
+    def count_lmcache(self, **moved: int) -> None:
+        for what, value in moved.items():
+            self.lmcache[what] = self.lmcache.get(what, 0) + value
 
 
 @dataclass(frozen=True)
@@ -82,8 +93,45 @@ def _histogram(name: str, labels: str, hist: Histogram, help_text: str) -> list[
     ]
 
 
-def render(served: str, c: Counters, g: Gauges, info: Info, prompt_sources: bool = True) -> str:
-    """The /metrics page (`prompt_sources` False: vLLM before PR #33290, no by-source counter)."""
+def _nixl(labels: str, c: Counters) -> list[str]:
+    out: list[str] = []
+    for name, hist, help_text in (
+        ("vllm:nixl_xfer_time_seconds", c.xfer_time, "Histogram of transfer duration."),
+        ("vllm:nixl_bytes_transferred", c.xfer_bytes, "Histogram of bytes transferred."),
+        ("vllm:nixl_num_descriptors", c.descriptors, "Histogram of descriptors."),
+    ):
+        out += _histogram(name, labels, hist, help_text)
+    for name, value in (
+        ("vllm:nixl_num_failed_transfers", c.failed_transfers),
+        ("vllm:nixl_num_failed_notifications", c.failed_notifications),
+    ):
+        out += _header(name, "counter", "Number of failures.")
+        out.append(_sample(f"{name}_total", labels, float(value)))
+    return out
+
+
+def _lmcache(served: str, c: Counters) -> list[str]:
+    labels = f'model_name="{served}",worker_id="0"'
+    out: list[str] = []
+    for entry in connectors.load().lmcache_metrics:
+        out += _header(entry["name"], "counter", entry["help"])
+        out.append(
+            _sample(f"{entry['name']}_total", labels, float(c.lmcache.get(entry["counts"], 0)))
+        )
+    return out
+
+
+def render(
+    served: str,
+    c: Counters,
+    g: Gauges,
+    info: Info,
+    prompt_sources: bool = True,
+    connector: str | None = NIXL,
+) -> str:
+    """The /metrics page (`prompt_sources` False: vLLM before PR #33290, no by-source counter).
+    The connector's own metrics: NIXL's transfer histograms and failure counters (vLLM exports them
+    with NixlConnector), or LMCache's counters; none without a connector."""
     labels = f'engine="0",model_name="{served}"'
     about = f'model="{info.model}",gpu="{info.gpu}",tp="{info.tp}",pp="{info.pp}"'
     out = [
@@ -121,20 +169,11 @@ def render(served: str, c: Counters, g: Gauges, info: Info, prompt_sources: bool
         _sample("vllm:request_success_total", f'{labels},finished_reason="{r}"', float(v))
         for r, v in c.success.items()
     ]
-    for name, hist, help_text in (
-        ("vllm:nixl_xfer_time_seconds", c.xfer_time, "Histogram of transfer duration."),
-        ("vllm:nixl_bytes_transferred", c.xfer_bytes, "Histogram of bytes transferred."),
-        ("vllm:nixl_num_descriptors", c.descriptors, "Histogram of descriptors."),
-        *(
-            (f"vllm:request_{p}_time_seconds", c.phases[p], f"Histogram of {p} time.")
-            for p in PHASES
-        ),
-    ):
-        out += _histogram(name, labels, hist, help_text)
-    for name, value in (
-        ("vllm:nixl_num_failed_transfers", c.failed_transfers),
-        ("vllm:nixl_num_failed_notifications", c.failed_notifications),
-    ):
-        out += _header(name, "counter", "Number of failures.")
-        out.append(_sample(f"{name}_total", labels, float(value)))
+    for p in PHASES:
+        name = f"vllm:request_{p}_time_seconds"
+        out += _histogram(name, labels, c.phases[p], f"Histogram of {p} time.")
+    if connector == NIXL:
+        out += _nixl(labels, c)
+    elif connector == LMCACHE:
+        out += _lmcache(served, c)
     return "\n".join(out) + "\n"

@@ -30,6 +30,7 @@ import select
 import socket
 import time
 import uuid
+import zlib
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 OWNED_BY = SIMULATOR_OWNER  # /v1/models: vLLM says "vllm"
 KEEP_ALIVE_ENV = "VLLM_HTTP_TIMEOUT_KEEP_ALIVE"  # vllm/envs.py, default 5 (seconds)
 DEFAULT_MAX_TOKENS = 16
+VOCABULARY = 128_000  # token ids /tokenize answers are below this
 
 
 def _keep_alive() -> float:
@@ -84,6 +86,12 @@ class Refused(Exception):
 
 class _Dropped(Exception):
     """The client went away, or stalled past its deadline: close without an answer."""
+
+
+def token_id(word: str) -> int:
+    """The simulator's id of a token (a word): what /tokenize answers, read back by the prompt
+    parser as the same token."""
+    return zlib.crc32(word.encode()) % VOCABULARY
 
 
 def chat_prompt(messages: list[dict[str, Any]]) -> str:
@@ -227,6 +235,16 @@ def parse(body: Any, chat: bool, model: str) -> Request:
     )
 
 
+def tokenized(body: Any, max_model_len: int) -> dict[str, Any]:
+    """vLLM's POST /tokenize answer (TokenizeResponse) for {prompt} or {messages}: the ids of the
+    prompt's tokens (a chat's in the simulator's template)."""
+    if not isinstance(body, dict):
+        raise Refused(400, "Input should be a valid dictionary or object to extract fields from")
+    tokens = _prompt(body, "messages" in body)
+    ids = [int(t) if t.isdigit() else token_id(t) for t in tokens]
+    return {"count": len(ids), "max_model_len": max_model_len, "tokens": ids, "token_strs": None}
+
+
 def _gone(connection: socket.socket) -> bool:
     """Whether the client has closed or reset its side (its socket reads end of file)."""
     poller = select.poll()  # not select.select: a descriptor may be above 1023
@@ -344,6 +362,9 @@ def handler(engine: SimulatedEngine, limits: Limits) -> type[http.server.BaseHTT
                 self._record(None)
                 raise Refused(400, "the request body is not valid JSON") from None
             self._record(body)
+            if self.path == "/tokenize":
+                self._json(200, tokenized(body, engine.shape.max_model_len))
+                return
             if self.path not in ("/v1/completions", "/v1/chat/completions"):
                 self._json(404, {"detail": "Not Found"})
                 return

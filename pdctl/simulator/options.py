@@ -13,8 +13,10 @@ from typing import Any
 
 from pdctl import defaults
 from pdctl.errors import UsageError
+from pdctl.simulator import lmcache
 
-CONNECTOR = "NixlConnector"  # the one connector the simulator models
+# The connectors the simulator models: vLLM's NIXL, and LMCache's PD (pdctl.simulator.lmcache)
+CONNECTORS = ("NixlConnector", "LMCacheConnectorV1")
 DEFAULT_GPU = defaults.GPU_TYPE
 CLOCKS = ("real", "virtual")
 # vLLM's defaults for the side channel (vllm/envs.py VLLM_NIXL_SIDE_CHANNEL_HOST / _PORT).
@@ -23,12 +25,14 @@ SIDE_CHANNEL_HOST, SIDE_CHANNEL_PORT = "localhost", 5600
 USAGE = """python -m pdctl.simulator serve MODEL [vLLM serve flags] [--sim-* flags]
 
 pd-stack's engine simulator (not vLLM): an OpenAI-compatible server that speaks vLLM's PD
-protocol (NixlConnector), metrics and health, and times each scheduler step with pdctl's planner
-(docs/simulator.md). It reads these `vllm serve` flags: --host, --port, --served-model-name,
---tensor-parallel-size, --pipeline-parallel-size, --max-model-len, --gpu-memory-utilization,
---max-num-batched-tokens, --max-num-seqs, --kv-cache-dtype, --enable-prefix-caching,
---kv-transfer-config (NixlConnector or none); every other vLLM flag is accepted and ignored.
-Environment, as vLLM reads it: VLLM_NIXL_SIDE_CHANNEL_HOST, VLLM_NIXL_SIDE_CHANNEL_PORT."""
+protocols (NixlConnector, LMCache's PD), metrics and health, and times each scheduler step with
+pdctl's planner (docs/simulator.md). It reads these `vllm serve` flags: --host, --port,
+--served-model-name, --tensor-parallel-size, --pipeline-parallel-size, --max-model-len,
+--gpu-memory-utilization, --max-num-batched-tokens, --max-num-seqs, --kv-cache-dtype,
+--enable-prefix-caching, --kv-transfer-config (NixlConnector, LMCacheConnectorV1 or none);
+every other vLLM flag is accepted and ignored. Environment, as vLLM and LMCache read it:
+VLLM_NIXL_SIDE_CHANNEL_HOST, VLLM_NIXL_SIDE_CHANNEL_PORT; LMCache's PD settings (LMCACHE_ENABLE_PD
+and LMCACHE_PD_*, or the PD tutorial's LMCACHE_ENABLE_NIXL and LMCACHE_NIXL_*)."""
 
 FAULTS_HELP = (
     "a fault to simulate (repeatable): recompute (a decode ignores the transferred KV), "
@@ -52,7 +56,8 @@ class Options:
     max_num_seqs: int | None
     kv_cache_dtype: str
     prefix_caching: bool
-    connector: str | None  # NixlConnector, or None (aggregated)
+    connector: str | None  # one of CONNECTORS, or None (aggregated)
+    lmcache_pd: lmcache.Settings | None  # LMCache's PD settings (LMCacheConnectorV1 only)
     side_host: str
     side_port: int
     gpu: str
@@ -103,13 +108,15 @@ def _connector(text: str | None) -> str | None:
     except ValueError as error:
         raise UsageError(f"--kv-transfer-config is not JSON: {error}") from None
     name = config.get("kv_connector") if isinstance(config, dict) else None
-    if name != CONNECTOR:
+    if name not in CONNECTORS:
         raise UsageError(
             f"--kv-transfer-config names kv_connector {name!r}: the simulator models "
-            f"{CONNECTOR} only",
-            hint="simulate NixlConnector PD, or serve without --kv-transfer-config (aggregated)",
+            f"{' and '.join(CONNECTORS)} only",
+            hint="simulate NixlConnector PD (tutorials/17-nixl-vllm-router.md) or LMCache's "
+            "(tutorials/16-disagg-prefill.md, 19-lmcache-pd.md), or serve without "
+            "--kv-transfer-config (aggregated)",
         )
-    return CONNECTOR
+    return str(name)
 
 
 def _side_port() -> int:
@@ -130,6 +137,7 @@ def parse(argv: list[str]) -> Options:
             raise
         raise UsageError("invalid command line (see the message above)") from stop
     served = args.served_model_name[0] if args.served_model_name else args.model
+    connector = _connector(args.kv_transfer_config)
     return Options(
         model=args.model,
         served_name=served,
@@ -143,7 +151,8 @@ def parse(argv: list[str]) -> Options:
         max_num_seqs=args.max_num_seqs,
         kv_cache_dtype=args.kv_cache_dtype,
         prefix_caching=args.enable_prefix_caching,
-        connector=_connector(args.kv_transfer_config),
+        connector=connector,
+        lmcache_pd=lmcache.from_environment() if connector == CONNECTORS[1] else None,
         side_host=os.environ.get("VLLM_NIXL_SIDE_CHANNEL_HOST") or SIDE_CHANNEL_HOST,
         side_port=_side_port(),
         gpu=args.sim_gpu,

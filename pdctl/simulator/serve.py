@@ -15,7 +15,7 @@ from pdctl.plan import resolve_model
 from pdctl.simulator import model
 from pdctl.simulator.core import RealClock, VirtualClock
 from pdctl.simulator.engine import Behaviour, Shape, SimulatedEngine, with_faults
-from pdctl.simulator.options import Options
+from pdctl.simulator.options import CONNECTORS, Options
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,9 @@ def build(options: Options) -> Built:
         kv_bytes_per_token=layout.per_token,
         max_model_len=options.max_model_len or arch.max_positions,  # vLLM: the config's
         prefix_caching=options.prefix_caching,
-        nixl=options.connector is not None,
+        nixl=options.connector == CONNECTORS[0],
+        with_lmcache=options.connector == CONNECTORS[1],
+        lmcache_pd=options.lmcache_pd,
     )
     sized = model.timing(
         arch,
@@ -82,11 +84,21 @@ def build(options: Options) -> Built:
     return Built(engine, link)
 
 
+def _kv(engine: SimulatedEngine) -> str:
+    """Where KV arrives: the NIXL side channel, LMCache's receiver, or nowhere."""
+    if engine.shape.nixl:
+        return f"KV side channel {engine.side_host}:{engine.side_port}"
+    pd = engine.shape.lmcache_pd
+    if pd is not None and pd.listens:
+        return "LMCache receiver " + ", ".join(f"{h}:{p}" for h, p in pd.listens)
+    return f"LMCache {pd.role}" if pd is not None else "no KV transfer"
+
+
 def banner(built: Built) -> str:
     e, s = built.engine, built.engine.shape
     return (
         f"pd-stack simulator (not vLLM): {s.model} on {s.gpu}, TP {s.tp}/PP {s.pp}, "
-        f"port {e.port} (KV side channel {e.side_host}:{e.side_port}, {built.link.name})"
+        f"port {e.port} ({_kv(e)}, {built.link.name})"
     )
 
 

@@ -145,6 +145,7 @@ class Report:
             "pd_proven": self.pd_proven,
             "aggregated": self.aggregated,
             "router": self.router.url or self.router.name,
+            "router_name": self.router.name,  # a pod, the URL given, or what plays a local router
             "model": self.model,
             "connector": self.connector,
             "connector_source": self.connector_source,
