@@ -9,7 +9,7 @@ The current form (`kvTransfer.connector: LMCacheConnectorV1`, tutorials/assets/v
 pd.yaml) runs as pdctl up would run it (pdctl.local.layout: loopback ports, dummy weights, the GPU
 shared), with LMCache's PD proxy (`routerSpec.type: lmcache-proxy`) as the router: the rendered
 proxy command with the engines' URLs, its script taken from the same LMCache source release. The
-tutorial's form (`lmcacheConfig`, LMACHE_NIXL_* env, values-16-disagg-prefill.yaml) is checked by
+tutorial's form (`lmcacheConfig`, LMCACHE_NIXL_* env, values-16-disagg-prefill.yaml) is checked by
 `forms`: the LMCache configuration that LMCache builds from each rendered engine's env.
 """
 
@@ -81,10 +81,6 @@ def _container(objects: list[dict[str, Any]], name: str) -> dict[str, Any]:
     return container
 
 
-def _replace(argv: list[str], flag: str, value: str) -> list[str]:
-    return flags.replace(argv, flag, value)
-
-
 def _engines(objects: list[dict[str, Any]], router: str) -> local.Layout:
     """pdctl up's plan of the engines (pdctl.local.layout) on one GPU with dummy weights; the
     router Deployment is left out of the plan (up runs vllm-router only) and planned here."""
@@ -114,7 +110,7 @@ def _proxy(
         ("--decoder-port", str(decode.port)),
         ("--proxy-host", local.LOOPBACK),
     ):
-        argv = _replace(argv, flag, value)
+        argv = flags.replace(argv, flag, value)
     changes.append("proxy: loopback host/port and the engines' loopback URLs")
     # LMCache >= 0.5 sizes its PD-buffer semaphore from the model's config.json (--model, default
     # the Hugging Face id meta-llama/Llama-3.1-8B-Instruct, which it fetches): no network here.
@@ -163,7 +159,7 @@ def plan_command(args: argparse.Namespace) -> int:
     router = manifests.summarize(objects).router["name"]
     engines = _engines(objects, router)
     proxy, proxy_changes = _proxy(_container(objects, router), engines, run.FIRST_PORT + 50)
-    # The layout's line about vllm-router's static mode is not this router's: the proxy's own follow.
+    # The layout's line on vllm-router's static mode is not this router's (the proxy's follow).
     kept = [c for c in engines.changes if not c.startswith("router in static mode")]
     changes = [*kept, *_command(engines), *_sender_proxy(engines), *proxy_changes]
     plan = {
