@@ -83,7 +83,7 @@ def test_up_verify_down(form: str, helm4: Helm, state_home: Path) -> None:
     checks = {c["id"]: c for c in report["checks"]}
     kv = checks["pd-kv-transfer"]["evidence"]
     assert kv["proof"] == "prompt_tokens_by_source" and kv["local_compute"] <= 1
-    assert kv["connector_transfer_moved"]["lmcache:num_hit_tokens"]  # LMCache's own counter
+    assert kv["connector_transfer_moved"]["lmcache:num_lookup_hits"]  # LMCache's own counter
 
     urls = [found["router"], *(e["url"] for e in found["engines"])]
     pids = [int(p) for p in found["pids"].values()]

@@ -39,7 +39,7 @@ def test_the_decode_loads_what_the_sender_pushed(
     assert decode.admit(TOKENS, None).cached == 0  # handed over once (no prefix cache here)
     page = decode.metrics()
     assert 'source="external_kv_transfer"} 49.0' in page
-    assert 'lmcache:num_hit_tokens_total{model_name="double-model",worker_id="0"} 49.0' in page
+    assert 'lmcache:num_lookup_hits_total{model_name="double-model",worker_id="0"} 49.0' in page
     assert 'lmcache:num_stored_tokens_total{model_name="double-model",worker_id="0"} 50.0' in (
         prefill.metrics()
     )

@@ -170,7 +170,7 @@ def test_lmcache_proxy_sends_the_disagg_spec_and_the_first_token(
     assert answer["usage"]["prompt_tokens"] == 40 and answer["usage"]["completion_tokens"] == 5
     page = decode.metrics()
     assert 'source="external_kv_transfer"} 40.0' in page  # the 40 prompt tokens, loaded
-    assert "lmcache:num_hit_tokens_total" in page
+    assert "lmcache:num_lookup_hits_total" in page
 
 
 def test_a_bad_command_line_is_a_usage_error() -> None:

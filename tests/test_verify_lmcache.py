@@ -44,7 +44,7 @@ def test_the_tutorial_form_reads_the_same_metrics() -> None:
 
 def _moves(prefill_generated: float, decode_generated: float) -> list[Moves]:
     sources = {"external_kv_transfer": 99.0, "local_compute": 1.0, "local_cache_hit": 0.0}
-    hit = {"lmcache:num_hit_tokens": {"count": 99.0}}
+    hit = {"lmcache:num_lookup_hits": {"count": 99.0}}
     return [
         Moves("p", "prefill", 100.0, prefill_generated, None, {}, {}),
         Moves("d", "decode", 101.0, decode_generated, sources, hit, {}),

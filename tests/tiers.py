@@ -46,6 +46,8 @@ MODULES: dict[str, str] = {
     "test_layers": "unit",
     "test_links": "unit",
     "test_llmd_router": "chart",
+    "test_lmcache_metrics_record": "unit",
+    "test_lmcache_pair": "chart",
     "test_lmcache_proxy": "chart",
     "test_local_consent": "chart",
     "test_local_layout": "chart",

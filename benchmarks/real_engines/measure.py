@@ -37,6 +37,10 @@ class Load:
     output_len: int
     concurrency: int
     requests: int
+    # vLLM's min_tokens (with ignore_eos, exactly output_len tokens). LMCache's PD proxy sends the
+    # request to prefill with max_tokens 1 and keeps min_tokens, which vLLM refuses (HTTP 400):
+    # through that proxy, ignore_eos alone.
+    min_tokens: bool = True
 
 
 async def _one(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> Timing:
@@ -84,7 +88,7 @@ async def timed(
                 "model": model,
                 "prompt": text,
                 "max_tokens": output_len,
-                "min_tokens": output_len,
+                **({"min_tokens": output_len} if load.min_tokens else {}),
                 "ignore_eos": True,
                 "temperature": 0,
                 "stream": True,

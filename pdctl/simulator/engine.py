@@ -406,11 +406,10 @@ class SimulatedEngine:
             found = 0 if b.recompute or b.lose_transfers else found
             found = min(found, n - 1)  # a whole-prompt hit: vLLM computes the last token
             external = max(found - hit, 0)
+            # A real PD receiver moves only its lookup counters: LMCache 0.5.6's retrieve_*
+            # counters stayed 0 (benchmarks/records/lmcache-h200-1gpu-metrics-decode.txt).
             with self._lock:
                 c.count_lmcache(lookup_requests=1, lookup_tokens=n, lookup_hit_tokens=found)
-                if external:
-                    c.count_lmcache(retrieve_requests=1, retrieve_tokens=n)
-                    c.count_lmcache(retrieve_hit_tokens=external)
         with self._lock:
             c.prompt_tokens += n
             c.by_source["local_cache_hit"] += hit

@@ -1,0 +1,78 @@
+"""The LMCache metric names pd-stack uses are the ones a real vLLM + LMCache exports: the /metrics
+text kept from LMCache 0.5.6 with vLLM 0.26.0 on one H200 (benchmarks/records/lmcache-h200-1gpu-
+metrics-*.txt, the record lmcache-h200-1gpu.json) is the source. Every `lmcache:` name in the
+connector table and in the simulator is a family of that text, and the table's LMCacheConnectorV1
+transfer metrics are the ones that moved while the real pair moved KV."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from pdctl import connectors
+from pdctl.verify import judge
+from tests.helpers import ROOT
+
+RECORDS = ROOT / "benchmarks" / "records"
+ROLES = ("prefill", "decode")
+NAME = re.compile(r"\blmcache:[a-z0-9_]+")
+# Where pd-stack names LMCache metrics: the connector table (verify, the canary, the alerts and
+# the simulator read it) and the simulator's own code.
+SOURCES = [
+    ROOT / "helm" / "files" / "connectors.yaml",
+    *sorted((ROOT / "pdctl" / "simulator").rglob("*.py")),
+]
+
+
+def _scrape(name: str) -> judge.Scrape:
+    return judge.parse((RECORDS / f"lmcache-h200-1gpu-metrics-{name}.txt").read_text())
+
+
+def _named_in(path: Path) -> set[str]:
+    return set(NAME.findall(path.read_text()))
+
+
+def _moved(metric: str, role: str) -> float:
+    before, after = _scrape(f"{role}-before"), _scrape(role)
+    family = after.family(metric)
+    assert family is not None, f"{metric} is not on the real {role} engine's /metrics"
+    then = before.family(metric)
+    return family.read(after)["count"] - (then.read(before)["count"] if then else 0.0)
+
+
+def test_every_lmcache_name_pd_stack_uses_is_exported_by_real_lmcache() -> None:
+    pages = [_scrape(role) for role in ROLES]
+    used = {(name, path.relative_to(ROOT)) for path in SOURCES for name in _named_in(path)}
+    unknown = sorted(
+        f"{name} ({where})" for name, where in used if not any(p.family(name) for p in pages)
+    )
+    assert not unknown, f"not exported by LMCache 0.5.6 + vLLM 0.26.0: {unknown}"
+
+
+def test_the_table_lists_lmcache_transfer_metrics_that_moved_in_real_pd() -> None:
+    transfer = connectors.load().connectors["LMCacheConnectorV1"].metrics["transfer"]
+    assert transfer, "the connector table lists no transfer metric for LMCacheConnectorV1"
+    for metric in transfer:
+        assert max(_moved(metric, role) for role in ROLES) > 0, f"{metric} did not move"
+
+
+@pytest.mark.parametrize("metric", ["lmcache:num_hit_tokens", "lmcache:num_retrieve_requests"])
+def test_the_retrieve_counters_do_not_show_a_pd_transfer(metric: str) -> None:
+    """The decode engine's KV came from the sender (external_kv_transfer moved) while LMCache's
+    retrieve counters stayed still: they are no evidence of PD."""
+    evidence = connectors.load().transfer_evidence
+    decode = _scrape("decode").family(evidence["metric"])
+    assert decode is not None
+    external = decode.read(_scrape("decode"), dict(evidence["labels"]))["count"]
+    assert external > 0
+    assert _moved(metric, "decode") == 0
+
+
+def test_as_rendered_the_engines_export_no_lmcache_metric() -> None:
+    """Without PROMETHEUS_MULTIPROC_DIR in the engine's env, vLLM's API server does not see the
+    metrics LMCache records in the engine core (another process)."""
+    page = (RECORDS / "lmcache-h200-1gpu-metrics-decode-as-rendered.txt").read_text()
+    assert "vllm:prompt_tokens_by_source_total" in page
+    assert not NAME.search(page)
