@@ -109,9 +109,14 @@ def _proxy(
         ("--decoder-host", local.LOOPBACK),
         ("--decoder-port", str(decode.port)),
         ("--proxy-host", local.LOOPBACK),
+        # pdctl up gives the sender's notify port and the receiver's ports fresh numbers
+        # (pdctl/local/lmcache_env.py): the proxy is told the same.
+        ("--proxy-port", prefill.env["LMCACHE_PD_PROXY_PORT"]),
+        ("--decoder-init-port", decode.env["LMCACHE_PD_PEER_INIT_PORT"]),
+        ("--decoder-alloc-port", decode.env["LMCACHE_PD_PEER_ALLOC_PORT"]),
     ):
         argv = flags.replace(argv, flag, value)
-    changes.append("proxy: loopback host/port and the engines' loopback URLs")
+    changes.append("proxy: loopback host/port, the engines' loopback URLs and LMCache ports")
     # LMCache >= 0.5 sizes its PD-buffer semaphore from the model's config.json (--model, default
     # the Hugging Face id meta-llama/Llama-3.1-8B-Instruct, which it fetches): no network here.
     argv += ["--model", str(run.MODEL_DIR)]
