@@ -55,6 +55,7 @@ MODULES: dict[str, str] = {
     "test_naming": "chart",
     "test_oci": "integration",
     "test_one_error_per_cause": "unit",
+    "test_output_links": "unit",
     "test_package": "chart",
     "test_person_commands": "integration",
     "test_person_messages": "unit",
