@@ -132,11 +132,16 @@ def read_text(path: Path, limit: int) -> str:
     return text(read_bytes(path, limit), str(path))
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def parse_json(source: str, where: str, hint: str | None = None) -> Any:
     """JSON text as Python data; InputError (never RecursionError or ValueError) for text that is
-    not JSON, nested too deeply for the parser, or holding a number Python will not convert."""
+    not JSON, nested too deeply for the parser, or holding a number Python will not convert
+    (NaN and Infinity, which JSON does not have, included)."""
     try:
-        return json.loads(source)
+        return json.loads(source, parse_constant=_no_constant)
     except json.JSONDecodeError as error:
         raise InputError(f"{where}: not JSON: {error.msg} (line {error.lineno})", hint) from None
     except RecursionError:

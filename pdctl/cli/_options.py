@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from pdctl import limits
 from pdctl.cli._output import OutputFormat
 
 HelmOpt = Annotated[
@@ -114,12 +115,20 @@ ModelOpt = Annotated[
     typer.Option("--model", help="The served model name (default: the first listed)."),
 ]
 RouterPortOpt = Annotated[
-    int, typer.Option("--router-port", help="Cluster mode: the router's container port.")
+    int,
+    typer.Option(
+        "--router-port",
+        min=1,
+        max=limits.PORT_MAX,
+        help="Cluster mode: the router's container port.",
+    ),
 ]
 EnginePortOpt = Annotated[
     int,
     typer.Option(
         "--engine-port",
+        min=1,
+        max=limits.PORT_MAX,
         help="Cluster mode: the engines' container port (a port named vllm wins).",
     ),
 ]
