@@ -105,7 +105,7 @@ _MS = _number(limits.MS_MAX)
 _STAT = {
     "type": "object",
     "required": ["p50", "p90", "p99"],
-    "properties": {name: _MS for name in ("mean", "p50", "p90", "p99", "min", "max")},
+    "properties": dict.fromkeys(("mean", "p50", "p90", "p99", "min", "max"), _MS),
 }
 _TOKENS = _number(limits.REQUESTS_MAX * limits.TOKENS_MAX)
 _ROLE = {

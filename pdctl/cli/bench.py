@@ -161,14 +161,16 @@ def bench(
     decode_url: DecodeUrlOpt = None,
     model: ModelOpt = None,
     input_len: Annotated[
-        int, typer.Option(
+        int,
+        typer.Option(
             "--input-len", min=1, max=limits.TOKENS_MAX, help="Words per prompt (random words)."
-        )
+        ),
     ] = defaults.BENCH_INPUT_LEN,
     output_len: Annotated[
-        int, typer.Option(
+        int,
+        typer.Option(
             "--output-len", min=1, max=limits.TOKENS_MAX, help="Output tokens per request."
-        )
+        ),
     ] = defaults.BENCH_OUTPUT_LEN,
     output_spread: Annotated[
         float | None,
@@ -200,7 +202,8 @@ def bench(
             "--max-in-flight",
             min=1,
             max=limits.CONCURRENCY_MAX,
-            help="With --rate: arrivals wait past this many."),
+            help="With --rate: arrivals wait past this many.",
+        ),
     ] = defaults.BENCH_MAX_IN_FLIGHT,
     prefix_share: Annotated[
         float,
@@ -224,22 +227,27 @@ def bench(
             "--requests",
             min=1,
             max=limits.REQUESTS_MAX,
-            help=f"Requests per step (default {defaults.BENCH_REQUESTS})."
+            help=f"Requests per step (default {defaults.BENCH_REQUESTS}).",
         ),
     ] = None,
     duration: Annotated[
         float | None,
         typer.Option(
-            "--duration", min=0.1, max=limits.SECONDS_MAX, help="Seconds per step, instead of --requests."),
+            "--duration",
+            min=0.1,
+            max=limits.SECONDS_MAX,
+            help="Seconds per step, instead of --requests.",
+        ),
     ] = None,
     slo_ttft_ms: Annotated[
-        float | None, typer.Option(
-            "--slo-ttft-ms", min=0.0, max=limits.MS_MAX, help="TTFT SLO for goodput.")
+        float | None,
+        typer.Option("--slo-ttft-ms", min=0.0, max=limits.MS_MAX, help="TTFT SLO for goodput."),
     ] = None,
     slo_itl_ms: Annotated[
         float | None,
         typer.Option(
-            "--slo-itl-ms", min=0.0, max=limits.MS_MAX, help="Per-request mean ITL SLO for goodput."),
+            "--slo-itl-ms", min=0.0, max=limits.MS_MAX, help="Per-request mean ITL SLO for goodput."
+        ),
     ] = None,
     slo_attainment: Annotated[
         float,
@@ -253,7 +261,11 @@ def bench(
     seed: Annotated[
         int | None,
         typer.Option(
-            "--seed", min=0, max=limits.SEED_MAX, help="Repeat the same prompts (default: fresh ones every run)."),
+            "--seed",
+            min=0,
+            max=limits.SEED_MAX,
+            help="Repeat the same prompts (default: fresh ones every run).",
+        ),
     ] = None,
     connector: Annotated[
         str | None,

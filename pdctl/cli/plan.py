@@ -43,7 +43,10 @@ ModelOpt = Annotated[
     ),
 ]
 GpusOpt = Annotated[
-    int, typer.Option("--gpus", min=1, max=limits.GPUS_MAX, help="GPUs available in total.", show_default=False)
+    int,
+    typer.Option(
+        "--gpus", min=1, max=limits.GPUS_MAX, help="GPUs available in total.", show_default=False
+    ),
 ]
 GpuTypeOpt = Annotated[
     str,
@@ -56,15 +59,30 @@ GpuTypeOpt = Annotated[
 GpusPerNodeOpt = Annotated[
     int,
     typer.Option(
-        "--gpus-per-node", min=1, max=limits.GPUS_PER_NODE_MAX, help="GPUs in one node: the most one engine (pod) can use."
+        "--gpus-per-node",
+        min=1,
+        max=limits.GPUS_PER_NODE_MAX,
+        help="GPUs in one node: the most one engine (pod) can use.",
     ),
 ]
-InputLenOpt = Annotated[int, typer.Option("--input-len", min=1, max=limits.TOKENS_MAX, help="Prompt tokens per request.")]
+InputLenOpt = Annotated[
+    int,
+    typer.Option("--input-len", min=1, max=limits.TOKENS_MAX, help="Prompt tokens per request."),
+]
 OutputLenOpt = Annotated[
-    int, typer.Option("--output-len", min=1, max=limits.TOKENS_MAX, help="Generated tokens per request.")
+    int,
+    typer.Option(
+        "--output-len", min=1, max=limits.TOKENS_MAX, help="Generated tokens per request."
+    ),
 ]
 ConcurrencyOpt = Annotated[
-    int, typer.Option("--concurrency", min=1, max=limits.CONCURRENCY_MAX, help="Requests in flight across the deployment.")
+    int,
+    typer.Option(
+        "--concurrency",
+        min=1,
+        max=limits.CONCURRENCY_MAX,
+        help="Requests in flight across the deployment.",
+    ),
 ]
 RateOpt = Annotated[
     float | None,
@@ -189,12 +207,20 @@ CalibrateOpt = Annotated[
 CalibrateAtOpt = Annotated[
     int | None,
     typer.Option(
-        "--calibrate-at", min=1, max=limits.CONCURRENCY_MAX, help="With --calibrate: the step's concurrency."),
+        "--calibrate-at",
+        min=1,
+        max=limits.CONCURRENCY_MAX,
+        help="With --calibrate: the step's concurrency.",
+    ),
 ]
 CalibrateTpOpt = Annotated[
     int,
     typer.Option(
-        "--calibrate-tp", min=1, max=limits.GPUS_PER_NODE_MAX, help="With --calibrate: the TP of the engines benched."),
+        "--calibrate-tp",
+        min=1,
+        max=limits.GPUS_PER_NODE_MAX,
+        help="With --calibrate: the TP of the engines benched.",
+    ),
 ]
 
 TargetRateOpt = Annotated[

@@ -21,12 +21,13 @@ def status(
     release: ReleaseOpt = defaults.RELEASE,
     namespace: NamespaceOpt = defaults.NAMESPACE,
     events: Annotated[
-        int, typer.Option(
+        int,
+        typer.Option(
             "--events",
             min=0,
             max=limits.EVENTS_MAX,
             help="How many recent warning events to show.",
-        )
+        ),
     ] = 10,
     output: OutputOpt = OutputFormat.text,
     helm: HelmOpt = None,

@@ -105,12 +105,20 @@ def verify(
     max_tokens: Annotated[
         int,
         typer.Option(
-            "--max-tokens", min=2, max=limits.TOKENS_MAX, help="Output tokens per streaming request."),
+            "--max-tokens",
+            min=2,
+            max=limits.TOKENS_MAX,
+            help="Output tokens per streaming request.",
+        ),
     ] = defaults.VERIFY_MAX_TOKENS,
     prompt_words: Annotated[
         int,
         typer.Option(
-            "--prompt-words", min=32, max=limits.TOKENS_MAX, help="Words in the PD proof's unique prompt."),
+            "--prompt-words",
+            min=32,
+            max=limits.TOKENS_MAX,
+            help="Words in the PD proof's unique prompt.",
+        ),
     ] = defaults.VERIFY_PROMPT_WORDS,
     timeout: Annotated[
         float,

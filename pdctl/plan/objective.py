@@ -59,8 +59,7 @@ def target(text: str | None, flag: str, default: float) -> tuple[float | None, b
         value = math.nan
     if not (math.isfinite(value) and 0 < value <= limits.MS_MAX):
         raise UsageError(
-            f"{flag} {text!r}: expected a positive number of ms up to {limits.MS_MAX:,.0f}, "
-            "or none"
+            f"{flag} {text!r}: expected a positive number of ms up to {limits.MS_MAX:,.0f}, or none"
         )
     return value, value == default
 
