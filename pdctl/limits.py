@@ -30,5 +30,5 @@ WIDTH_MAX = 2**20  # hidden, intermediate, head and latent sizes
 HEADS_MAX = 2**16
 VOCAB_MAX = 2**24
 EXPERTS_MAX = 2**16
-POSITIONS_MAX = 2**40
+FIELD_MAX = 2**40  # any other number of a config.json (context length, ids)
 PARAMS_MAX = 2**42  # parameters of the whole model: 4.4 trillion, 4 x the largest open model
