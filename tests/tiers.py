@@ -24,6 +24,7 @@ MODULES: dict[str, str] = {
     "test_agreement_property": "chart",
     "test_alerts": "chart",
     "test_bench": "integration",
+    "test_bounds": "unit",
     "test_bench_plots": "integration",
     "test_benchmark_script": "integration",
     "test_canary": "integration",
