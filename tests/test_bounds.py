@@ -51,12 +51,18 @@ def test_each_numeric_option_has_both_bounds(flag: str) -> None:
     [
         (["plan", "-m", "llama-3.1-8b", "--offline", "--gpus", "1000000000"], "--gpus"),
         (["plan", "-m", "llama-3.1-8b", "--offline", "--gpus", str(limits.GPUS_MAX + 1)], "--gpus"),
-        (["init", "-m", "llama-3.1-8b", "--offline", "--gpus", "8", "--input-len", "10485761"],
-         "--input-len"),  # fmt: skip
-        (["plan", "-m", "llama-3.1-8b", "--gpus", "8", "--concurrency", "1000000000000000"],
-         "--concurrency"),  # fmt: skip
-        (["plan", "-m", "llama-3.1-8b", "--gpus", "8", "--max-model-len", "99999999999"],
-         "--max-model-len"),  # fmt: skip
+        (
+            ["init", "-m", "llama-3.1-8b", "--offline", "--gpus", "8", "--input-len", "10485761"],
+            "--input-len",
+        ),  # fmt: skip
+        (
+            ["plan", "-m", "llama-3.1-8b", "--gpus", "8", "--concurrency", "1000000000000000"],
+            "--concurrency",
+        ),  # fmt: skip
+        (
+            ["plan", "-m", "llama-3.1-8b", "--gpus", "8", "--max-model-len", "99999999999"],
+            "--max-model-len",
+        ),  # fmt: skip
         (["plan", "-m", "llama-3.1-8b", "--gpus", "8", "--rate", "1e300"], "--rate"),
         (["bench", "--url", "http://127.0.0.1:9", "--requests", "100000000000"], "--requests"),
         (["verify", "--url", "http://127.0.0.1:9", "--router-port", "70000"], "--router-port"),

@@ -66,6 +66,7 @@ MODULES: dict[str, str] = {
     "test_plan_calibrate": "records",
     "test_plan_cli": "integration",
     "test_plan_measurements": "records",
+    "test_plan_file_bounds": "unit",
     "test_preflight": "integration",
     "test_preflight_probe": "integration",
     "test_production_readiness": "integration",
