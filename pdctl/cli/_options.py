@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -35,6 +35,12 @@ SetOpt = Annotated[
     list[str] | None,
     typer.Option("--set", help="Set a value, helm syntax: key=value (repeatable)."),
 ]
+
+
+def count(flag: str, most: int, help: str, **more: Any) -> Any:
+    """An option that counts (GPUs, tokens, requests): from 1 to `most` (pdctl.limits), both
+    bounds shown by --help and checked before the command runs (exit 2)."""
+    return typer.Option(flag, min=1, max=most, help=help, **more)
 
 
 def values_files(files: list[Path] | None, values: list[Path] | None) -> tuple[str, ...]:

@@ -16,7 +16,7 @@ import typer
 from pdctl import defaults, limits
 from pdctl.cli import _output, _plan_view
 from pdctl.cli._errors import handle_errors
-from pdctl.cli._options import OutputOpt
+from pdctl.cli._options import OutputOpt, count
 from pdctl.cli._output import OutputFormat
 from pdctl.cli._plan_view import ms
 from pdctl.errors import UsageError
@@ -43,10 +43,7 @@ ModelOpt = Annotated[
     ),
 ]
 GpusOpt = Annotated[
-    int,
-    typer.Option(
-        "--gpus", min=1, max=limits.GPUS_MAX, help="GPUs available in total.", show_default=False
-    ),
+    int, count("--gpus", limits.GPUS_MAX, "GPUs available in total.", show_default=False)
 ]
 GpuTypeOpt = Annotated[
     str,
@@ -58,31 +55,18 @@ GpuTypeOpt = Annotated[
 ]
 GpusPerNodeOpt = Annotated[
     int,
-    typer.Option(
+    count(
         "--gpus-per-node",
-        min=1,
-        max=limits.GPUS_PER_NODE_MAX,
-        help="GPUs in one node: the most one engine (pod) can use.",
+        limits.GPUS_PER_NODE_MAX,
+        "GPUs in one node: the most one engine (pod) can use.",
     ),
 ]
-InputLenOpt = Annotated[
-    int,
-    typer.Option("--input-len", min=1, max=limits.TOKENS_MAX, help="Prompt tokens per request."),
-]
+InputLenOpt = Annotated[int, count("--input-len", limits.TOKENS_MAX, "Prompt tokens per request.")]
 OutputLenOpt = Annotated[
-    int,
-    typer.Option(
-        "--output-len", min=1, max=limits.TOKENS_MAX, help="Generated tokens per request."
-    ),
+    int, count("--output-len", limits.TOKENS_MAX, "Generated tokens per request.")
 ]
 ConcurrencyOpt = Annotated[
-    int,
-    typer.Option(
-        "--concurrency",
-        min=1,
-        max=limits.CONCURRENCY_MAX,
-        help="Requests in flight across the deployment.",
-    ),
+    int, count("--concurrency", limits.CONCURRENCY_MAX, "Requests in flight across the deployment.")
 ]
 RateOpt = Annotated[
     float | None,
@@ -206,20 +190,14 @@ CalibrateOpt = Annotated[
 ]
 CalibrateAtOpt = Annotated[
     int | None,
-    typer.Option(
-        "--calibrate-at",
-        min=1,
-        max=limits.CONCURRENCY_MAX,
-        help="With --calibrate: the step's concurrency.",
-    ),
+    count("--calibrate-at", limits.CONCURRENCY_MAX, "With --calibrate: the step's concurrency."),
 ]
 CalibrateTpOpt = Annotated[
     int,
-    typer.Option(
+    count(
         "--calibrate-tp",
-        min=1,
-        max=limits.GPUS_PER_NODE_MAX,
-        help="With --calibrate: the TP of the engines benched.",
+        limits.GPUS_PER_NODE_MAX,
+        "With --calibrate: the TP of the engines benched.",
     ),
 ]
 

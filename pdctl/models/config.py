@@ -166,9 +166,17 @@ def _bounded(config: dict[str, Any], prefix: str, origin: str) -> None:
         most = _MAXIMA.get(key, limits.FIELD_MAX)
         if value != value or abs(value) > most:  # NaN, infinities, typos
             raise InputError(
-                f"{origin}: {prefix}{key}: {value:,} is more than any model's (at most {most:,})",
+                f"{origin}: {prefix}{key}: {_shown(value)} is more than any model's (at most "
+                f"{most:,})",
                 hint="check the config.json: a size, count or length this large is a typo",
             )
+
+
+def _shown(value: float) -> str:
+    """A number as people read it; one of hundreds of digits by its length."""
+    if abs(value) < 10**18 or isinstance(value, float):
+        return f"{value:,}"
+    return f"an integer of {len(str(abs(value)))} digits"
 
 
 def _refuse(origin: str, path: str, why: str) -> InputError:
