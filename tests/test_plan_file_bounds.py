@@ -34,7 +34,7 @@ def _drop(key: str) -> Callable[[dict[str, Any]], None]:
     return lambda run: run["steps"][0].pop(key)
 
 
-BENCH = {
+BENCH: dict[str, tuple[Callable[[dict[str, Any]], Any], str]] = {
     "succeeded missing": (_drop("succeeded"), "steps[0]: 'succeeded' is a required property"),
     "succeeded a string": (_step({"succeeded": "16"}), "steps[0].succeeded"),
     "succeeded negative": (_step({"succeeded": -1}), "steps[0].succeeded"),
@@ -55,7 +55,7 @@ BENCH = {
     "TTFT p50 negative": (lambda r: r["steps"][0]["ttft_ms"].update(p50=-3), "ttft_ms.p50"),
     "model a number": (lambda r: r.update(model=5), "model"),
 }
-CONFIG = {
+CONFIG: dict[str, tuple[dict[str, Any], str]] = {
     "architectures 5": ({"architectures": 5}, "architectures"),
     "architectures [5]": ({"architectures": [5]}, "architectures"),
     "num_experts_per_tok 1000": ({"num_experts_per_tok": 1000}, "num_experts_per_tok"),

@@ -159,7 +159,7 @@ class FakeHub:
         found = config if filename == "config.json" else config.parent / filename
         if not found.is_file():
             # huggingface_hub 1.x raises its RemoteEntryNotFoundError, earlier ones the parent
-            missing = getattr(errors, "RemoteEntryNotFoundError", errors.EntryNotFoundError)
+            missing: Any = getattr(errors, "RemoteEntryNotFoundError", errors.EntryNotFoundError)
             raise missing(f"{repo_id} has no {filename}", response=_404())
         return str(found)
 
