@@ -21,7 +21,7 @@ DIST ?= dist
 
 export PDCTL_HELM ?= $(CURDIR)/$(HELM4)
 
-.PHONY: help demo test test-fast lint schema docs corpus golden setup helm package clean checkov
+.PHONY: help demo test test-fast test-lowest lint schema docs corpus golden setup helm package clean checkov
 
 # `make help` lists the targets whose line carries a `## what it does` comment.
 help:
@@ -120,6 +120,27 @@ test: setup lint $(VENV)/.nixl $(REGISTRY) $(PROMTOOL) ## lint, then the whole t
 test-fast: setup ## the unit tier alone: no helm, no child process, no server (README "Tests")
 	$(BIN)/python -m pytest -n 2 -q -m unit
 
+# The lowest-versions lane: the unit tier on the lowest release of each dependency that
+# pyproject.toml allows (uv's --resolution lowest-direct, from the package index; what those pull
+# in at their newest), on the lowest Python found here of those pyproject.toml allows (3.10 where
+# pyenv has it, else $(PYTHON)): a floor that does not work fails here. Its own virtualenv, made
+# anew when pyproject.toml changes; uv comes from the package index into it. CI runs it after
+# `make test checkov` (README "Tests" says how long it takes).
+LOWEST_VENV := .venv-lowest
+UV_VERSION := 0.13.9
+LOWEST_PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.10.*/bin/python3.10) $(PYTHON))
+
+$(LOWEST_VENV)/.installed: pyproject.toml pdctl/__init__.py
+	rm -rf $(LOWEST_VENV)
+	$(LOWEST_PYTHON) -m venv $(LOWEST_VENV)
+	$(LOWEST_VENV)/bin/pip install --quiet 'uv==$(UV_VERSION)'
+	$(LOWEST_VENV)/bin/uv pip install --quiet --python $(LOWEST_VENV)/bin/python \
+		--resolution lowest-direct -e '.[test]'
+	touch $@
+
+test-lowest: $(LOWEST_VENV)/.installed ## the unit tier on the lowest versions pyproject.toml allows
+	$(LOWEST_VENV)/bin/python -m pytest -n 2 -q -m unit -p no:cacheprovider
+
 # checkov (Kubernetes checks) over the chart rendered with every tutorial asset: at most 6 distinct
 # failed checks, each listed with its reason in docs/production-checklist.md
 # (scripts/checkov_assets.py). CI runs it after `make test`. checkov has its own virtualenv: it pulls
@@ -156,4 +177,4 @@ package: setup ## the chart archive, sdist and wheel into dist/ (or DIST=folder;
 	$(BIN)/python -m build --outdir $(DIST) .
 
 clean: ## remove the virtualenvs, tools and build output
-	rm -rf $(VENV) $(CHECKOV_VENV) .tools .pytest_cache .ruff_cache .hypothesis dist
+	rm -rf $(VENV) $(CHECKOV_VENV) $(LOWEST_VENV) .tools .pytest_cache .ruff_cache .hypothesis dist

@@ -1,5 +1,6 @@
 """Reading a user's input file (values, model config, dataset, bench result) without trusting it,
-and writing one (init's values) whole.
+and writing one (init's values, bench's report files, plots) whole, never through a symbolic
+link already at its name.
 
 Only regular files are read: a FIFO would block the open or the read forever, `/dev/zero` or
 `/dev/urandom` never end, a directory is no file. Symbolic links are followed, then the target is
@@ -15,6 +16,8 @@ import json
 import os
 import stat
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -129,11 +132,16 @@ def read_text(path: Path, limit: int) -> str:
     return text(read_bytes(path, limit), str(path))
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def parse_json(source: str, where: str, hint: str | None = None) -> Any:
     """JSON text as Python data; InputError (never RecursionError or ValueError) for text that is
-    not JSON, nested too deeply for the parser, or holding a number Python will not convert."""
+    not JSON, nested too deeply for the parser, or holding a number Python will not convert
+    (NaN and Infinity, which JSON does not have, included)."""
     try:
-        return json.loads(source)
+        return json.loads(source, parse_constant=_no_constant)
     except json.JSONDecodeError as error:
         raise InputError(f"{where}: not JSON: {error.msg} (line {error.lineno})", hint) from None
     except RecursionError:
@@ -142,10 +150,13 @@ def parse_json(source: str, where: str, hint: str | None = None) -> Any:
         raise InputError(f"{where}: not readable JSON: {error}", hint) from None
 
 
-def write_text(path: Path, text: str) -> None:
-    """Write a regular file whole: into a new file beside it, then renamed over it. A reader
-    never sees half of it, and a FIFO or device at `path` is refused, never written into
-    (opening a FIFO to write waits for a reader forever)."""
+@contextmanager
+def replacing(path: Path) -> Iterator[BinaryIO]:
+    """A new file beside `path` to write, renamed over `path` when the block ends without an
+    error (removed otherwise). A reader never sees half of it, and a write never follows a link:
+    a symbolic link at `path` is replaced by the file, its target left as it was. A FIFO or
+    device at `path` is refused, never written into (opening a FIFO to write waits for a reader
+    forever)."""
     try:
         kind = _kind(os.stat(path).st_mode) if path.exists() else None
         if kind:
@@ -153,11 +164,17 @@ def write_text(path: Path, text: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, staging = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(text)
+            with os.fdopen(fd, "wb") as out:
+                yield out
             os.replace(staging, path)
         finally:
             if os.path.exists(staging):
                 os.unlink(staging)
     except OSError as error:
         raise InputError(f"{path}: cannot write: {error.strerror or error}") from None
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write a regular UTF-8 text file whole (`replacing`: never through a link at `path`)."""
+    with replacing(path) as out:
+        out.write(text.encode("utf-8"))

@@ -8,7 +8,7 @@ import importlib.util
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pdctl import hints
+from pdctl import files, hints
 from pdctl.errors import EnvironmentProblem
 
 if TYPE_CHECKING:
@@ -39,6 +39,7 @@ def figure(width: float = 7.0, height: float = 4.5) -> Figure:
 
 
 def save(drawn: Figure, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    drawn.savefig(path, dpi=120, format="png")
+    """The figure as a PNG at `path`, written whole and never through a link there (files)."""
+    with files.replacing(path) as out:
+        drawn.savefig(out, dpi=120, format="png")
     return path

@@ -158,7 +158,9 @@ class FakeHub:
         config = where / "config.json" if where.is_dir() else where
         found = config if filename == "config.json" else config.parent / filename
         if not found.is_file():
-            raise errors.RemoteEntryNotFoundError(f"{repo_id} has no {filename}", response=_404())
+            # huggingface_hub 1.x raises its RemoteEntryNotFoundError, earlier ones the parent
+            missing: Any = getattr(errors, "RemoteEntryNotFoundError", errors.EntryNotFoundError)
+            raise missing(f"{repo_id} has no {filename}", response=_404())
         return str(found)
 
 

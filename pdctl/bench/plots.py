@@ -8,13 +8,14 @@ The fourth chart is goodput when every run was given an SLO, else request throug
 from __future__ import annotations
 
 import csv
+import io
 import math
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pdctl import plotting
+from pdctl import files, plotting
 from pdctl.bench.runs import (
     AXIS_TITLE,
     E2E_P50,
@@ -147,14 +148,16 @@ def data_rows(runs: list[Run]) -> list[dict[str, Any]]:
 
 
 def write_csv(rows: list[dict[str, Any]], path: Path) -> Path:
-    """`rows` as a CSV, the columns in the order they first appear."""
+    """`rows` as a CSV, the columns in the order they first appear (files.write_text: whole, and
+    never through a link already at `path`)."""
     columns: list[str] = []
     for r in rows:
         columns += [c for c in r if c not in columns]
-    with path.open("w", newline="", encoding="utf-8") as out:
-        writer = csv.DictWriter(out, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=columns)
+    writer.writeheader()
+    writer.writerows(rows)
+    files.write_text(path, text.getvalue())
     return path
 
 

@@ -1,6 +1,7 @@
 """bench's files (--report DIR): per run a CSV (one row per step) and the JSON of `-o json`, then
 PNG plots of every run saved in the folder against load, one line per run, with the CSV behind
-them (pdctl.bench.plots; the plots need the optional extra `plot`)."""
+them (pdctl.bench.plots; the plots need the optional extra `plot`). Every file is written whole
+through pdctl.files, never through a symbolic link already in the folder: the link is replaced."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pdctl import plotting
+from pdctl import files, plotting
 from pdctl.bench import plots, runs
 from pdctl.bench.run import Result
 
@@ -66,7 +67,7 @@ def write(result: Result, directory: Path) -> list[Path]:
     stem = _free_stem(directory, f"bench-{time.strftime('%Y%m%d-%H%M%S')}")
     table = plots.write_csv([row(step) for step in result.steps], directory / f"{stem}.csv")
     saved = directory / f"{stem}.json"
-    saved.write_text(json.dumps(result.as_dict(), indent=2) + "\n", encoding="utf-8")
+    files.write_text(saved, json.dumps(result.as_dict(), indent=2) + "\n")
     return [table, saved, *plots.write(runs.in_folder(directory), directory)]
 
 

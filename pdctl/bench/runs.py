@@ -4,13 +4,13 @@ label per run, the load axis they share, and the metrics as named in the CSV."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pdctl import files
+from pdctl import files, limits
 from pdctl.errors import InputError, UsageError
+from pdctl.values.paths import format_path
 
 # A bench result holds one entry per load step: kilobytes. Refuse more than this unread.
 MAX_BYTES = 16 * 1024 * 1024
@@ -88,42 +88,108 @@ class Run:
         return any(s.get("goodput") is not None for s in self.steps)
 
 
-def shape_problem(data: Any) -> str | None:
-    """What keeps `data` from being a bench result that plots and compare can read, or None."""
-    if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
+def _number(maximum: float, above_zero: bool = False) -> dict[str, Any]:
+    low = {"exclusiveMinimum": 0} if above_zero else {"minimum": 0}
+    return {"type": "number", **low, "maximum": maximum}
+
+
+def _count(maximum: int, least: int = 0) -> dict[str, Any]:
+    return {"type": "integer", "minimum": least, "maximum": maximum}
+
+
+def _or_null(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"anyOf": [{"type": "null"}, schema]}
+
+
+_MS = _number(limits.MS_MAX)
+_STAT = {
+    "type": "object",
+    "required": ["p50", "p90", "p99"],
+    "properties": dict.fromkeys(("mean", "p50", "p90", "p99", "min", "max"), _MS),
+}
+_TOKENS = _number(limits.REQUESTS_MAX * limits.TOKENS_MAX)
+_ROLE = {
+    "type": "object",
+    "properties": {
+        "engines": _count(limits.GPUS_MAX, 1),
+        "prompt_tokens": _TOKENS,
+        "kv_gbps": _number(limits.NETWORK_GBPS_MAX),
+        "phase_mean_s": {"type": "object", "additionalProperties": _number(limits.SECONDS_MAX)},
+    },
+}
+_STEP = {
+    "type": "object",
+    "required": ["request_throughput", "output_token_throughput"],
+    "properties": {
+        "concurrency": _or_null(_count(limits.CONCURRENCY_MAX, 1)),
+        "rate": _or_null(_number(limits.RATE_MAX, above_zero=True)),
+        **{name: _count(limits.REQUESTS_MAX) for name in ("requests", "succeeded", "errors")},
+        "prompt_tokens": _TOKENS,
+        "completion_tokens": _TOKENS,
+        "request_throughput": _number(limits.RATE_MAX),
+        "output_token_throughput": _number(limits.RATE_MAX * limits.TOKENS_MAX),
+        "goodput": _or_null(_number(limits.RATE_MAX)),
+        **{name: _or_null(_STAT) for name in STATS},
+        "engines": {"type": "object", "additionalProperties": _ROLE},
+    },
+    # a closed-loop step (no rate) has its concurrency
+    "if": {"properties": {"rate": {"type": "null"}}},
+    "then": {"required": ["concurrency"], "properties": {"concurrency": {"type": "integer"}}},
+}
+# The bench result (`pdctl bench -o json`, --report's bench-*.json) as plots, `bench compare` and
+# `plan --calibrate` read it: each number within its bound (pdctl.limits).
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["steps"],
+    "properties": {
+        "model": {"type": ["string", "null"]},
+        "steps": {"type": "array", "minItems": 1, "maxItems": limits.STEPS_MAX, "items": _STEP},
+    },
+}
+# What `plan --calibrate` reads besides: each step's requests answered and tokens sent.
+CALIBRATION: dict[str, Any] = {
+    "allOf": [
+        SCHEMA,
+        {
+            "properties": {
+                "steps": {
+                    "items": {"required": ["succeeded", "prompt_tokens", "completion_tokens"]}
+                }
+            }
+        },
+    ]
+}
+
+
+def shape_problem(data: Any, schema: dict[str, Any] = SCHEMA) -> str | None:
+    """What keeps `data` from being a bench result that `schema` accepts (the first problem,
+    with its key path), or None."""
+    from jsonschema import Draft7Validator  # lazy: start-up
+
+    errors = sorted(
+        Draft7Validator(schema).iter_errors(data),
+        # by key path, a missing key after the keys present beside it
+        key=lambda e: [*map(str, e.absolute_path), *(["~"] if e.validator == "required" else [])],
+    )
+    if not errors:
+        return None
+    error = errors[0]
+    while error.context:  # anyOf (a value or null): the branch that got furthest says why
+        error = max(error.context, key=lambda e: (len(e.absolute_path), e.validator != "type"))
+    if not error.absolute_path and error.validator in ("type", "required"):
         return "expected the JSON object that `pdctl bench -o json` writes (with a steps list)"
-    if not data["steps"]:
+    where = format_path(error.absolute_path)
+    if where == "steps" and error.validator == "minItems":
         return "no steps"
-    for i, step in enumerate(data["steps"]):
-        where = f"steps[{i}]"
-        if not isinstance(step, dict):
-            return f"{where}: expected an object"
-        open_loop = step.get("rate") is not None
-        if open_loop and not _positive(step["rate"]):
-            return f"{where}.rate: expected requests/s above 0, or null"
-        if not _count(step.get("concurrency")) and not (
-            open_loop and step.get("concurrency") is None
-        ):
-            return f"{where}.concurrency: expected a whole number of at least 1"
-        for name in STATS:
-            stat = step.get(name)
-            if stat is not None and not (
-                isinstance(stat, dict) and all(_number(stat.get(p)) for p in ("p50", "p90", "p99"))
-            ):
-                return f"{where}.{name}: expected an object with p50, p90 and p99, or null"
-        for name in NUMBERS:
-            if not _number(step.get(name)):
-                return f"{where}.{name}: expected a number"
-        if step.get("goodput") is not None and not _number(step["goodput"]):
-            return f"{where}.goodput: expected a number or null"
-    return None
+    return f"{where}: {error.message}"
 
 
-def read(path: Path, label: str | None = None) -> Run:
-    """A saved bench result; InputError naming the file when it is missing, not JSON or not one."""
+def read(path: Path, label: str | None = None, schema: dict[str, Any] = SCHEMA) -> Run:
+    """A saved bench result; InputError naming the file when it is missing, not JSON or not one
+    (`schema`: SCHEMA, or CALIBRATION for what --calibrate reads)."""
     hint = "give files written by pdctl bench -o json"
     data = files.parse_json(files.read_text(path, MAX_BYTES), str(path), hint)
-    problem = shape_problem(data)
+    problem = shape_problem(data, schema)
     if problem is not None:
         raise InputError(
             f"{path}: not a pdctl bench result: {problem}",
@@ -170,15 +236,3 @@ def load_axis(runs: list[Run]) -> str:
     """ "rate" when every step of every run was open loop (has a rate), else "concurrency"."""
     every = [s for r in runs for s in r.steps]
     return "rate" if every and all(s.get("rate") is not None for s in every) else "concurrency"
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _positive(value: Any) -> bool:
-    return _number(value) and value > 0
-
-
-def _count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pdctl import defaults
+from pdctl import defaults, limits
 from pdctl.bench.dataset import Entry
 from pdctl.errors import UsageError
 
@@ -143,9 +143,11 @@ def parse_concurrency(text: str) -> tuple[int, ...]:
         steps = tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError:
         raise UsageError(f"--concurrency {text!r}: expected numbers such as 1,4,16") from None
-    if not steps or min(steps) < 1:
-        raise UsageError(f"--concurrency {text!r}: each step needs at least 1")
-    return steps
+    if not steps or min(steps) < 1 or max(steps) > limits.CONCURRENCY_MAX:
+        raise UsageError(
+            f"--concurrency {text!r}: each step needs 1 to {limits.CONCURRENCY_MAX:,} in flight"
+        )
+    return _few(steps, "--concurrency")
 
 
 def parse_rate(text: str) -> tuple[float, ...]:
@@ -154,8 +156,16 @@ def parse_rate(text: str) -> tuple[float, ...]:
         steps = tuple(float(part) for part in text.split(",") if part.strip())
     except ValueError:
         raise UsageError(f"--rate {text!r}: expected requests/s such as 0.5,2,8") from None
-    if not steps or min(steps) <= 0:
-        raise UsageError(f"--rate {text!r}: each step needs a rate above 0")
+    if not steps or not all(0 < step <= limits.RATE_MAX for step in steps):
+        raise UsageError(
+            f"--rate {text!r}: each step needs a rate above 0, up to {limits.RATE_MAX:,.0f}/s"
+        )
+    return _few(steps, "--rate")
+
+
+def _few(steps: tuple[Any, ...], flag: str) -> tuple[Any, ...]:
+    if len(steps) > limits.STEPS_MAX:
+        raise UsageError(f"{flag}: {len(steps):,} steps; at most {limits.STEPS_MAX:,}")
     return steps
 
 

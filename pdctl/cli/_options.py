@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from pdctl import limits
 from pdctl.cli._output import OutputFormat
 
 HelmOpt = Annotated[
@@ -34,6 +35,12 @@ SetOpt = Annotated[
     list[str] | None,
     typer.Option("--set", help="Set a value, helm syntax: key=value (repeatable)."),
 ]
+
+
+def count(flag: str, most: int, help: str, **more: Any) -> Any:
+    """An option that counts (GPUs, tokens, requests): from 1 to `most` (pdctl.limits), both
+    bounds shown by --help and checked before the command runs (exit 2)."""
+    return typer.Option(flag, min=1, max=most, help=help, **more)
 
 
 def values_files(files: list[Path] | None, values: list[Path] | None) -> tuple[str, ...]:
@@ -114,12 +121,20 @@ ModelOpt = Annotated[
     typer.Option("--model", help="The served model name (default: the first listed)."),
 ]
 RouterPortOpt = Annotated[
-    int, typer.Option("--router-port", help="Cluster mode: the router's container port.")
+    int,
+    typer.Option(
+        "--router-port",
+        min=1,
+        max=limits.PORT_MAX,
+        help="Cluster mode: the router's container port.",
+    ),
 ]
 EnginePortOpt = Annotated[
     int,
     typer.Option(
         "--engine-port",
+        min=1,
+        max=limits.PORT_MAX,
         help="Cluster mode: the engines' container port (a port named vllm wins).",
     ),
 ]

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from pdctl import defaults
+from pdctl import defaults, limits
 from pdctl.cli import _output
+from pdctl.cli._options import count
 from pdctl.cli._output import OutputFormat
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ ModelOpt = Annotated[
     ),
 ]
 GpusOpt = Annotated[
-    int, typer.Option("--gpus", min=1, help="GPUs available in total.", show_default=False)
+    int, count("--gpus", limits.GPUS_MAX, "GPUs available in total.", show_default=False)
 ]
 GpuTypeOpt = Annotated[
     str,
@@ -49,22 +50,25 @@ GpuTypeOpt = Annotated[
 ]
 GpusPerNodeOpt = Annotated[
     int,
-    typer.Option(
-        "--gpus-per-node", min=1, help="GPUs in one node: the most one engine (pod) can use."
+    count(
+        "--gpus-per-node",
+        limits.GPUS_PER_NODE_MAX,
+        "GPUs in one node: the most one engine (pod) can use.",
     ),
 ]
-InputLenOpt = Annotated[int, typer.Option("--input-len", min=1, help="Prompt tokens per request.")]
+InputLenOpt = Annotated[int, count("--input-len", limits.TOKENS_MAX, "Prompt tokens per request.")]
 OutputLenOpt = Annotated[
-    int, typer.Option("--output-len", min=1, help="Generated tokens per request.")
+    int, count("--output-len", limits.TOKENS_MAX, "Generated tokens per request.")
 ]
 ConcurrencyOpt = Annotated[
-    int, typer.Option("--concurrency", min=1, help="Requests in flight across the deployment.")
+    int, count("--concurrency", limits.CONCURRENCY_MAX, "Requests in flight across the deployment.")
 ]
 RateOpt = Annotated[
     float | None,
     typer.Option(
         "--rate",
         min=0.0,
+        max=limits.RATE_MAX,
         help="Requests per second to sustain: a target, and the load (open arrivals) at which "
         "TTFT and ITL are estimated (default: a closed loop of --concurrency).",
     ),
@@ -109,6 +113,7 @@ MaxModelLenOpt = Annotated[
     typer.Option(
         "--max-model-len",
         min=1,
+        max=limits.TOKENS_MAX,
         help="vLLM --max-model-len (default: the model's context, cut to what the KV pool holds).",
     ),
 ]
@@ -165,6 +170,7 @@ NetworkOpt = Annotated[
     typer.Option(
         "--network-gbps",
         min=0.001,
+        max=limits.NETWORK_GBPS_MAX,
         help="KV transfer bandwidth per GPU in GB/s (default: the GPU catalog's RDMA NIC figure).",
     ),
 ]
@@ -179,11 +185,15 @@ CalibrateOpt = Annotated[
 ]
 CalibrateAtOpt = Annotated[
     int | None,
-    typer.Option("--calibrate-at", min=1, help="With --calibrate: the step's concurrency."),
+    count("--calibrate-at", limits.CONCURRENCY_MAX, "With --calibrate: the step's concurrency."),
 ]
 CalibrateTpOpt = Annotated[
     int,
-    typer.Option("--calibrate-tp", min=1, help="With --calibrate: the TP of the engines benched."),
+    count(
+        "--calibrate-tp",
+        limits.GPUS_PER_NODE_MAX,
+        "With --calibrate: the TP of the engines benched.",
+    ),
 ]
 
 TargetRateOpt = Annotated[
@@ -191,6 +201,7 @@ TargetRateOpt = Annotated[
     typer.Option(
         "--target-rate",
         min=0.0,
+        max=limits.RATE_MAX,
         help="Plan the fewest GPUs (up to --gpus) whose choice sustains this many requests/s "
         "and meets the TTFT and ITL targets in force there (as --rate, which it replaces).",
     ),
@@ -238,7 +249,7 @@ class PlanArgs:
         from pdctl.plan import calibrate  # lazy: start-up
 
         path = self.calibrate
-        data = runs.read(path).data
+        data = runs.read(path, schema=runs.CALIBRATION).data
         warning = calibrate.mismatch(data, arch, str(path))
 
         def fitted(request: Request) -> Request:

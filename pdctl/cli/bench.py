@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from pdctl import defaults
+from pdctl import defaults, limits
 from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import (
@@ -164,10 +164,16 @@ def bench(
     decode_url: DecodeUrlOpt = None,
     model: ModelOpt = None,
     input_len: Annotated[
-        int, typer.Option("--input-len", min=1, help="Words per prompt (random words).")
+        int,
+        typer.Option(
+            "--input-len", min=1, max=limits.TOKENS_MAX, help="Words per prompt (random words)."
+        ),
     ] = defaults.BENCH_INPUT_LEN,
     output_len: Annotated[
-        int, typer.Option("--output-len", min=1, help="Output tokens per request.")
+        int,
+        typer.Option(
+            "--output-len", min=1, max=limits.TOKENS_MAX, help="Output tokens per request."
+        ),
     ] = defaults.BENCH_OUTPUT_LEN,
     output_spread: Annotated[
         float | None,
@@ -195,7 +201,12 @@ def bench(
     ] = None,
     max_in_flight: Annotated[
         int,
-        typer.Option("--max-in-flight", min=1, help="With --rate: arrivals wait past this many."),
+        typer.Option(
+            "--max-in-flight",
+            min=1,
+            max=limits.CONCURRENCY_MAX,
+            help="With --rate: arrivals wait past this many.",
+        ),
     ] = defaults.BENCH_MAX_IN_FLIGHT,
     prefix_share: Annotated[
         float,
@@ -216,19 +227,30 @@ def bench(
     requests: Annotated[
         int | None,
         typer.Option(
-            "--requests", min=1, help=f"Requests per step (default {defaults.BENCH_REQUESTS})."
+            "--requests",
+            min=1,
+            max=limits.REQUESTS_MAX,
+            help=f"Requests per step (default {defaults.BENCH_REQUESTS}).",
         ),
     ] = None,
     duration: Annotated[
         float | None,
-        typer.Option("--duration", min=0.1, help="Seconds per step, instead of --requests."),
+        typer.Option(
+            "--duration",
+            min=0.1,
+            max=limits.SECONDS_MAX,
+            help="Seconds per step, instead of --requests.",
+        ),
     ] = None,
     slo_ttft_ms: Annotated[
-        float | None, typer.Option("--slo-ttft-ms", min=0.0, help="TTFT SLO for goodput.")
+        float | None,
+        typer.Option("--slo-ttft-ms", min=0.0, max=limits.MS_MAX, help="TTFT SLO for goodput."),
     ] = None,
     slo_itl_ms: Annotated[
         float | None,
-        typer.Option("--slo-itl-ms", min=0.0, help="Per-request mean ITL SLO for goodput."),
+        typer.Option(
+            "--slo-itl-ms", min=0.0, max=limits.MS_MAX, help="Per-request mean ITL SLO for goodput."
+        ),
     ] = None,
     slo_attainment: Annotated[
         float,
@@ -241,7 +263,12 @@ def bench(
     ] = defaults.SLO_ATTAINMENT,
     seed: Annotated[
         int | None,
-        typer.Option("--seed", help="Repeat the same prompts (default: fresh ones every run)."),
+        typer.Option(
+            "--seed",
+            min=0,
+            max=limits.SEED_MAX,
+            help="Repeat the same prompts (default: fresh ones every run).",
+        ),
     ] = None,
     connector: Annotated[
         str | None,
@@ -252,6 +279,7 @@ def bench(
         typer.Option(
             "--timeout",
             min=1.0,
+            max=limits.SECONDS_MAX,
             help="Seconds each request may take, from sending to its last byte.",
         ),
     ] = defaults.BENCH_TIMEOUT_S,

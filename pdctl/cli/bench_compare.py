@@ -122,7 +122,9 @@ bench_app.callback(
         "per run, then plots every run saved in DIR against load, one line per run (p50 solid, "
         "p99 dashed): plot-ttft.png, plot-itl.png, plot-e2e.png, plot-goodput.png (when every "
         "run had an SLO; else plot-requests.png), plot-throughput.png, and plot-data.csv behind "
-        "them. The PNGs need matplotlib: pip install '.[plot]' in a pd-stack checkout. "
+        "them. Each file is written whole; a symbolic link already in DIR under one of these "
+        "names is replaced by the file, never written through. The PNGs need matplotlib: pip "
+        "install '.[plot]' in a pd-stack checkout. "
         "pdctl bench compare A.json B.json ...: compare saved runs (its --help)."
     ),
 )(_sweep_unless_subcommand)

@@ -64,16 +64,15 @@ _NOT_IN_FILE = frozenset({"output"})
 def _command(ctx: typer.Context, always: dict[str, Any]) -> str:
     """The command line that writes the file again: every option given on the command line, as
     given (click's parameter sources say which), and `always` (mode and the targets in force, so
-    that a later change of their defaults cannot change the file)."""
-    from typer._click.core import ParameterSource  # lazy: start-up
-
+    that a later change of their defaults cannot change the file). The source is compared by
+    its name: its enum lives in click before typer 0.26 and inside typer after."""
     words = ["pdctl", "init"]
     for param in ctx.command.params:
         name = param.name or ""
         if name in always:
             value = always[name]
         elif name in _NOT_IN_FILE or (
-            ctx.get_parameter_source(name) is not ParameterSource.COMMANDLINE
+            getattr(ctx.get_parameter_source(name), "name", None) != "COMMANDLINE"
         ):
             continue
         else:

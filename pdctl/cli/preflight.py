@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from pdctl import defaults
+from pdctl import defaults, limits
 from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import (
@@ -72,7 +72,10 @@ def preflight(
     network_gbps: Annotated[
         float | None,
         typer.Option(
-            "--network-gbps", min=0.001, help="The KV bandwidth the plan assumed, GB/s per GPU."
+            "--network-gbps",
+            min=0.001,
+            max=limits.NETWORK_GBPS_MAX,
+            help="The KV bandwidth the plan assumed, GB/s per GPU.",
         ),
     ] = None,
     keep: Annotated[

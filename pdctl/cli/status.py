@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from pdctl import defaults
+from pdctl import defaults, limits
 from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import ClusterOpt, HelmOpt, NamespaceOpt, OutputOpt, ReleaseOpt
@@ -21,7 +21,13 @@ def status(
     release: ReleaseOpt = defaults.RELEASE,
     namespace: NamespaceOpt = defaults.NAMESPACE,
     events: Annotated[
-        int, typer.Option("--events", min=0, help="How many recent warning events to show.")
+        int,
+        typer.Option(
+            "--events",
+            min=0,
+            max=limits.EVENTS_MAX,
+            help="How many recent warning events to show.",
+        ),
     ] = 10,
     output: OutputOpt = OutputFormat.text,
     helm: HelmOpt = None,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from pdctl import defaults
+from pdctl import defaults, limits
 from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import ChartOpt, FilesArg, HelmOpt, ReleaseOpt, SetOpt, ValuesOpt
@@ -92,7 +92,12 @@ def up(
     ] = Engine.auto,
     timeout: Annotated[
         float,
-        typer.Option("--timeout", min=1.0, help="Seconds for every process to be ready."),
+        typer.Option(
+            "--timeout",
+            min=1.0,
+            max=limits.SECONDS_MAX,
+            help="Seconds for every process to be ready.",
+        ),
     ] = defaults.UP_TIMEOUT_S,
     hf_token_file: Annotated[
         Path | None,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from pdctl import defaults
+from pdctl import defaults, limits
 from pdctl.cli import _output
 from pdctl.cli._errors import handle_errors
 from pdctl.cli._options import (
@@ -104,17 +104,28 @@ def verify(
     ] = defaults.VERIFY_REQUESTS,
     max_tokens: Annotated[
         int,
-        typer.Option("--max-tokens", min=2, help="Output tokens per streaming request."),
+        typer.Option(
+            "--max-tokens",
+            min=2,
+            max=limits.TOKENS_MAX,
+            help="Output tokens per streaming request.",
+        ),
     ] = defaults.VERIFY_MAX_TOKENS,
     prompt_words: Annotated[
         int,
-        typer.Option("--prompt-words", min=32, help="Words in the PD proof's unique prompt."),
+        typer.Option(
+            "--prompt-words",
+            min=32,
+            max=limits.TOKENS_MAX,
+            help="Words in the PD proof's unique prompt.",
+        ),
     ] = defaults.VERIFY_PROMPT_WORDS,
     timeout: Annotated[
         float,
         typer.Option(
             "--timeout",
             min=1.0,
+            max=limits.SECONDS_MAX,
             help="Seconds each request may take, from sending to its last byte (engines are "
             "probed at once).",
         ),
@@ -124,6 +135,7 @@ def verify(
         typer.Option(
             "--settle",
             min=0.0,
+            max=limits.SECONDS_MAX,
             help="Seconds to wait for the engines' counters to show the PD probe.",
         ),
     ] = defaults.VERIFY_SETTLE_S,
@@ -132,6 +144,7 @@ def verify(
         typer.Option(
             "--min-kv-gbps",
             min=0.0,
+            max=limits.NETWORK_GBPS_MAX,
             help="KV bandwidth (GB/s) below which pd-kv-bandwidth warns (default: a quarter of "
             "the slowest RDMA link, helm/files/links.yaml).",
         ),

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pdctl import files, hints
+from pdctl import files, hints, limits
 from pdctl.errors import EnvironmentProblem, InputError
 from pdctl.models import quantization
 from pdctl.models.quantization import Quantization
@@ -95,9 +95,10 @@ class ModelArch:
         return "mla" if self.mla else "gqa"
 
 
-def _text_config(config: dict[str, Any]) -> dict[str, Any]:
-    """The language model's fields: multimodal wrappers nest them under text_config (or
-    llm_config); the wrapper's own quantization_config and torch_dtype still apply."""
+def _text_config(config: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The language model's fields and their key path's prefix: multimodal wrappers nest them
+    under text_config (or llm_config); the wrapper's own quantization_config and torch_dtype
+    still apply."""
     for key in ("text_config", "llm_config", "language_config"):
         nested = config.get(key)
         if isinstance(nested, dict) and "num_hidden_layers" in nested:
@@ -105,25 +106,81 @@ def _text_config(config: dict[str, Any]) -> dict[str, Any]:
             for inherited in ("quantization_config", "torch_dtype", "dtype", "architectures"):
                 if inherited in config and inherited not in merged:
                     merged[inherited] = config[inherited]
-            return merged
-    return config
+            return merged, f"{key}."
+    return config, ""
 
 
-# Sizes beyond this are no model's (and past 2**53 a float, which the planner's arithmetic uses,
-# cannot even hold them): refused by name rather than overflowing later.
-MAX_FIELD = 2**40
+# The largest value of each size the planner reads (pdctl.limits); any other number past
+# limits.FIELD_MAX. Beyond these no model's (and past 2**53 a float, which the planner's
+# arithmetic uses, cannot even hold them): refused by key path rather than overflowing later.
+_LAYERS = ("num_hidden_layers", "n_layer", "num_layers", "first_k_dense_replace")
+_WIDTHS = (
+    "hidden_size",
+    "n_embd",
+    "d_model",
+    "intermediate_size",
+    "ffn_hidden_size",
+    "n_inner",
+    "moe_intermediate_size",
+    "shared_expert_intermediate_size",
+    "head_dim",
+    "kv_lora_rank",
+    "q_lora_rank",
+    "qk_rope_head_dim",
+    "qk_nope_head_dim",
+    "v_head_dim",
+)
+_HEADS = (
+    "num_attention_heads",
+    "n_head",
+    "num_heads",
+    "num_key_value_heads",
+    "num_kv_heads",
+    "multi_query_group_num",
+)
+_EXPERTS = (
+    "num_experts",
+    "num_local_experts",
+    "n_routed_experts",
+    "num_experts_per_tok",
+    "experts_per_token",
+    "moe_topk",
+    "n_shared_experts",
+    "num_shared_experts",
+)
+_MAXIMA = {
+    **dict.fromkeys(_LAYERS, limits.LAYERS_MAX),
+    "num_nextn_predict_layers": limits.LAYERS_MAX,
+    **dict.fromkeys(_WIDTHS, limits.WIDTH_MAX),
+    **dict.fromkeys(_HEADS, limits.HEADS_MAX),
+    **dict.fromkeys(("vocab_size", "padded_vocab_size"), limits.VOCAB_MAX),
+    **dict.fromkeys(_EXPERTS, limits.EXPERTS_MAX),
+}
 
 
-def _no_huge_numbers(config: dict[str, Any], origin: str) -> None:
+def _bounded(config: dict[str, Any], prefix: str, origin: str) -> None:
+    """InputError naming the key path of the first number past its bound."""
     for key, value in config.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             continue
-        if value != value or abs(value) > MAX_FIELD:  # NaN, infinities, typos
+        most = _MAXIMA.get(key, limits.FIELD_MAX)
+        if value != value or abs(value) > most:  # NaN, infinities, typos
             raise InputError(
-                f"{origin}: {key} is not a size of any model (NaN, infinite, or over "
-                f"{MAX_FIELD:,})",
+                f"{origin}: {prefix}{key}: {_shown(value)} is more than any model's (at most "
+                f"{most:,})",
                 hint="check the config.json: a size, count or length this large is a typo",
             )
+
+
+def _shown(value: float) -> str:
+    """A number as people read it; one of hundreds of digits by its length."""
+    if abs(value) < 10**18 or isinstance(value, float):
+        return f"{value:,}"
+    return f"an integer of {len(str(abs(value)))} digits"
+
+
+def _refuse(origin: str, path: str, why: str) -> InputError:
+    return InputError(f"{origin}: {path}: {why}", hint="check the config.json")
 
 
 def _first(config: dict[str, Any], keys: tuple[str, ...], what: str, origin: str) -> int:
@@ -193,7 +250,7 @@ def _sliding_window(config: dict[str, Any], layers: int, origin: str) -> Sliding
     return SlidingWindow(window, layers)
 
 
-def _moe(config: dict[str, Any], layers: int, origin: str) -> Moe | None:
+def _moe(config: dict[str, Any], layers: int, origin: str, prefix: str) -> Moe | None:
     experts = _optional(config, "num_experts", "num_local_experts", "n_routed_experts")
     if not experts:
         return None
@@ -202,6 +259,12 @@ def _moe(config: dict[str, Any], layers: int, origin: str) -> Moe | None:
         raise InputError(
             f"{origin}: a mixture-of-experts config ({experts} experts) without "
             "num_experts_per_tok: cannot derive the active experts per token"
+        )
+    if active > experts:
+        raise _refuse(
+            origin,
+            f"{prefix}num_experts_per_tok",
+            f"{active} experts per token, more than the {experts} experts",
         )
     expert_size = _optional(config, "moe_intermediate_size") or _first(
         config, ("intermediate_size",), "the experts' intermediate size", origin
@@ -233,9 +296,9 @@ def from_hf_config(
     otherwise."""
     if not isinstance(config, dict):
         raise InputError(f"{origin}: not a JSON object")
-    text = _text_config(config)
+    text, prefix = _text_config(config)
     quant = quantization.read(text, quant_file, origin, quant_origin)
-    _no_huge_numbers(text, origin)
+    _bounded(text, prefix, origin)
     layers = _first(text, ("num_hidden_layers", "n_layer", "num_layers"), "the layer count", origin)
     hidden = _first(text, ("hidden_size", "n_embd", "d_model"), "the hidden size", origin)
     heads = _first(
@@ -244,6 +307,12 @@ def from_hf_config(
     kv_heads = _optional(text, "num_key_value_heads", "num_kv_heads", "multi_query_group_num")
     if kv_heads is None:
         kv_heads = 1 if text.get("multi_query") else heads
+    if kv_heads > heads:
+        raise _refuse(
+            origin,
+            f"{prefix}num_key_value_heads",
+            f"{kv_heads} KV heads, more than the {heads} attention heads",
+        )
     intermediate = _first(
         text, ("intermediate_size", "ffn_hidden_size", "n_inner"), "the MLP size", origin
     )
@@ -264,7 +333,13 @@ def from_hf_config(
         head_dim = rope + nope
     else:
         head_dim = _optional(text, "head_dim") or hidden // heads
-    architectures = text.get("architectures") or config.get("architectures") or ["unknown"]
+    if head_dim < 1:
+        raise _refuse(
+            origin,
+            f"{prefix}num_attention_heads",
+            f"{heads} heads of a hidden size of {hidden}: under one dimension each",
+        )
+    architectures = _architectures(text, config, origin)
     return ModelArch(
         name=name,
         model_type=str(text.get("model_type") or config.get("model_type") or "unknown"),
@@ -280,7 +355,7 @@ def from_hf_config(
         tied_embeddings=bool(text.get("tie_word_embeddings", config.get("tie_word_embeddings"))),
         weight_dtype=_weight_dtype(text, quant, weight_dtype, origin),
         mla=mla,
-        moe=_moe(text, layers, origin),
+        moe=_moe(text, layers, origin, prefix),
         sliding_window=_sliding_window(text, layers, origin),
         extra_layers=_optional(text, "num_nextn_predict_layers") or 0,
         gated=gated,
@@ -288,6 +363,14 @@ def from_hf_config(
         quantization=quant.declared_in if quant else _stated(weight_dtype),
         auto_kv_dtype=quant.kv_cache_dtype if quant else None,
     )
+
+
+def _architectures(text: dict[str, Any], config: dict[str, Any], origin: str) -> list[str]:
+    """config.json's `architectures`: a list of class names (["unknown"] when absent)."""
+    found = text.get("architectures") or config.get("architectures") or ["unknown"]
+    if not isinstance(found, list) or not all(isinstance(name, str) for name in found):
+        raise _refuse(origin, "architectures", f"expected a list of class names, not {found!r}")
+    return found
 
 
 def _json(file: Path) -> dict[str, Any]:

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from pdctl import defaults
+from pdctl import defaults, limits
 from pdctl.errors import InputError, PdctlError
 from pdctl.hints import did_you_mean
-from pdctl.models import catalog
+from pdctl.models import catalog, memory
 from pdctl.models.config import ModelArch, fetch_config, load_config_file
 from pdctl.plan import sensitivity
 from pdctl.plan.frontier import fewest_gpus
@@ -30,7 +30,20 @@ def resolve_model(
 ) -> ModelArch:
     """The model's architecture: --model-config, else the catalog, else (unless offline) the
     config.json on the Hugging Face hub; `weight_dtype` (--weight-dtype) where nothing declares
-    the checkpoint's quantization."""
+    the checkpoint's quantization. A model of more than limits.PARAMS_MAX parameters is none (a
+    config.json's typo): InputError."""
+    arch = _resolve(name, config, offline, weight_dtype)
+    total = memory.params(arch).total
+    if total > limits.PARAMS_MAX:
+        raise InputError(
+            f"{arch.source or arch.name}: {total:,} parameters, more than any model's (at most "
+            f"{limits.PARAMS_MAX:,})",
+            hint="check the config.json's sizes: one this large is a typo",
+        )
+    return arch
+
+
+def _resolve(name: str, config: Path | None, offline: bool, weight_dtype: str | None) -> ModelArch:
     known = catalog.find_model(name)
     if config is not None:
         arch = load_config_file(config, known.arch.name if known else name, weight_dtype)

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from pdctl import defaults
+from pdctl import defaults, limits
 from pdctl.errors import UsageError
 from pdctl.plan.layout import Request, Workload
 
@@ -57,8 +57,10 @@ def target(text: str | None, flag: str, default: float) -> tuple[float | None, b
         value = float(text)
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise UsageError(f"{flag} {text!r}: expected a positive number of ms, or none")
+    if not (math.isfinite(value) and 0 < value <= limits.MS_MAX):
+        raise UsageError(
+            f"{flag} {text!r}: expected a positive number of ms up to {limits.MS_MAX:,.0f}, or none"
+        )
     return value, value == default
 
 
