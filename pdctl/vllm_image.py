@@ -17,12 +17,17 @@ Version = tuple[int, int, int]
 class Grammar:
     official_repository: re.Pattern[str]  # searched in modelSpec[].repository
     version: re.Pattern[str]  # matched at the start of a tag or vllmVersion
+    block_size: int  # vLLM's --block-size when none is given (tokens per KV cache block)
 
 
 @functools.cache
 def grammar() -> Grammar:
     data = read_yaml(bundled_chart_dir() / "files" / "vllm-image.yaml")
-    return Grammar(re.compile(data["officialRepository"]), re.compile(data["versionPattern"]))
+    return Grammar(
+        re.compile(data["officialRepository"]),
+        re.compile(data["versionPattern"]),
+        int(data["blockSize"]),
+    )
 
 
 def is_official(repository: object) -> bool:

@@ -1,5 +1,6 @@
-"""Each default is stated once, in pdctl/defaults.py: no module of pdctl writes one of those
-options' defaults as a literal, and each command's option defaults equal the library's."""
+"""Each default is stated once, in pdctl/defaults.py (vLLM's block size in the chart's
+helm/files/vllm-image.yaml): no module of pdctl writes one of those options' defaults as a literal,
+by name or by value, and each command's option defaults equal the library's."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import typer.main
 import yaml
 from typer.core import TyperGroup
 
-from pdctl import defaults
+from pdctl import defaults, vllm_image
 from pdctl.bench.workload import BenchSettings
 from pdctl.cli.app import app
 from pdctl.plan.layout import Request
@@ -83,9 +84,67 @@ def restated(path: Path, root: Path = ROOT) -> list[str]:
     return found
 
 
+# Defaults checked by value: a literal equal to one in a default position (a parameter, a
+# dataclass field, `default=`, a module constant) is a restatement whatever its name. The block
+# size (16) is too common a number to refuse alone: it counts where the name says block.
+BY_VALUE = {
+    defaults.PORT: "",
+    vllm_image.grammar().block_size: "block",
+}
+
+
+def _default_positions(tree: ast.Module) -> list[tuple[str, ast.expr]]:
+    """(name, value) of every default position in a module."""
+    found = [pair for node in ast.walk(tree) for pair in _defaults_of(node)]
+    found += [
+        (node.arg, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.keyword) and node.arg == "default"
+    ]
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and isinstance(statement.targets[0], ast.Name):
+            found.append((statement.targets[0].id, statement.value))
+    return found
+
+
+def restated_values(path: Path, root: Path = ROOT) -> list[str]:
+    """`file:line name = literal` for each default position holding a value of BY_VALUE."""
+    found = []
+    for name, value in _default_positions(ast.parse(path.read_text())):
+        literal = value.value if isinstance(value, ast.Constant) else None
+        if type(literal) is int and literal in BY_VALUE and BY_VALUE[literal] in name.lower():
+            found.append(f"{path.relative_to(root)}:{value.lineno} {name} = {literal!r}")
+    return found
+
+
+def _modules() -> list[Path]:
+    return [p for p in sorted((ROOT / "pdctl").rglob("*.py")) if p.name != "defaults.py"]
+
+
 def test_no_module_restates_a_shared_default() -> None:
-    modules = [p for p in sorted((ROOT / "pdctl").rglob("*.py")) if p.name != "defaults.py"]
-    assert [line for path in modules for line in restated(path)] == []
+    assert [line for path in _modules() for line in restated(path)] == []
+
+
+def test_no_module_restates_a_default_by_value() -> None:
+    assert [line for path in _modules() for line in restated_values(path)] == []
+
+
+def test_the_value_scan_finds_a_restated_port_and_block_size(tmp_path: Path) -> None:
+    module = tmp_path / "restates.py"
+    module.write_text(
+        "import argparse\n"
+        "LISTEN = 8000\n"
+        "KV_BLOCK = 16\n"
+        "MAX_TOKENS = 16\n"
+        "def serve(where: int = 8000): ...\n"
+        "argparse.ArgumentParser().add_argument('--listen', type=int, default=8000)\n"
+    )
+    assert restated_values(module, tmp_path) == [
+        "restates.py:5 where = 8000",
+        "restates.py:6 default = 8000",
+        "restates.py:2 LISTEN = 8000",
+        "restates.py:3 KV_BLOCK = 16",
+    ]
 
 
 def test_the_scan_finds_a_restated_default(tmp_path: Path) -> None:
@@ -153,6 +212,14 @@ def test_release_and_namespace_default_alike(command: str) -> None:
 
     options = _options(command)
     assert (options["release"], options["namespace"]) == (defaults.RELEASE, Release("x").namespace)
+
+
+def test_block_size_is_the_charts() -> None:
+    from pdctl.models import memory
+    from pdctl.simulator import engine
+
+    chart = yaml.safe_load((CHART / "files" / "vllm-image.yaml").read_text())["blockSize"]
+    assert memory.BLOCK_SIZE == engine.BLOCK_SIZE == chart
 
 
 def test_port_is_the_charts_container_port() -> None:

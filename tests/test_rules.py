@@ -160,6 +160,9 @@ def test_model_dtype_and_block_size_agree() -> None:
     assert "PD005" in ids(
         nixl(prefill={"vllmConfig": {"blockSize": 64}}, decode={"vllmConfig": {"blockSize": 32}})
     )
+    # An unset block size is vLLM's default, helm/files/vllm-image.yaml's blockSize (16).
+    assert "PD005" in ids(nixl(decode={"vllmConfig": {"blockSize": 8}}))
+    assert "PD005" not in ids(nixl(decode={"vllmConfig": {"blockSize": 16}}))
 
 
 def test_gpus_match_tp_times_pp() -> None:

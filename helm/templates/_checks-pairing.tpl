@@ -46,8 +46,10 @@
 {{- $fields = append $fields (list "vllmConfig.maxModelLen" (include "pd-stack.int" (dict "key" "vllmConfig.maxModelLen" "value" $pV.maxModelLen)) (include "pd-stack.int" (dict "key" "vllmConfig.maxModelLen" "value" $dV.maxModelLen))) -}}
 {{- end -}}
 {{- $fields = append $fields (list "vllmConfig.kvCacheDtype" ($pV.kvCacheDtype | default "auto") ($dV.kvCacheDtype | default "auto")) -}}
-{{- $pBlock := int ($pV.blockSize | default 16) -}}
-{{- $dBlock := int ($dV.blockSize | default 16) -}}
+{{- include "pd-stack.vllmImage" $.root -}}
+{{- $vllmBlock := $.root.pdStackVllmImage.blockSize -}}
+{{- $pBlock := int ($pV.blockSize | default $vllmBlock) -}}
+{{- $dBlock := int ($dV.blockSize | default $vllmBlock) -}}
 {{- if not (and $pConn.smallerPrefillBlocks (le $pBlock $dBlock)) -}}
 {{- $fields = append $fields (list "vllmConfig.blockSize" (toString $pBlock) (toString $dBlock)) -}}
 {{- end -}}

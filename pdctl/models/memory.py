@@ -13,13 +13,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from pdctl import vllm_image
 from pdctl.models.catalog import Gpu
 from pdctl.models.config import ModelArch
 
 GiB = 1024**3
 
 # vLLM's default --block-size on GPUs (KV is allocated in blocks of this many tokens).
-BLOCK_SIZE = 16
+BLOCK_SIZE = vllm_image.grammar().block_size
 # Peak activation memory in GiB by config.json model_type: llm-d-planner 0.3.3
 # vllm_memory_constants.json, "calibrated against vLLM v0.19.0 on H100-80GB".
 # DeepSeek-V3 runs vLLM's DeepseekV2 code, so it takes DeepseekV2's constant.

@@ -62,6 +62,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pdctl import lmcache_wire as wire
+from pdctl import vllm_image
 from pdctl.errors import UsageError
 from pdctl.plan.step import Chunk
 from pdctl.simulator import kv, lmcache, metrics, openai
@@ -70,7 +71,7 @@ from pdctl.simulator.kv import KvStore
 from pdctl.simulator.openai import Recorded
 from pdctl.simulator.scheduler import Blocks, Scheduler, Sequence, StepCost
 
-BLOCK_SIZE = 16
+BLOCK_SIZE = vllm_image.grammar().block_size  # vLLM's default --block-size
 # What a PD router sends prefill with NixlConnector: compute the prompt, keep the KV blocks for a
 # remote decode (vLLM's NIXL PD proxy, tests/v1/kv_connector/nixl_integration/toy_proxy_server.py;
 # vllm-router and llm-d's sidecar send the same).
