@@ -24,7 +24,6 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-import uuid
 from typing import Any
 
 from pdctl.verify.judge import (
@@ -44,14 +43,10 @@ from pdctl.verify.judge import (
     proof,
     proven,
 )
+from pdctl.verify.probe import probe_request, settle
 
 EXIT = {"pass": 0, "fail": 1, "recomputed": 2, "slow": 3}
-# The probe's prompt after its nonce (any words will do).
-FILLER = (
-    "the canary asks prefill for the prompt and decode for the tokens every few minutes".split()
-)
 MAX_BODY = 16 * 1024 * 1024  # the largest answer read (a /metrics page, a pod list)
-SETTLE_POLL = 0.5  # seconds between /metrics reads while waiting for the counters
 
 Targets = list[tuple[str, str, str]]  # (pod, role, base URL) of each engine
 
@@ -203,15 +198,7 @@ def facts(verdicts: list[Verdict], moved: list[Moves]) -> dict[str, Any]:
 def probe(config: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
     targets = engines(config)
     before = scrape(targets)
-    words = ["canary", uuid.uuid4().hex]  # a nonce: no engine has this prompt in its prefix cache
-    words += [FILLER[i % len(FILLER)] for i in range(max(config["promptWords"] - 2, 1))]
-    body = {
-        "model": config["model"],
-        "prompt": " ".join(words),
-        "max_tokens": config["maxTokens"],
-        "temperature": 0,
-        "ignore_eos": True,
-    }
+    body = probe_request(config["model"], config["promptWords"], config["maxTokens"])
     key = os.environ.get("PD_CANARY_API_KEY")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     url = config["router"].rstrip("/") + "/v1/completions"
@@ -221,13 +208,13 @@ def probe(config: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
         isinstance(usage.get(k), int) for k in ("prompt_tokens", "completion_tokens")
     ):
         raise Problem(f"{url}: the answer has no usage")
-    deadline = time.monotonic() + config["settleSeconds"]
-    while True:  # vLLM updates its counters as the engine steps, maybe just after the answer
-        verdicts, moved = judged(config, targets, before, scrape(targets), usage)
-        if proven(verdicts) or time.monotonic() >= deadline:
-            verdict, reason = outcome(verdicts)
-            return verdict, reason, {"usage": usage, **facts(verdicts, moved)}
-        time.sleep(SETTLE_POLL)
+    verdicts, moved = settle(
+        lambda: judged(config, targets, before, scrape(targets), usage),
+        lambda found: proven(found[0]),
+        config["settleSeconds"],
+    )
+    verdict, reason = outcome(verdicts)
+    return verdict, reason, {"usage": usage, **facts(verdicts, moved)}
 
 
 def main() -> int:

@@ -147,12 +147,27 @@ def test_the_script_is_one_standard_library_file() -> None:
     assert "pdctl/verify/judge.py" in (ast.get_docstring(tree) or "")
 
 
+def test_verify_and_the_canary_run_the_same_probe_code() -> None:
+    """The probe's procedure (pdctl/verify/probe.py) is in the script verbatim, the canary's
+    driver calls it, and verify's PD proof and TTFT check import it: one filler, one poll."""
+    from pdctl.verify import probe, proof, ttft
+
+    code = (ROOT / "pdctl" / "verify" / "probe.py").read_text()
+    body = code[code.index("PROBE_TAG = ") :].strip()
+    assert body in SCRIPT.read_text()
+    driver = (ROOT / "scripts" / "canary_driver.py").read_text()
+    assert "from pdctl.verify.probe import probe_request, settle" in driver
+    assert "SETTLE_POLL" not in driver and "FILLER" not in driver
+    assert proof.probe is probe and ttft.probe_request is probe.probe_request
+
+
 @pytest.mark.parametrize(
     ("driver", "refusal"),
     [
         ("from pdctl.naming import ROLES\n", "canary_driver.py:1: imports pdctl.naming"),
         ("import json\n\n\ndef f() -> None:\n    import os\n", "canary_driver.py:5: an import"),
         ("def parse() -> None:\n    pass\n", "defined in both judge.py and canary_driver.py"),
+        ("def settle() -> None:\n    pass\n", "defined in both probe.py and canary_driver.py"),
     ],
 )
 def test_the_script_is_refused_from_a_driver_it_cannot_stand_on(

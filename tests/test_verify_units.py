@@ -17,10 +17,11 @@ from typer.testing import CliRunner
 from pdctl import connectors
 from pdctl.cli.app import app
 from pdctl.errors import UsageError
-from pdctl.verify import judge
+from pdctl.verify import judge, probe
 from pdctl.verify.client import Http, Stream, StreamEvent, curl
 from pdctl.verify.judge import Connector, Evidence, Moves, kv_transfer
-from pdctl.verify.proof import probe_prompt, resolve_connector
+from pdctl.verify.probe import probe_prompt
+from pdctl.verify.proof import resolve_connector
 from pdctl.verify.report import Endpoint, Status, percentile, stats
 from pdctl.verify.targets import from_urls
 from pdctl.verify.timing import measure
@@ -219,6 +220,32 @@ def test_probe_prompts_are_unique_and_long() -> None:
     first, second = probe_prompt(100), probe_prompt(100)
     assert first != second and len(first.split()) == 100
     assert first.split()[2:] == second.split()[2:]  # only the nonce differs
+
+
+def test_probe_request_is_a_fresh_greedy_prompt_of_exactly_max_tokens() -> None:
+    body = probe.probe_request("m", 50, 16)
+    assert body["prompt"].split()[0] == probe.PROBE_TAG and len(body["prompt"].split()) == 50
+    assert {k: v for k, v in body.items() if k != "prompt"} == {
+        "model": "m", "max_tokens": 16, "temperature": 0, "ignore_eos": True,
+    }  # fmt: skip
+
+
+def test_settle_reads_again_until_the_verdicts_hold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stand-in for the engines' counters, caught up on the third read: the settle loop reads
+    three times, sleeping SETTLE_POLL between reads, and returns the third."""
+    sleeps: list[float] = []
+    monkeypatch.setattr(probe.time, "sleep", sleeps.append)
+    reads = iter([0, 0, 5, 5])
+    assert probe.settle(lambda: next(reads), lambda counted: counted == 5, 60.0) == 5
+    assert sleeps == [probe.SETTLE_POLL] * 2 and next(reads) == 5
+
+
+def test_settle_returns_the_last_read_once_the_time_is_over(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(probe.time, "sleep", lambda _: None)
+    reads = iter(range(100))
+    assert probe.settle(lambda: next(reads), lambda _: False, 0.0) == 0  # one read, no wait
 
 
 # ---- targets and options -------------------------------------------------------------------

@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import time
-import uuid
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -35,18 +33,12 @@ from urllib.parse import urlsplit
 from pdctl import connectors, ucx
 from pdctl.errors import UsageError
 from pdctl.models import links
-from pdctl.verify import judge
+from pdctl.verify import judge, probe
 from pdctl.verify.client import Http, Reply, curl
 from pdctl.verify.judge import Connector, Evidence, Moves, Verdict
 from pdctl.verify.report import AGGREGATED, Check, Endpoint, Settings, Status, Targets, join
 
 PROBE_TOKENS = 16  # output tokens of the PD probe
-SETTLE_POLL = 0.25  # seconds between /metrics reads while waiting for the counters
-# Words of the PD probe's prompt after its nonce (any text will do; it is never cached).
-_FILLER = (
-    "prefill computes the prompt once and decode reads its key value cache over the network "
-    "so that the decode pool only generates tokens verify reads the counters of both pools"
-).split()
 
 
 def _from_table(entry: connectors.Connector, source: str) -> Connector:
@@ -97,22 +89,16 @@ def _metrics_curl(engine: Endpoint, names: list[str]) -> str:
 def _probe_curl(url: str, body: dict[str, Any], words: int) -> list[str]:
     """The probe as shell commands: a fresh nonce and the same filler in $PROMPT (a repeated
     prompt would come from the prefix cache), then the request."""
-    sentence = " ".join(_FILLER)
-    repeat = max(words // len(_FILLER), 1)
+    sentence = " ".join(probe.FILLER)
+    repeat = max(words // len(probe.FILLER), 1)
     prompt = (
-        f'PROMPT="verify $(date +%s%N) $(for i in $(seq {repeat}); do '
+        f'PROMPT="{probe.PROBE_TAG} $(date +%s%N) $(for i in $(seq {repeat}); do '
         f"printf '%s ' {shlex.quote(sentence)}; done)\""
     )
     data = json.dumps({**body, "prompt": "@PROMPT@"})
     left, right = data.split('"@PROMPT@"')
     quoted = shlex.quote(left + '"') + '"$PROMPT"' + shlex.quote('"' + right)
     return [prompt, curl(url, shell_data=quoted)]
-
-
-def probe_prompt(words: int) -> str:
-    """A prompt no engine has seen: a random nonce, then filler words (`words` in all)."""
-    filler = [_FILLER[i % len(_FILLER)] for i in range(max(words - 2, 1))]
-    return " ".join(["verify", uuid.uuid4().hex, *filler])
 
 
 def _transfer_evidence() -> Evidence:
@@ -183,13 +169,7 @@ def pd_proof(
     connector = resolve_connector(settings.connector, list(before.values()))
 
     url = join(router, "/v1/completions")
-    body = {
-        "model": model,
-        "prompt": probe_prompt(settings.prompt_words),
-        "max_tokens": PROBE_TOKENS,
-        "temperature": 0,
-        "ignore_eos": True,
-    }
+    body = probe.probe_request(model, settings.prompt_words, PROBE_TOKENS)
     names = [judge.PROMPT_TOKENS, judge.GENERATION_TOKENS, evidence.metric]
     names += [*connector.transfer, *connector.failures]
     commands = [_metrics_curl(e, names) for e in engines]
@@ -201,20 +181,20 @@ def pd_proof(
     prompt_len = usage.get("prompt_tokens") if isinstance(usage, dict) else None
     output_len = usage.get("completion_tokens") if isinstance(usage, dict) else None
 
-    deadline = time.monotonic() + settings.settle
-    while True:
+    def judge_now() -> tuple[list[Check], list[Moves] | None]:
         after, problems = scrape_all(http, engines)
         if problems:
             why = "cannot read the engines' metrics after the probe: " + "; ".join(problems)
-            return _all(Status.failed, why), connector
+            return _all(Status.failed, why), None
         moves = [
             judge.moves(e.name, e.role, before[e.name], after[e.name], model, evidence, connector)
             for e in engines
         ]
-        verdicts = _pd_verdicts(moves, reply, prompt_len, output_len, evidence, connector)
-        if all(c.status is Status.passed for c in verdicts) or time.monotonic() >= deadline:
-            break
-        time.sleep(SETTLE_POLL)
+        return _pd_verdicts(moves, reply, prompt_len, output_len, evidence, connector), moves
+
+    verdicts, moves = probe.settle(judge_now, _passed, settings.settle)
+    if moves is None:
+        return verdicts, connector
     # Judged once the counters settled: a slow transfer is a finding, not a reason to wait.
     verdicts.append(_bandwidth_verdict(moves, connector, settings.min_kv_gbps, targets))
     shared = {
@@ -232,6 +212,10 @@ def pd_proof(
         check.evidence = {**shared, **check.evidence}
         check.curl = commands
     return verdicts, connector
+
+
+def _passed(judged: tuple[list[Check], list[Moves] | None]) -> bool:
+    return all(c.status is Status.passed for c in judged[0])
 
 
 def _check(verdict: Verdict) -> Check:

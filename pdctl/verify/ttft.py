@@ -10,7 +10,7 @@ from typing import Any
 
 from pdctl.verify import timing
 from pdctl.verify.client import Http, curl
-from pdctl.verify.proof import probe_prompt
+from pdctl.verify.probe import probe_request
 from pdctl.verify.report import Check, Endpoint, Settings, Status, adds_or_saves, join
 
 # PD may add this much on top of doubling the prefill engine's own TTFT before the check warns
@@ -20,11 +20,7 @@ ALLOWANCE_MS = 100.0
 
 def _timed(http: Http, url: str, model: str, words: int) -> tuple[timing.Timed, str]:
     body = {
-        "model": model,
-        "prompt": probe_prompt(words),
-        "max_tokens": 2,
-        "temperature": 0,
-        "ignore_eos": True,
+        **probe_request(model, words, 2),
         "stream": True,
         "stream_options": {"include_usage": True},
     }
