@@ -20,6 +20,7 @@ from pdctl import manifests
 from pdctl.helm import Helm
 from pdctl.naming import Release
 from pdctl.verify.checks import Settings, run
+from pdctl.verify.probe import PROBE_TAG
 from pdctl.verify.report import Targets
 from pdctl.verify.targets import from_urls
 from tests.doubles.llmd_router import RouterDouble, SidecarDouble, hostport
@@ -114,7 +115,7 @@ def test_the_sidecar_sends_prefill_then_decode_with_the_transfer_parameters(path
     probe = next(
         r
         for r in path.sidecar.requests
-        if r.method == "POST" and str(r.body.get("prompt", "")).startswith("verify ")
+        if r.method == "POST" and str(r.body.get("prompt", "")).startswith(f"{PROBE_TAG} ")
     )
     prefill_legs = [
         r

@@ -27,6 +27,7 @@ from pdctl.cluster import Pod
 from pdctl.naming import VLLM_PORT
 from pdctl.verify import proof
 from pdctl.verify.checks import Settings, run
+from pdctl.verify.probe import PROBE_TAG
 from pdctl.verify.report import Check, Endpoint, Report, Status, Targets
 from tests.doubles.router_stack import Stack, pd_stack
 from tests.doubles.vllm_engine import PREFILL_REQUEST_PARAMS
@@ -382,7 +383,7 @@ def test_show_curl_commands_repeat_the_checks_by_hand(stack: Stack) -> None:
     assert "data: [DONE]" in done.stdout  # the streaming check
     assert 'vllm:prompt_tokens_by_source_total{engine="0",model_name="double-model",' in done.stdout
     probe = stack.decode.generation_requests()[-1].body
-    assert probe["prompt"].startswith("verify ") and len(probe["prompt"].split()) >= 60
+    assert probe["prompt"].startswith(f"{PROBE_TAG} ") and len(probe["prompt"].split()) >= 60
 
 
 def test_router_unreachable_is_a_failed_check_exit_1() -> None:
