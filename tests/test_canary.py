@@ -158,7 +158,7 @@ def test_verify_and_the_canary_run_the_same_probe_code() -> None:
     driver = (ROOT / "scripts" / "canary_driver.py").read_text()
     assert "from pdctl.verify.probe import probe_request, settle" in driver
     assert "SETTLE_POLL" not in driver and "FILLER" not in driver
-    assert proof.probe is probe and ttft.probe_request is probe.probe_request
+    assert vars(proof)["probe"] is probe and vars(ttft)["probe_request"] is probe.probe_request
 
 
 @pytest.mark.parametrize(

@@ -234,7 +234,7 @@ def test_settle_reads_again_until_the_verdicts_hold(monkeypatch: pytest.MonkeyPa
     """A stand-in for the engines' counters, caught up on the third read: the settle loop reads
     three times, sleeping SETTLE_POLL between reads, and returns the third."""
     sleeps: list[float] = []
-    monkeypatch.setattr(probe.time, "sleep", sleeps.append)
+    monkeypatch.setattr("pdctl.verify.probe.time.sleep", sleeps.append)
     reads = iter([0, 0, 5, 5])
     assert probe.settle(lambda: next(reads), lambda counted: counted == 5, 60.0) == 5
     assert sleeps == [probe.SETTLE_POLL] * 2 and next(reads) == 5
@@ -243,7 +243,7 @@ def test_settle_reads_again_until_the_verdicts_hold(monkeypatch: pytest.MonkeyPa
 def test_settle_returns_the_last_read_once_the_time_is_over(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(probe.time, "sleep", lambda _: None)
+    monkeypatch.setattr("pdctl.verify.probe.time.sleep", lambda _: None)
     reads = iter(range(100))
     assert probe.settle(lambda: next(reads), lambda _: False, 0.0) == 0  # one read, no wait
 
