@@ -3,6 +3,8 @@ reads: fragments, schema, ports, env and extra-config keys all come from it."""
 
 from __future__ import annotations
 
+import copy
+import importlib.util
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +16,7 @@ from pdctl import connectors, manifests
 from pdctl.helm import Helm
 from pdctl.naming import Release
 from pdctl.rules.deployment import Deployment, Pool
-from tests.helpers import CHART, VALUES_FILES, Render, load_values, pool_container
+from tests.helpers import CHART, ROOT, VALUES_FILES, Render, load_values, pool_container
 
 TABLE = connectors.load(CHART)
 ENTRIES = [*TABLE.connectors.values(), TABLE.tutorial_lmcache]
@@ -29,13 +31,26 @@ def test_every_connector_has_its_fragment() -> None:
     assert fragments == {f"_connector-{c.fragment}.tpl" for c in ENTRIES}
 
 
-def test_schema_enum_and_keys_come_from_the_table() -> None:
+def _bound_integers(node: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The table's schema as scripts/build_schema.py writes it: integers bounded to 2^53 - 1."""
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))  # it imports its sibling scripts
+    spec = importlib.util.spec_from_file_location("build_schema", ROOT / "scripts/build_schema.py")
+    assert spec and spec.loader
+    build_schema = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build_schema)
+    bounded = copy.deepcopy(node)
+    build_schema.bound_integers(bounded)
+    return bounded
+
+
+def test_schema_enum_and_keys_come_from_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
     schema = json.loads((CHART / "values.schema.json").read_text())
     properties = schema["definitions"]["kvTransfer"]["properties"]
     assert properties["connector"]["enum"] == list(TABLE.connectors)
     for name, entry in TABLE.raw["connectors"].items():
         for key, value in (entry.get("values") or {}).items():
-            assert properties[key] == value, f"{name}: kvTransfer.{key}"
+            bounded = _bound_integers(value, monkeypatch)
+            assert properties[key] == bounded, f"{name}: kvTransfer.{key}"
 
 
 # routerSpec.type's values, as the values schema lists them.
