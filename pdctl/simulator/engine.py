@@ -383,14 +383,20 @@ class SimulatedEngine:
                 transfer_s = self._transfer(external, len(remote.get("remote_block_ids") or []))
             elif remote is not None and not b.recompute:
                 c.failed_transfers += 1
-            c.prompt_tokens += n
-            c.by_source["local_cache_hit"] += hit
-            c.by_source["external_kv_transfer"] += external
-            c.by_source["local_compute"] += n - hit - external
-            if self.shape.prefix_caching:
-                self._state.cache.update(hashes)
+            self._count_prompt(n, hit, external, hashes)
         kept = self._keep(n) if params and params.get("do_remote_decode") else None
         return Admitted(n, hit + external, transfer_s, kept)
+
+    def _count_prompt(self, n: int, hit: int, external: int, hashes: list[int]) -> None:
+        """The prompt's tokens by where their KV came from (vLLM's prompt_tokens_by_source);
+        the caller holds the lock."""
+        c = self._state.counters
+        c.prompt_tokens += n
+        c.by_source["local_cache_hit"] += hit
+        c.by_source["external_kv_transfer"] += external
+        c.by_source["local_compute"] += n - hit - external
+        if self.shape.prefix_caching:
+            self._state.cache.update(hashes)
 
     def _admit_lmcache(
         self, tokens: list[str], params: dict[str, Any], pd: lmcache.Settings
@@ -412,12 +418,7 @@ class SimulatedEngine:
             with self._lock:
                 c.count_lmcache(lookup_requests=1, lookup_tokens=n, lookup_hit_tokens=found)
         with self._lock:
-            c.prompt_tokens += n
-            c.by_source["local_cache_hit"] += hit
-            c.by_source["external_kv_transfer"] += external
-            c.by_source["local_compute"] += n - hit - external
-            if self.shape.prefix_caching:
-                self._state.cache.update(hashes)
+            self._count_prompt(n, hit, external, hashes)
         if pd.role != lmcache.SENDER:
             return Admitted(n, hit + external, 0.0, None)
         with self._lock:
