@@ -71,7 +71,7 @@ def notify_handler(notified: Notified) -> type:
 
 
 def post(host: str, port: int, path: str, body: object, deadline_s: float = 5.0) -> bool:
-    """One JSON POST; whether it was answered 200."""
+    """One JSON POST; whether it was answered 200 (also the simulator's NIXL side-channel read)."""
     connection = http.client.HTTPConnection(host, port, timeout=deadline_s)
     try:
         connection.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})

@@ -9,11 +9,12 @@ decode times the transfer by the link's bandwidth (pdctl.simulator.engine).
 
 from __future__ import annotations
 
-import http.client
 import http.server
 import json
 import threading
 from typing import Any
+
+from pdctl import lmcache_wire
 
 READ_PATH = "/simulator/kv/read"
 
@@ -80,13 +81,5 @@ def read(params: dict[str, Any], deadline_s: float = 5.0) -> bool:
         "request_id": params["remote_request_id"],
         "block_ids": params.get("remote_block_ids") or [],
     }
-    connection = http.client.HTTPConnection(
-        str(params["remote_host"]), int(params["remote_port"]), timeout=deadline_s
-    )
-    try:
-        connection.request("POST", READ_PATH, json.dumps(ask), {"Content-Type": "application/json"})
-        return connection.getresponse().status == 200
-    except (OSError, http.client.HTTPException):
-        return False
-    finally:
-        connection.close()
+    host, port = str(params["remote_host"]), int(params["remote_port"])
+    return lmcache_wire.post(host, port, READ_PATH, ask, deadline_s)
