@@ -1,9 +1,11 @@
-"""The planner's three weak classes on real vLLM, each engine alone: the decode step over context
-length, single-prompt prefill of MoE models (few tokens a step), and the KV tokens of models with
-sliding-window layers. Writes a JSON record for the measurements catalog (docs/sizing.md).
+"""The planner's weak classes on real vLLM, each engine alone: the decode step over context
+length, single-prompt prefill of MoE models (few tokens a step), the KV tokens of models with
+sliding-window layers, and FP8 (weights in both kernel families vLLM picks on Hopper, an FP8 MoE,
+an FP8 KV cache). Writes a JSON record for the measurements catalog (docs/sizing.md).
 
     python benchmarks/real_engines/accuracy.py --wave dense --record accuracy-dense.json
     python benchmarks/real_engines/accuracy.py --wave moe --record accuracy-moe.json
+    python benchmarks/real_engines/accuracy.py --wave fp8 --record accuracy-fp8.json
 
 Which models are fitted and which held out is fixed here, before any run (`Model.use`). A wave's
 engines start together (their torch.compile runs overlap) with a fixed KV cache each
@@ -23,6 +25,7 @@ import argparse
 import asyncio
 import json
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -38,8 +41,15 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.real_engines import measure, model_dir, run, steady  # noqa: E402
 from pdctl.local import layout as local  # noqa: E402
+from pdctl.models.quantization import QUANT_FILE  # noqa: E402
 
 CONFIGS = ROOT / "tests/fixtures/configs"
+# NVIDIA's ModelOpt FP8 declaration (FP8 weights per tensor, FP8 KV cache), as
+# nvidia/Llama-3.1-70B-Instruct-FP8 ships it beside its config.json.
+MODELOPT_FP8 = ROOT / "tests/fixtures/checkpoints/llama-3.1-70b-instruct-fp8" / QUANT_FILE
+# Block-scaled FP8 as Qwen/Qwen3-32B-FP8's config.json declares it (tests/fixtures/configs/
+# qwen3-32b-fp8.json): vLLM 0.26 runs it with FlashInfer's DeepGEMM block-scaled kernel on Hopper.
+BLOCK_FP8 = json.loads((CONFIGS / "qwen3-32b-fp8.json").read_text())["quantization_config"]
 GIB = 1024**3
 MAX_MODEL_LEN = 9216
 FIRST_PORT = 19100
@@ -59,9 +69,16 @@ class Model:
     ttft: tuple[int, ...] = ()  # prompt lengths timed alone
     prefill: bool = False  # the batched 2,048-token prefill series (32 in flight)
     env: tuple[tuple[str, str], ...] = field(default=())
+    base: str = ""  # the fixture config.json when it is not tests/fixtures/configs/<name>.json
+    quantization: dict[str, Any] | None = None  # put in config.json as quantization_config
+    quant_file: Path | None = None  # copied beside config.json (a ModelOpt checkpoint's)
+    args: tuple[str, ...] = ()  # more vLLM flags
 
 
 GRID = tuple((c, b) for c in (128, 2048, 8192) for b in (1, 16, 64))
+# Without 8,192 x 64 (540k tokens): every point fits a pool of about 150k tokens.
+SHORT_GRID = tuple(p for p in GRID if p != (8192, 64))
+TTFT = (128, 512, 2048, 8192)
 # Weights (dummy, bf16 unless the checkpoint says otherwise) plus the pools: wave "dense" about
 # 15 + 66, 6 + 16 and 13 + 2 GiB; wave "moe" 57 + 14, 22 + 2 and 13.5 + 2 GiB, on a 140 GiB H200.
 WAVES: dict[str, tuple[Model, ...]] = {
@@ -98,11 +115,63 @@ WAVES: dict[str, tuple[Model, ...]] = {
         ),
         Model("mistral-7b-v0.1", "check", 2, 0.12),  # sliding window 4096 on every layer
     ),
+    # Fitted only: Qwen3-32B-FP8, nvidia/Llama-3.1-70B-Instruct-FP8, Qwen3-30B-A3B-FP8 and Qwen3-8B
+    # with an FP8 KV cache are held out (measured elsewhere). Weights + pools: 9 + 10, 9 + 20,
+    # 16 + 10 and 17.5 + 3 GiB.
+    "fp8": (
+        Model(  # per-tensor FP8 weights and FP8 KV, as NVIDIA ships its FP8 checkpoints: CUTLASS
+            "llama-3.1-8b-fp8-modelopt",
+            "fit",
+            10,
+            0.16,
+            decode=SHORT_GRID,
+            ttft=TTFT,
+            prefill=True,
+            base="llama-3.1-8b",
+            quant_file=MODELOPT_FP8,
+        ),
+        Model(  # block-scaled FP8 weights, BF16 KV: FlashInfer + DeepGEMM
+            "llama-3.1-8b-fp8-block",
+            "fit",
+            20,
+            0.24,
+            decode=SHORT_GRID,
+            ttft=TTFT,
+            prefill=True,
+            base="llama-3.1-8b",
+            quantization=BLOCK_FP8,
+        ),
+        Model(  # BF16 weights, FP8 KV cache: the KV cache's own speed and size
+            "llama-3.1-8b-kv-fp8",
+            "fit",
+            10,
+            0.21,
+            decode=SHORT_GRID,
+            ttft=TTFT,
+            prefill=True,
+            base="llama-3.1-8b",
+            args=("--kv-cache-dtype", "fp8"),
+        ),
+        Model(  # a block-FP8 MoE (128 experts, 8 a token) cut to 6 of its 94 layers
+            "qwen3-235b-a22b-fp8",
+            "fit",
+            3,
+            0.18,
+            layers=6,
+            decode=SHORT_GRID,
+            ttft=TTFT,
+            prefill=True,
+            base="qwen3-235b-a22b",
+            quantization=BLOCK_FP8,
+        ),
+    ),
 }
 
 
 def config(model: Model) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((CONFIGS / f"{model.name}.json").read_text())
+    data: dict[str, Any] = json.loads((CONFIGS / f"{model.base or model.name}.json").read_text())
+    if model.quantization:
+        data["quantization_config"] = model.quantization
     if model.layers:
         data["num_hidden_layers"] = model.layers
         if "layer_types" in data:
@@ -117,7 +186,7 @@ def engine(model: Model, index: int, folder: Path) -> local.Process:
     argv += ["--served-model-name", model.name, "--load-format", "dummy"]
     argv += ["--max-model-len", str(MAX_MODEL_LEN)]
     argv += ["--gpu-memory-utilization", str(model.utilization)]
-    argv += ["--kv-cache-memory-bytes", str(int(model.kv_gib * GIB))]
+    argv += ["--kv-cache-memory-bytes", str(int(model.kv_gib * GIB)), *model.args]
     env = {"PYTHONHASHSEED": "123", **dict(model.env)}
     return local.Process(model.name, "both", argv, env, port)
 
@@ -222,17 +291,21 @@ def main() -> int:
     }
     engines = []
     for index, model in enumerate(models):
-        folder = work / model.name
-        folder.mkdir()
-        config_file = work / f"{model.name}.config.json"
+        folder, source = work / model.name, work / f"{model.name}.source"
+        source.mkdir()
+        config_file = source / "config.json"
         data = config(model)
         config_file.write_text(json.dumps(data))
+        if model.quant_file:
+            shutil.copyfile(model.quant_file, source / QUANT_FILE)
         model_dir.make(config_file, folder)
         process = engine(model, index, folder)
         engines.append((model, process, int(data["vocab_size"])))
         record["models"][model.name] = {
             "use": model.use,
             "layers": model.layers,
+            "config": model.base or model.name,
+            "quantization": model.quantization or (model.quant_file and model.quant_file.name),
             "kv_cache_bytes": int(model.kv_gib * GIB),
             "argv": process.argv,
         }

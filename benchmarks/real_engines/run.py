@@ -42,7 +42,11 @@ DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 DEFAULT_CONFIG = ROOT / "tests/fixtures/configs/llama-3.1-8b.json"
 MODEL_DIR = Path(tempfile.gettempdir()) / "real-engines-model"
 # Engine log lines worth keeping in the record.
-KEPT_LOG = re.compile(r"Available KV cache memory|GPU KV cache size|deprecated|Traceback|Error")
+# The KV pool, and the kernels and backends vLLM picked (FP8 linear kernels, fused MoE, attention).
+KEPT_LOG = re.compile(
+    r"Available KV cache memory|GPU KV cache size|Maximum concurrency|[Kk]ernel|[Bb]ackend"
+    r"|DeepGEMM|deprecated|Traceback|Error"
+)
 # UCX prints the protocols and transports it selects when UCX_PROTO_INFO=y (UCX >= 1.15).
 UCX_DIAGNOSTICS = {"UCX_PROTO_INFO": "y"}
 UCX_TABLE = re.compile(
@@ -247,7 +251,7 @@ class Processes:
 
     def kept_lines(self, process: local.Process) -> list[str]:
         text = (self.logs / f"{process.name}.log").read_text(errors="replace")
-        return [line[-300:] for line in text.splitlines() if KEPT_LOG.search(line)][:40]
+        return [line[-300:] for line in text.splitlines() if KEPT_LOG.search(line)][:120]
 
     def stop(self) -> None:
         supervisor.stop([popen for _, popen in self.running])

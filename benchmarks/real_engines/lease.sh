@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# One lease of the GPU host, call by call: what ran there for the records of 2026-12-04
+# (README.md beside this file, "One lease"). The host has torch 2.11.0+cu130 and no network; a
+# call carries at most 64 MiB, so vLLM 0.26.0 and the packages it needs travel as one tar of
+# wheels split in parts (`.carry/N/`, git-ignored), with LMCache's source release and its build's
+# wheels (build_lmcache.sh fetch) in the first.
+#
+#   stash N       move the parts carried in .carry/N to /tmp/parts (every carrying call)
+#   build         start build_lmcache.sh on /tmp/parts in the background (after part 1)
+#   install SHA   join the parts, check the tar's sha256, pip install every wheel in it and the
+#                 LMCache wheel the build made into /tmp/site
+#   drive PLAN    in the background: the LMCache pair (lmcache_pair.py run), then accuracy.py's
+#                 fp8 wave; results in /tmp/out
+#   wait SECONDS  follow the driver until it ends or SECONDS pass; copy /tmp/out to $OUT
+set -euo pipefail
+
+PARTS=/tmp/parts
+SITE=/tmp/site
+RESULTS=/tmp/out
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+export PYTHONPATH=$SITE PATH=$SITE/bin:$PATH
+
+stash() {
+  mkdir -p "$PARTS"
+  mv ".carry/$1"/* "$PARTS"/
+  ls -la "$PARTS"
+}
+
+build() {
+  setsid nohup "$ROOT/benchmarks/real_engines/build_lmcache.sh" build "$PARTS" /tmp/lmcache-wheel \
+    >/tmp/build.log 2>&1 </dev/null &
+  echo "build started: /tmp/build.log"
+}
+
+install() {
+  local sha=$1
+  cat "$PARTS"/p0 "$PARTS"/q0 "$PARTS"/q1 "$PARTS"/q2 "$PARTS"/q3 >/tmp/wheels.tar
+  echo "$sha  /tmp/wheels.tar" | sha256sum -c -
+  mkdir -p /tmp/wheels && tar -xf /tmp/wheels.tar -C /tmp/wheels && rm /tmp/wheels.tar
+  until grep -q "built in" /tmp/build.log; do
+    if ! pgrep -f "build_lmcache.sh build" >/dev/null; then
+      tail -30 /tmp/build.log
+      exit 1
+    fi
+    sleep 5
+  done
+  tail -1 /tmp/build.log
+  python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" \
+    /tmp/wheels/*.whl /tmp/lmcache-wheel/*.whl
+  python3 -c "import vllm, lmcache.cuda_ops, nixl; print('vllm', vllm.__version__)"
+}
+
+drive() {
+  local plan=$1
+  mkdir -p "$RESULTS"
+  setsid nohup bash -c "
+    python3 benchmarks/real_engines/lmcache_pair.py run --plan '$plan' --out '$RESULTS/lmcache'
+    python3 benchmarks/real_engines/accuracy.py --wave fp8 --startup-timeout 900 \
+      --record '$RESULTS/accuracy-fp8.json'
+    echo DRIVER-DONE" >"$RESULTS/driver.log" 2>&1 </dev/null &
+  echo "driver started: $RESULTS/driver.log"
+}
+
+wait_for() {
+  local until=$((SECONDS + $1))
+  while ((SECONDS < until)) && ! grep -q DRIVER-DONE "$RESULTS/driver.log"; do
+    sleep 10
+  done
+  tail -40 "$RESULTS/driver.log"
+  nvidia-smi --query-gpu=memory.used --format=csv
+  cp -r "$RESULTS"/. "$OUT"/
+}
+
+case $1 in
+  stash | build | install | drive) "$@" ;;
+  wait) wait_for "$2" ;;
+  *) echo "usage: $0 stash N | build | install SHA | drive PLAN | wait SECONDS" >&2 && exit 2 ;;
+esac
