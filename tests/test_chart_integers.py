@@ -387,3 +387,27 @@ def test_an_integer_beyond_2_53_is_refused_naming_the_key(helm: Helm, tmp_path: 
     result = helm.run(unchecked.args())
     assert result.returncode != 0
     assert "vllmConfig.maxModelLen: 9.007199254740992e+15 is not an integer" in result.stderr
+
+
+def _env(container: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in container.get("env", []) if "value" in e}
+
+
+@pytest.mark.parametrize(("number", "printed"), [(10**7, "10000000"), (2.5, "2.5")])
+def test_keys_that_take_any_number_print_whole_ones_as_digits(
+    helm: Helm, tmp_path: Path, number: float, printed: str
+) -> None:
+    """Keys typed `number` (a CPU count, an LMCache size in GiB, servingEngineSpec.configs'
+    values) print through pd-stack.number: 10^7 as digits, not 1e+07; a fraction as written."""
+    values = load_values(ASSETS / "values-16-disagg-prefill.yaml")
+    values["servingEngineSpec"]["configs"] = {"SOME_SIZE": number, "SOME_NAME": "x"}
+    pool = values["servingEngineSpec"]["modelSpec"][0]
+    pool["requestCPU"] = number
+    pool["lmcacheConfig"]["cpuOffloadingBufferSize"] = number
+    objects = render(helm, write_values(tmp_path, values))
+    config_map = manifests.find(objects, "ConfigMap", "pd-configs")
+    assert config_map["data"] == {"SOME_SIZE": printed, "SOME_NAME": "x"}
+    container = pool_container(objects, values, pool["name"])
+    assert str(container["resources"]["requests"]["cpu"]) == printed
+    assert _env(container)["LMCACHE_MAX_LOCAL_CPU_SIZE"] == printed
+    assert not SCIENTIFIC.search(yaml.safe_dump(config_map) + json.dumps(container))

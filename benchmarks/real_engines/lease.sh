@@ -9,8 +9,8 @@
 #   build         start build_lmcache.sh on /tmp/parts in the background (after part 1)
 #   install SHA   join the parts, check the tar's sha256, pip install every wheel in it and the
 #                 LMCache wheel the build made into /tmp/site
-#   drive PLAN    in the background: the LMCache pair (lmcache_pair.py run), then accuracy.py's
-#                 fp8 wave; results in /tmp/out
+#   drive PLAN [VARIANT...]  in the background: the LMCache pair (lmcache_pair.py run, one start
+#                 per --variant), then accuracy.py's fp8 wave; results in /tmp/out
 #   wait SECONDS  follow the driver until it ends or SECONDS pass; copy /tmp/out to $OUT
 set -euo pipefail
 
@@ -51,10 +51,12 @@ install() {
 }
 
 drive() {
-  local plan=$1
+  local plan=$1 variants=""
+  shift
+  for v in "$@"; do variants+=" --variant '$v'"; done
   mkdir -p "$RESULTS"
   setsid nohup bash -c "
-    python3 benchmarks/real_engines/lmcache_pair.py run --plan '$plan' --out '$RESULTS/lmcache'
+    python3 benchmarks/real_engines/lmcache_pair.py run --plan '$plan' --out '$RESULTS/lmcache' $variants
     python3 benchmarks/real_engines/accuracy.py --wave fp8 --startup-timeout 900 \
       --record '$RESULTS/accuracy-fp8.json'
     echo DRIVER-DONE" >"$RESULTS/driver.log" 2>&1 </dev/null &
@@ -74,5 +76,5 @@ wait_for() {
 case $1 in
   stash | build | install | drive) "$@" ;;
   wait) wait_for "$2" ;;
-  *) echo "usage: $0 stash N | build | install SHA | drive PLAN | wait SECONDS" >&2 && exit 2 ;;
+  *) echo "usage: $0 stash N | build | install SHA | drive PLAN [VARIANT...] | wait SECONDS" >&2 && exit 2 ;;
 esac

@@ -59,16 +59,16 @@ podTargetLabels; two releases in one namespace may name pools alike). Per role:
 {{- $waiting := ternary 5 $keda.waitingRequests (kindIs "invalid" $keda.waitingRequests) -}}
 {{- if $waiting -}}
 {{- $query := printf "sum(vllm:num_requests_waiting{%s})" $series -}}
-{{- $triggers = append $triggers (dict "type" "prometheus" "name" "waiting-requests" "metricType" "AverageValue" "metadata" (dict "serverAddress" $address "query" $query "threshold" (toString $waiting))) -}}
+{{- $triggers = append $triggers (dict "type" "prometheus" "name" "waiting-requests" "metricType" "AverageValue" "metadata" (dict "serverAddress" $address "query" $query "threshold" (include "pd-stack.number" $waiting))) -}}
 {{- end -}}
 {{- $kv := ternary 0.8 $keda.kvCacheUsage (kindIs "invalid" $keda.kvCacheUsage) -}}
 {{- if and (ne $role "prefill") $kv -}}
 {{- $query := printf "avg(vllm:kv_cache_usage_perc{%s})" $series -}}
-{{- $triggers = append $triggers (dict "type" "prometheus" "name" "kv-cache-usage" "metricType" "Value" "metadata" (dict "serverAddress" $address "query" $query "threshold" (toString $kv))) -}}
+{{- $triggers = append $triggers (dict "type" "prometheus" "name" "kv-cache-usage" "metricType" "Value" "metadata" (dict "serverAddress" $address "query" $query "threshold" (include "pd-stack.number" $kv))) -}}
 {{- end -}}
 {{- if and (ne $role "decode") $keda.ttftSeconds -}}
 {{- $query := printf "histogram_quantile(0.9, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{%s}[2m])))" $series -}}
-{{- $triggers = append $triggers (dict "type" "prometheus" "name" "ttft-p90" "metricType" "Value" "metadata" (dict "serverAddress" $address "query" $query "threshold" (toString $keda.ttftSeconds))) -}}
+{{- $triggers = append $triggers (dict "type" "prometheus" "name" "ttft-p90" "metricType" "Value" "metadata" (dict "serverAddress" $address "query" $query "threshold" (include "pd-stack.number" $keda.ttftSeconds))) -}}
 {{- end -}}
 {{- toYaml $triggers -}}
 {{- end -}}

@@ -63,10 +63,10 @@ turns local CPU offloading on, after (and so instead of) the NIXL path's LMCACHE
 {{- $env := list -}}
 {{- if and (hasKey $lm "cpuOffloadingBufferSize") (gt (float64 $lm.cpuOffloadingBufferSize) 0.0) -}}
 {{- $env = append $env (dict "name" "LMCACHE_LOCAL_CPU" "value" "True") -}}
-{{- $env = append $env (dict "name" "LMCACHE_MAX_LOCAL_CPU_SIZE" "value" (toString $lm.cpuOffloadingBufferSize)) -}}
+{{- $env = append $env (dict "name" "LMCACHE_MAX_LOCAL_CPU_SIZE" "value" (include "pd-stack.number" $lm.cpuOffloadingBufferSize)) -}}
 {{- end -}}
 {{- if hasKey $lm "diskOffloadingBufferSize" -}}
-{{- $env = append $env (dict "name" "LMCACHE_MAX_LOCAL_DISK_SIZE" "value" (toString $lm.diskOffloadingBufferSize)) -}}
+{{- $env = append $env (dict "name" "LMCACHE_MAX_LOCAL_DISK_SIZE" "value" (include "pd-stack.number" $lm.diskOffloadingBufferSize)) -}}
 {{- end -}}
 {{- if hasKey $lm "cudaVisibleDevices" -}}
 {{- $env = append $env (dict "name" "CUDA_VISIBLE_DEVICES" "value" $lists.cudaVisibleDevices) -}}
@@ -89,7 +89,7 @@ turns local CPU offloading on, after (and so instead of) the NIXL path's LMCACHE
 {{- end -}}
 {{- range $key, $name := dict "workerPorts" "LMCACHE_LMCACHE_WORKER_PORTS" "p2pHost" "LMCACHE_P2P_HOST" "p2pInitPorts" "LMCACHE_P2P_INIT_PORTS" "workerHeartbeatTime" "LMCACHE_LMCACHE_WORKER_HEARTBEAT_TIME" -}}
 {{- if hasKey $lm $key -}}
-{{- $env = append $env (dict "name" $name "value" (toString (ternary (get $lists $key) (get $lm $key) (hasKey $lists $key)))) -}}
+{{- $env = append $env (dict "name" $name "value" (include "pd-stack.number" (ternary (get $lists $key) (get $lm $key) (hasKey $lists $key)))) -}}
 {{- end -}}
 {{- end -}}
 {{- toYaml $env -}}

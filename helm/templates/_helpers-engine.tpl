@@ -136,9 +136,9 @@ duplicate env names) and users can override UCX_* and LMCACHE_*.
 {{- $at := printf "%s." (include "pd-stack.poolPath" .) -}}
 {{- $requests := dict -}}
 {{- $limits := dict -}}
-{{- if hasKey $spec "requestCPU" -}}{{- $_ := set $requests "cpu" (toString $spec.requestCPU) -}}{{- end -}}
+{{- if hasKey $spec "requestCPU" -}}{{- $_ := set $requests "cpu" (include "pd-stack.number" $spec.requestCPU) -}}{{- end -}}
 {{- if hasKey $spec "requestMemory" -}}{{- $_ := set $requests "memory" $spec.requestMemory -}}{{- end -}}
-{{- if hasKey $spec "limitCPU" -}}{{- $_ := set $limits "cpu" (toString $spec.limitCPU) -}}{{- end -}}
+{{- if hasKey $spec "limitCPU" -}}{{- $_ := set $limits "cpu" (include "pd-stack.number" $spec.limitCPU) -}}{{- end -}}
 {{- if hasKey $spec "limitMemory" -}}{{- $_ := set $limits "memory" $spec.limitMemory -}}{{- end -}}
 {{- /* servingEngineSpec.limitsFromRequests: a CPU or memory request without a limit is the limit
        too, so the pod is Guaranteed QoS (values.yaml says why). */ -}}

@@ -29,3 +29,17 @@ float64 below 1e21 as digits.
 {{- end -}}
 {{- $digits -}}
 {{- end -}}
+
+{{/*
+A value of a key that takes any number (or a string, for some): a whole float64 within 2^53 - 1
+prints as digits (10000000, not 1e+07, for the same reason as pd-stack.int); a fraction, a string
+or a bool prints as toString has it (0.85, 5Gi, true). For env values and Kubernetes quantities,
+which their readers parse as written.
+*/}}
+{{- define "pd-stack.number" -}}
+{{- if and (kindIs "float64" .) (eq (floor .) .) (le . 9007199254740991.0) (ge . -9007199254740991.0) -}}
+{{- printf "%.0f" . -}}
+{{- else -}}
+{{- toString . -}}
+{{- end -}}
+{{- end -}}
