@@ -31,14 +31,6 @@ def satisfies(version: Version, constraint: str) -> bool:
     return ".".join(map(str, version)) in SpecifierSet(constraint.replace(" ", ""))
 
 
-def parse_version(text: object) -> Version | None:
-    """X.Y.Z (an optional leading v) as a tuple, or None."""
-    parts = str(text or "").strip().lstrip("v").split(".")
-    if len(parts) != 3 or not all(part.isdigit() for part in parts):
-        return None
-    return int(parts[0]), int(parts[1]), int(parts[2])
-
-
 @dataclass(frozen=True)
 class EngineForm:
     """One way to run an engine over a LeaderWorkerSet group (engineForms)."""
@@ -76,17 +68,6 @@ class WorkloadTable:
             )
             for form in self.raw["engineForms"]
         ]
-
-    def form_for(self, version: Version | None, data_parallel: int) -> EngineForm | None:
-        """The form a multi-node engine gets (pd-stack.engineForm): the first whose data
-        parallelism matches and whose versions hold the pool's (any, when unknown)."""
-        want = "spanning" if data_parallel > 1 else "single"
-        for form in self.forms:
-            if form.data_parallel == want and (
-                version is None or satisfies(version, form.vllm_versions)
-            ):
-                return form
-        return None
 
 
 def parse(data: dict[str, Any]) -> WorkloadTable:

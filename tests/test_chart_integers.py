@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from pdctl import manifests
 from pdctl.cli.app import app
 from pdctl.helm import Helm, TemplateRequest
+from pdctl.naming import Release
 from pdctl.simulator import options as simulator_options
 from pdctl.validation.schema_and_rules import check_values
 from pdctl.values import loader
@@ -405,7 +406,7 @@ def test_keys_that_take_any_number_print_whole_ones_as_digits(
     pool["requestCPU"] = number
     pool["lmcacheConfig"]["cpuOffloadingBufferSize"] = number
     objects = render(helm, write_values(tmp_path, values))
-    config_map = manifests.find(objects, "ConfigMap", "pd-configs")
+    config_map = manifests.find(objects, "ConfigMap", Release("pd").engine_configs)
     assert config_map["data"] == {"SOME_SIZE": printed, "SOME_NAME": "x"}
     container = pool_container(objects, values, pool["name"])
     assert str(container["resources"]["requests"]["cpu"]) == printed
