@@ -49,6 +49,7 @@ def test_every_change_from_the_render_is_listed(plan: dict[str, Any]) -> None:
     for said in ("--model", "LMCACHE_PD_PROXY_HOST", "/opt/venv/bin/vllm -> vllm", "dummy"):
         assert said in changes
     assert "vllm-router" not in changes and "static mode" not in changes
+    assert "stand-in" not in changes  # the real proxy plays the router here
 
 
 def test_the_tutorial_form_env_is_kept_for_the_forms_check(plan: dict[str, Any]) -> None:

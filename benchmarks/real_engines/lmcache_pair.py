@@ -161,8 +161,13 @@ def plan_command(args: argparse.Namespace) -> int:
     router = manifests.summarize(objects).router["name"]
     engines = _engines(objects, router)
     proxy, proxy_changes = _proxy(_container(objects, router), engines, run.FIRST_PORT + 50)
-    # The layout's line on vllm-router's static mode is not this router's (the proxy's follow).
-    kept = [c for c in engines.changes if not c.startswith("router in static mode")]
+    # The layout's lines on the router it would run (vllm-router's static mode, the stand-in
+    # LMCache's senders report to) are not this router's: the proxy's own follow.
+    kept = [
+        c
+        for c in engines.changes
+        if not c.startswith("router in static mode") and "router stand-in" not in c
+    ]
     changes = [*kept, *_command(engines), *_sender_proxy(engines), *proxy_changes]
     plan = {
         "values": str(args.values.relative_to(ROOT)),
@@ -417,7 +422,10 @@ def lmcache_kv(before: str, after: str, per_token: int, wall_s: float | None) ->
     return result
 
 
-PAIR_SIZES = [measure.Load(n, 16, 1, 3) for n in (2048, 8192, 16384)]
+# Prompt sizes whose KV fits the receiver's PD buffer as rendered (LMCACHE_PD_BUFFER_SIZE 2 GiB:
+# 16,384 tokens of Llama-3.1-8B at 131,072 bytes each; LMCache 0.5.6's proxy refuses a request
+# that needs more chunk slots than the buffer holds, WeightedSemaphore.acquire).
+PAIR_SIZES = [measure.Load(n, 16, 1, 3) for n in (2048, 8192, 12288)]
 
 
 def _by_size(router: str, decode: str, model: str) -> list[dict[str, Any]]:
