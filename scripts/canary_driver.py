@@ -43,7 +43,14 @@ from pdctl.verify.judge import (
     proof,
     proven,
 )
-from pdctl.verify.probe import probe_request, settle
+from pdctl.verify.probe import (
+    Answer,
+    probe_request,
+    read_answer,
+    settle,
+    streamed_counts,
+    tokenize_request,
+)
 
 EXIT = {"pass": 0, "fail": 1, "recomputed": 2, "slow": 3}
 MAX_BODY = 16 * 1024 * 1024  # the largest answer read (a /metrics page, a pod list)
@@ -195,6 +202,28 @@ def facts(verdicts: list[Verdict], moved: list[Moves]) -> dict[str, Any]:
     }
 
 
+def _counts(
+    answer: Answer | None, targets: Targets, body: dict[str, Any], headers: dict[str, str], url: str
+) -> dict[str, int]:
+    """The probe's prompt and completion tokens: its JSON answer's usage, or for an answer the
+    router streamed unasked (LMCache's PD proxy), a prefill engine's /tokenize and the stream's
+    finish_reason (pdctl/verify/probe.py says why)."""
+    if answer is None:
+        raise Problem(f"{url}: the answer is neither JSON nor server-sent events of JSON")
+    if not answer.streamed:
+        counts = {k: answer.usage(k) for k in ("prompt_tokens", "completion_tokens")}
+        if not all(isinstance(v, int) for v in counts.values()):
+            raise Problem(f"{url}: the answer has no usage")
+        return counts
+    engine = next(base for _, role, base in targets if role == "prefill")
+    asked = tokenize_request(body["model"], body["prompt"])
+    tokenized = json.loads(http(f"{engine}/tokenize", asked, headers))
+    prompt, output, missing = streamed_counts(answer, tokenized, body["max_tokens"])
+    if prompt is None or output is None:
+        raise Problem(f"{url}: the answer came streamed, unasked; {missing}")
+    return {"prompt_tokens": prompt, "completion_tokens": output, "streamed_events": answer.events}
+
+
 def probe(config: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
     targets = engines(config)
     before = scrape(targets)
@@ -202,12 +231,8 @@ def probe(config: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
     key = os.environ.get("PD_CANARY_API_KEY")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     url = config["router"].rstrip("/") + "/v1/completions"
-    answer = json.loads(http(url, body, headers, timeout=config["timeoutSeconds"]))
-    usage = answer.get("usage") if isinstance(answer, dict) else None
-    if not isinstance(usage, dict) or not all(
-        isinstance(usage.get(k), int) for k in ("prompt_tokens", "completion_tokens")
-    ):
-        raise Problem(f"{url}: the answer has no usage")
+    answer = read_answer(http(url, body, headers, timeout=config["timeoutSeconds"]))
+    usage = _counts(answer, targets, body, headers, url)
     verdicts, moved = settle(
         lambda: judged(config, targets, before, scrape(targets), usage),
         lambda found: proven(found[0]),

@@ -146,7 +146,7 @@ def test_dataset_lines_in_order_with_their_output_len_then_wrapped(tmp_path: Pat
     assert not source.wrapped
     assert source.next() == ("a b", 3) and source.wrapped
     body = BenchSettings(output_len=9).body("m", "c", None)
-    assert body["max_tokens"] == body["min_tokens"] == 9
+    assert body["max_tokens"] == 9 and body["ignore_eos"] and "min_tokens" not in body
     assert BenchSettings().body("m", "a b", 3)["max_tokens"] == 3
 
 
@@ -255,9 +255,7 @@ def test_output_spread_draws_each_requests_length_and_the_decode_generates_it(
     step = run(stack.targets(), workload).steps[0]
     asked = [r.body["max_tokens"] for r in stack.decode.generation_requests()]
     assert len(asked) == 12 and all(10 <= n <= 30 for n in asked) and len(set(asked)) > 3
-    assert all(
-        r.body["min_tokens"] == r.body["max_tokens"] for r in stack.decode.generation_requests()
-    )
+    assert all(r.body["ignore_eos"] for r in stack.decode.generation_requests())
     assert step["completion_tokens"] == sum(asked)
     stack.reset()
     run(stack.targets(), workload)

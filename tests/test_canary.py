@@ -149,14 +149,17 @@ def test_the_script_is_one_standard_library_file() -> None:
 
 def test_verify_and_the_canary_run_the_same_probe_code() -> None:
     """The probe's procedure (pdctl/verify/probe.py) is in the script verbatim, the canary's
-    driver calls it, and verify's PD proof and TTFT check import it: one filler, one poll."""
+    driver calls it, and verify's PD proof and TTFT check import it: one filler, one poll, one
+    reading of a streamed answer."""
     from pdctl.verify import probe, proof, ttft
 
     code = (ROOT / "pdctl" / "verify" / "probe.py").read_text()
     body = code[code.index("PROBE_TAG = ") :].strip()
     assert body in SCRIPT.read_text()
     driver = (ROOT / "scripts" / "canary_driver.py").read_text()
-    assert "from pdctl.verify.probe import probe_request, settle" in driver
+    used = ("Answer", "probe_request", "read_answer", "settle", "streamed_counts")
+    assert all(f"    {name},\n" in driver for name in used)
+    assert "from pdctl.verify.probe import (" in driver
     assert "SETTLE_POLL" not in driver and "FILLER" not in driver
     assert vars(proof)["probe"] is probe and vars(ttft)["probe_request"] is probe.probe_request
 

@@ -49,6 +49,7 @@ def test_every_change_from_the_render_is_listed(plan: dict[str, Any]) -> None:
     for said in ("--model", "LMCACHE_PD_PROXY_HOST", "/opt/venv/bin/vllm -> vllm", "dummy"):
         assert said in changes
     assert "vllm-router" not in changes and "static mode" not in changes
+    assert "stand-in" not in changes  # the real proxy plays the router here
 
 
 def test_the_tutorial_form_env_is_kept_for_the_forms_check(plan: dict[str, Any]) -> None:
@@ -64,6 +65,77 @@ def test_delta_keeps_the_pd_counters_that_moved() -> None:
     assert lmcache_pair._delta(before, after) == {external: 2048.0}
 
 
-def test_loads_through_the_proxy_leave_out_min_tokens() -> None:
-    assert all(not load.min_tokens for load in [*lmcache_pair.PAIR_LOADS, *lmcache_pair.PAIR_SIZES])
+RECORDS = Path(__file__).resolve().parent.parent / "benchmarks" / "records"
+
+
+def _kept(name: str) -> str:
+    return (RECORDS / f"lmcache-h200-1gpu-metrics-{name}.txt").read_text()
+
+
+def test_lmcache_kv_rates_from_the_real_senders_kept_scrapes() -> None:
+    """The H200 run's prefill (sender) pages: 605 tokens stored in 2 stores, 0.0299 s of put time;
+    Llama-3.1-8B's 131,072 KV bytes a token: 79.3 MB, 2.65 GB/s a store; over 10 s of load, 7.9
+    MB/s sustained."""
+    kv = lmcache_pair.lmcache_kv(_kept("prefill-before"), _kept("prefill"), 131_072, 10.0)
+    assert kv["exported"] and kv["stored_tokens"] == 605 and kv["stores"] == 2
+    assert kv["bytes"] == 605 * 131_072
+    assert kv["per_store_gbps"] == 2.649 and kv["store_gbps"] == 2.099
+    assert kv["sustained_gbps"] == 0.008
+
+
+def test_lmcache_kv_says_when_lmcaches_metrics_are_not_exported() -> None:
+    page = _kept("decode-as-rendered")
+    assert "lmcache:" not in page
+    assert lmcache_pair.lmcache_kv(page, page, 131_072, 1.0) == {"exported": False}
+
+
+def test_kv_bytes_per_token_of_the_served_shape(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From the model folder's config.json (Llama-3.1-8B: 32 layers, 8 KV heads of 128, bf16)."""
+    (tmp_path / "config.json").write_text(run.DEFAULT_CONFIG.read_text())
+    monkeypatch.setattr(run, "MODEL_DIR", tmp_path)
+    assert lmcache_pair.kv_bytes_per_token() == 2 * 32 * 8 * 128 * 2
+
+
+def test_bench_goes_through_the_proxy_as_the_bench_phase_asks(tmp_path: Path) -> None:
+    argv = lmcache_pair.bench_argv(["--url", "http://r"], "m", tmp_path / "d.jsonl", "4")
+    assert argv[:3] == ["bench", "--url", "http://r"]
+    for flag, value in (
+        ("--concurrency", "4"),
+        ("--requests", str(run.BENCH_REQUESTS)),
+        ("--output-len", str(run.BENCH_OUTPUT)),
+        ("--connector", "LMCacheConnectorV1"),
+        ("-o", "json"),
+    ):
+        assert _flag(argv, flag) == value
+    assert run.BENCH_PROMPT == 2048 and run.BENCH_OUTPUT == 128
+
+
+def test_each_engine_gets_an_empty_prometheus_folder_of_its_own(tmp_path: Path) -> None:
+    engines = [
+        local.Process("p", "prefill", ["vllm"], {}, 1, "/health"),
+        local.Process("d", "decode", ["vllm"], {}, 2, "/health"),
+    ]
+    stale = tmp_path / "p" / "counter_1.db"
+    stale.parent.mkdir()
+    stale.write_bytes(b"old")
+    found = [lmcache_pair.prometheus_dir(e, tmp_path)["PROMETHEUS_MULTIPROC_DIR"] for e in engines]
+    assert found == [str(tmp_path / "p"), str(tmp_path / "d")]
+    assert all(Path(f).is_dir() and not list(Path(f).iterdir()) for f in found)
+    named = local.Process(
+        "x", "decode", ["vllm"], {"PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "own")}, 3, "/"
+    )
+    assert lmcache_pair.prometheus_dir(named, tmp_path)["PROMETHEUS_MULTIPROC_DIR"].endswith("own")
+
+
+def test_the_script_answers_help_on_cpu(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.argv", ["lmcache_pair.py", "--help"])
+    with pytest.raises(SystemExit) as exited:
+        lmcache_pair.main()
+    printed = capsys.readouterr().out
+    assert exited.value.code == 0
+    assert all(word in printed for word in ("plan", "forms", "run"))
     assert Path(lmcache_pair.PROXY_SCRIPT).name == "disagg_proxy_server.py"

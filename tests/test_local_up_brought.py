@@ -3,8 +3,10 @@
 disaggregated_prefill) and a `kvTransfer.connector: LMCacheConnectorV1` file
 (tutorials/assets/values-19-lmcache-pd.yaml: LMCache >= 0.3.7, LMCache's PD proxy). The router is
 played by pd-stack's router stand-in; verify proves PD (the decode loaded the prompt's KV and
-computed none of it) and names the simulator and the stand-in; down leaves nothing running. A
-decode that recomputes fails pd-kv-transfer."""
+computed none of it) and names the simulator and the stand-in, through LMCache's proxy from its
+streamed answers (it streams every completion: verify warns on the non-streaming check and counts
+the probe's tokens by the prefill's /tokenize); down leaves nothing running. A decode that
+recomputes fails pd-kv-transfer."""
 
 from __future__ import annotations
 
@@ -84,6 +86,15 @@ def test_up_verify_down(form: str, helm4: Helm, state_home: Path) -> None:
     kv = checks["pd-kv-transfer"]["evidence"]
     assert kv["proof"] == "prompt_tokens_by_source" and kv["local_compute"] <= 1
     assert kv["connector_transfer_moved"]["lmcache:num_lookup_hits"]  # LMCache's own counter
+    probe = checks["pd-prefill"]["evidence"]["probe"]
+    if form == "LMCacheConnectorV1":  # LMCache's proxy streams every answer, asked or not
+        assert checks["completion"]["status"] == "warn"
+        assert "answered a non-streaming request with a stream" in checks["completion"]["summary"]
+        assert probe["streamed_events"] > 1 and "/tokenize" in probe["counted_by"]
+        assert probe["prompt_tokens"] >= 120 and probe["completion_tokens"] == 16
+    else:
+        assert checks["completion"]["status"] == "pass"
+        assert probe["streamed_events"] == 0 and probe["counted_by"] == "the answer's usage"
 
     urls = [found["router"], *(e["url"] for e in found["engines"])]
     pids = [int(p) for p in found["pids"].values()]

@@ -135,6 +135,29 @@ def test_max_tokens_below_one_is_vllms_sampling_error(engine: SimulatedEngine) -
     assert answer["error"]["type"] == "BadRequestError"
 
 
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            {"max_tokens": 1, "min_tokens": 128},
+            "min_tokens must be less than or equal to max_tokens=1, got 128.",
+        ),
+        ({"min_tokens": -1}, "min_tokens must be greater than or equal to 0, got -1."),
+    ],
+)
+def test_min_tokens_out_of_range_is_vllms_sampling_error(
+    engine: SimulatedEngine, extra: dict[str, int], message: str
+) -> None:
+    """What LMCache's PD proxy makes of bench's old min_tokens = max_tokens: prefill gets
+    max_tokens 1 with min_tokens kept, and vLLM refuses it."""
+    status, answer = post(engine.url, json.dumps({**GOOD, **extra}).encode())
+    assert_vllm_error(status, answer)
+    assert answer["error"]["message"] == message and answer["error"]["param"] == "min_tokens"
+    assert (
+        post(engine.url, json.dumps({**GOOD, "min_tokens": 2, "max_tokens": 2}).encode())[0] == 200
+    )
+
+
 def test_another_model_is_vllms_404(engine: SimulatedEngine) -> None:
     assert_vllm_error(*post(engine.url, json.dumps({**GOOD, "model": "x"}).encode()), code=404)
 

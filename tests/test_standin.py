@@ -5,6 +5,7 @@ roundrobin and session; LMCache's PD proxy with the simulator's LMCache PD), and
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -145,17 +146,27 @@ def lmcache_pair() -> Iterator[tuple[SimulatedEngine, SimulatedEngine, routes.De
     decode.down()
 
 
+def _events(streamed: str) -> list[Any]:
+    return [
+        json.loads(line[6:])
+        for line in streamed.splitlines()
+        if line.startswith("data: ") and line != "data: [DONE]"
+    ]
+
+
 def test_lmcache_proxy_sends_the_disagg_spec_and_the_first_token(
     lmcache_pair: tuple[SimulatedEngine, SimulatedEngine, routes.Decoder, int],
 ) -> None:
     """LMCache's proxy protocol: the prefill gets the token ids, max_tokens 1 and the decode's
     receiver in disagg_spec; its sender pushes and reports; the decode gets the ids and the
-    prefill's first token with one token less, and loads the prompt from the KV it received."""
+    prefill's first token with one token less, and loads the prompt from the KV it received. The
+    client asked for no stream and gets one (the proxy streams every answer): the prefill's token
+    with usage null, then the decode's tokens, and no usage (no stream_options asked)."""
     prefill, decode, decoder, notify = lmcache_pair
     engines = routes.Engines((prefill.url,), (decoder,))
     ask = {"model": MODEL, "prompt": PROMPT, "max_tokens": 5}
     for url in _standin("lmcache-proxy", engines, notify=notify):
-        answer = json.loads(_post(url + "/v1/completions", ask))
+        streamed = _post(url + "/v1/completions", ask)
     (tokenize,) = [r for r in [*prefill.requests, *decode.requests] if r.path == "/tokenize"]
     assert tokenize.body == {"prompt": PROMPT}
     (first,) = [r for r in prefill.generation_requests() if r.path == "/v1/completions"]
@@ -167,10 +178,56 @@ def test_lmcache_proxy_sends_the_disagg_spec_and_the_first_token(
     assert spec["receiver_alloc_port"] == list(decoder.alloc_ports)
     assert first.body["prompt"] == second.body["prompt"][:-1] and len(first.body["prompt"]) == 40
     assert second.body["max_tokens"] == 4 and "kv_transfer_params" not in second.body
-    assert answer["usage"]["prompt_tokens"] == 40 and answer["usage"]["completion_tokens"] == 5
+    assert second.body["stream"] is True and "stream_options" not in second.body
+    events = _events(streamed)
+    assert streamed.rstrip().endswith("data: [DONE]")
+    assert events[0]["usage"] is None and events[0]["choices"][0]["text"]
+    assert sum(1 for e in events if e["choices"] and e["choices"][0]["text"]) == 5
+    assert not any(e.get("usage") for e in events)
     page = decode.metrics()
     assert 'source="external_kv_transfer"} 40.0' in page  # the 40 prompt tokens, loaded
     assert "lmcache:num_lookup_hits_total" in page
+
+
+def test_lmcache_proxy_passes_the_decodes_usage_on(
+    lmcache_pair: tuple[SimulatedEngine, SimulatedEngine, routes.Decoder, int],
+) -> None:
+    """With stream_options.include_usage the usage chunk is the decode's own: the prompt and the
+    prefill's token (41), its 4 tokens, not the answer's 5 (a chat's passed on unconverted)."""
+    prefill, decode, decoder, notify = lmcache_pair
+    engines = routes.Engines((prefill.url,), (decoder,))
+    ask = {
+        "model": MODEL,
+        "messages": [{"role": "user", "content": PROMPT}],
+        "max_tokens": 5,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    for url in _standin("lmcache-proxy", engines, notify=notify):
+        events = _events(_post(url + "/v1/chat/completions", ask))
+    assert events[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert all(e["object"] == "chat.completion.chunk" for e in events if e["choices"])
+    (usage,) = [e["usage"] for e in events if e.get("usage")]
+    assert usage["completion_tokens"] == 4
+    (second,) = [r for r in decode.generation_requests() if r.path == "/v1/completions"]
+    assert usage["prompt_tokens"] == len(second.body["prompt"])
+
+
+def test_lmcache_proxy_keeps_min_tokens_and_answers_500(
+    lmcache_pair: tuple[SimulatedEngine, SimulatedEngine, routes.Decoder, int],
+) -> None:
+    """bench's old min_tokens = max_tokens: the prefill gets max_tokens 1 with min_tokens 5,
+    refuses it (vLLM's 400), and the proxy answers 500."""
+    prefill, _, decoder, notify = lmcache_pair
+    engines = routes.Engines((prefill.url,), (decoder,))
+    ask = {"model": MODEL, "prompt": PROMPT, "max_tokens": 5, "min_tokens": 5}
+    for url in _standin("lmcache-proxy", engines, notify=notify):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            _post(url + "/v1/completions", ask)
+    assert refused.value.code == 500
+    assert "min_tokens must be less than or equal to max_tokens=1" in refused.value.read().decode()
+    (first,) = [r for r in prefill.generation_requests() if r.path == "/v1/completions"]
+    assert first.body["min_tokens"] == 5 and first.body["max_tokens"] == 1
 
 
 def test_a_bad_command_line_is_a_usage_error() -> None:

@@ -1,16 +1,24 @@
 """verify on LMCache PD: the connector is known from LMCache's own metrics (their names from the
 connector table's lmcacheMetrics, as the simulator exports them), and pd-decode passes when the
 router answered with the prefill's first token (LMCache's PD proxy) but not when the decode
-generated less than the rest."""
+generated less than the rest. LMCache's PD proxy answers every completion as a stream: verify and
+the canary read it whole and count the probe's tokens by the prefill's /tokenize and the stream's
+finish, not by the usage the proxy passes on (the decode's)."""
 
 from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
 
 from pdctl import connectors
 from pdctl.simulator import lmcache
 from pdctl.simulator.engine import Shape, SimulatedEngine
-from pdctl.verify import judge
+from pdctl.verify import judge, probe
 from pdctl.verify.judge import Evidence, Moves
 from pdctl.verify.proof import resolve_connector
+from tests.helpers import canary_script
 
 EVIDENCE = Evidence(
     "vllm:prompt_tokens_by_source_total", "source", "external_kv_transfer", "decode"
@@ -69,3 +77,91 @@ def test_pd_decode_fails_when_the_decode_generated_less_than_the_rest() -> None:
     assert _decode_verdict(1, 14).status == judge.FAIL
     assert _decode_verdict(0, 15).status == judge.FAIL  # no first token from the prefill
     assert _decode_verdict(1, 16).status == judge.PASS  # production-stack: all by the decode
+
+
+# ---- answers of LMCache's PD proxy: a stream, whatever was asked ---------------------------------
+
+
+def _proxy_stream(texts: list[str], usage: dict[str, int] | None = None) -> str:
+    """What LMCache 0.5.6's disagg_proxy_server.py handle_completions sends: its own head chunk
+    (the prefill's token, usage null), then the decode's stream passed on, then [DONE]."""
+    head = {
+        "id": "cmpl-p",
+        "object": "text_completion",
+        "created": 1,
+        "model": "m",
+        "choices": [
+            {"index": 0, "text": texts[0], "logprobs": None, "finish_reason": None},
+        ],
+        "usage": None,
+    }
+    events = [head]
+    for i, text in enumerate(texts[1:], 2):
+        finish = "length" if i == len(texts) else None
+        events.append(
+            {"id": "cmpl-d", "choices": [{"index": 0, "text": text, "finish_reason": finish}]}
+        )
+    if usage is not None:
+        events.append({"id": "cmpl-d", "choices": [], "usage": usage})
+    lines = [f"data: {json.dumps(e, separators=(',', ':'))}\n\n" for e in events]
+    return "".join(lines) + "data: [DONE]\n\n"
+
+
+def test_a_streamed_answer_is_read_whole() -> None:
+    answer = probe.read_answer(_proxy_stream([" a", " b", " c"]))
+    assert answer is not None and answer.streamed and answer.events == 3
+    assert answer.choice["text"] == " a b c" and answer.choice["finish_reason"] == "length"
+    assert answer.usage("completion_tokens") is None  # no stream_options asked: no usage
+    plain = probe.read_answer(
+        json.dumps({"choices": [{"text": "x"}], "usage": {"prompt_tokens": 3}})
+    )
+    assert plain is not None and not plain.streamed and plain.usage("prompt_tokens") == 3
+    assert probe.read_answer("Internal Server Error") is None
+    assert probe.read_answer("data: {not json}\n\n") is None
+
+
+def test_a_streamed_answers_tokens_come_from_tokenize_and_its_finish() -> None:
+    """Not from the stream's usage: LMCache's proxy passes on the decode's, which counts the
+    prefill's token as prompt (601 of a 600-token prompt) and one output token fewer (15 of 16)."""
+    streamed = probe.read_answer(
+        _proxy_stream([" t"] * 16, {"prompt_tokens": 601, "completion_tokens": 15})
+    )
+    assert streamed is not None
+    assert probe.streamed_counts(streamed, {"count": 600, "tokens": []}, 16) == (600, 16, None)
+    prompt, output, missing = probe.streamed_counts(streamed, {"detail": "no"}, 16)
+    assert (prompt, output) == (None, 16) and "no token count" in str(missing)
+    stopped = probe.read_answer(_proxy_stream([" t", " u"]).replace('"length"', '"stop"'))
+    assert stopped is not None
+    assert probe.streamed_counts(stopped, {"count": 9}, 2) == (
+        9,
+        None,
+        "the stream ended with finish_reason 'stop', not 'length'",
+    )
+
+
+def test_the_canary_counts_a_streamed_probe_by_the_prefills_tokenize(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The chart's canary script, as verify: a streamed answer's tokens by the first prefill
+    engine's /tokenize and the finish; a JSON answer's by its usage; neither: a Problem."""
+    canary = canary_script()
+    asked: list[tuple[str, Any]] = []
+
+    def answer(url: str, body: Any = None, headers: Any = None, **_: Any) -> str:
+        asked.append((url, body))
+        return json.dumps({"count": 600, "max_model_len": 32000, "tokens": []})
+
+    monkeypatch.setattr(canary, "http", answer)
+    targets = [("d-0", "decode", "http://d:1"), ("p-0", "prefill", "http://p:1")]
+    body = probe.probe_request("m", 600, 16)
+    streamed = canary.read_answer(_proxy_stream([" t"] * 16))
+    counts = canary._counts(streamed, targets, body, {}, "http://r/v1/completions")
+    assert counts == {"prompt_tokens": 600, "completion_tokens": 16, "streamed_events": 16}
+    assert asked == [("http://p:1/tokenize", {"model": "m", "prompt": body["prompt"]})]
+    plain = canary.read_answer(json.dumps({"usage": {"prompt_tokens": 5, "completion_tokens": 2}}))
+    assert canary._counts(plain, targets, body, {}, "u") == {
+        "prompt_tokens": 5,
+        "completion_tokens": 2,
+    }
+    with pytest.raises(canary.Problem, match="neither JSON nor server-sent events"):
+        canary._counts(None, targets, body, {}, "u")

@@ -219,7 +219,6 @@ async def _decode(url: str, model: str, context: int, batch: int, vocab: int) ->
                         "model": model,
                         "prompt": p,
                         "max_tokens": DECODE_OUTPUT,
-                        "min_tokens": DECODE_OUTPUT,
                         "ignore_eos": True,
                         "temperature": 0,
                         "stream": True,

@@ -59,9 +59,6 @@ FORM_KEYS = (
     "max_local_cpu_size",
 )
 LMCACHE_LOG = re.compile(r"LMCache (WARNING|ERROR)|Unknown configuration key|deprecated", re.I)
-BENCH_CONCURRENCY = "1,4,16"
-BENCH_REQUESTS = 16
-BENCH_OUTPUT = 128
 
 
 # --- plan: render with pdctl's pipeline (needs helm) ----------------------------------------------
@@ -164,8 +161,13 @@ def plan_command(args: argparse.Namespace) -> int:
     router = manifests.summarize(objects).router["name"]
     engines = _engines(objects, router)
     proxy, proxy_changes = _proxy(_container(objects, router), engines, run.FIRST_PORT + 50)
-    # The layout's line on vllm-router's static mode is not this router's (the proxy's follow).
-    kept = [c for c in engines.changes if not c.startswith("router in static mode")]
+    # The layout's lines on the router it would run (vllm-router's static mode, the stand-in
+    # LMCache's senders report to) are not this router's: the proxy's own follow.
+    kept = [
+        c
+        for c in engines.changes
+        if not c.startswith("router in static mode") and "router stand-in" not in c
+    ]
     changes = [*kept, *_command(engines), *_sender_proxy(engines), *proxy_changes]
     plan = {
         "values": str(args.values.relative_to(ROOT)),
@@ -274,7 +276,8 @@ KEPT = re.compile(
 def variant(
     plan: dict[str, Any], name: str, extra_env: dict[str, str], out: Path, timeout: float
 ) -> dict[str, Any]:
-    """Start the engines and the proxy with `extra_env`, verify, bench, scrape; then stop."""
+    """One start of the engines and the proxy with `extra_env`: verify, bench at 1/4/16 in
+    flight with LMCache's KV rates, KV transfer by prompt size, scrapes, UCX's transports."""
     logs = out / f"logs-{name}"
     processes = run.Processes(logs)
     engines = [_process(e) for e in plan["engines"]]
@@ -287,7 +290,12 @@ def variant(
     model = run.served_model(engines[0])
     began = time.monotonic()
     try:
-        per_engine = {e.name: {**env, **_own(extra_env, e.name)} for e in engines}
+        per_engine = {
+            e.name: {**env, **prometheus_dir(e, out / f"prometheus-{name}")} for e in engines
+        }
+        part["prometheus_multiproc_dir"] = {
+            e: v["PROMETHEUS_MULTIPROC_DIR"] for e, v in per_engine.items()
+        }
         popens = [(e, processes.launch(e, per_engine[e.name])) for e in engines]
         deadline = time.monotonic() + timeout
         for engine, popen in popens:
@@ -302,15 +310,10 @@ def variant(
             300,
         )
         _progress(out, f"{name}: verify exit {part['verify']['exit_code']}")
-        dataset = run.bench_dataset(out / f"bench-{name}.jsonl", f"bench-{name}", 48)
-        bench = ["bench", *urls, "--dataset", str(dataset), "--model", model]
-        bench += ["--concurrency", BENCH_CONCURRENCY, "--requests", str(BENCH_REQUESTS)]
-        bench += ["--output-len", str(BENCH_OUTPUT), "--connector", "LMCacheConnectorV1"]
-        part["bench"] = _pdctl([*bench, "-o", "json"], 420)
-        part["bench"]["argv"] = [a if a != str(dataset) else dataset.name for a in bench]
-        _progress(out, f"{name}: bench exit {part['bench']['exit_code']}")
-        part["loads"] = _loads(proxy.url, decode.url, model)
-        _progress(out, f"{name}: loads done")
+        part["bench"] = bench_steps(urls, model, prefill.url, out / f"bench-{name}")
+        _progress(out, f"{name}: bench exits {[s['exit_code'] for s in part['bench']]}")
+        part["by_size"] = _by_size(proxy.url, decode.url, model)
+        _progress(out, f"{name}: by-size loads done")
         for e in engines:
             (out / f"metrics-{name}-{e.role}-before.txt").write_text(before[e.role])
             (out / f"metrics-{name}-{e.role}.txt").write_text(_scrape(e.url))
@@ -325,22 +328,116 @@ def variant(
     return part
 
 
-PAIR_LOADS = [measure.Load(2048, 64, c, max(2 * c, 8), min_tokens=False) for c in (1, 4, 16)]
-PAIR_SIZES = [measure.Load(n, 16, 1, 3, min_tokens=False) for n in (2048, 8192, 16384)]
+def bench_argv(urls: list[str], model: str, dataset: Path, concurrency: str) -> list[str]:
+    """`pdctl bench` of one step through the proxy, as run.py's bench phase asks (its prompts of
+    run.BENCH_PROMPT tokens, run.BENCH_OUTPUT out, run.BENCH_REQUESTS requests a step)."""
+    argv = ["bench", *urls, "--dataset", str(dataset), "--model", model]
+    argv += ["--concurrency", concurrency, "--requests", str(run.BENCH_REQUESTS)]
+    argv += ["--output-len", str(run.BENCH_OUTPUT), "--connector", "LMCacheConnectorV1"]
+    return [*argv, "-o", "json"]
 
 
-def _loads(router: str, decode: str, model: str) -> list[dict[str, Any]]:
-    """TTFT/ITL through the proxy at 1/4/16 in flight (2,048-token prompts), then one request at a
-    time at growing prompts; around each, the decode engine's counters (tokens it loaded from
-    prefill's KV, and LMCache's own where exported)."""
+def bench_steps(urls: list[str], model: str, sender: str, stem: Path) -> list[dict[str, Any]]:
+    """`pdctl bench` through the proxy at each of run.BENCH_CONCURRENCY, one call a step so that
+    the sender's LMCache counters read around it belong to that step alone (lmcache_kv)."""
+    per_token = kv_bytes_per_token()
+    found = []
+    for concurrency in run.BENCH_CONCURRENCY.split(","):
+        dataset = run.bench_dataset(
+            stem.with_name(f"{stem.name}-{concurrency}.jsonl"),
+            f"{stem.name}-{concurrency}",
+            run.BENCH_REQUESTS,
+        )
+        argv = bench_argv(urls, model, dataset, concurrency)
+        before = _scrape(sender)
+        done = _pdctl(argv, 420)
+        after = _scrape(sender)
+        done["argv"] = [a if a != str(dataset) else dataset.name for a in argv]
+        steps = (
+            done.get("result", {}).get("steps") if isinstance(done.get("result"), dict) else None
+        )
+        wall = steps[0].get("duration_s") if steps else None
+        done["lmcache_kv"] = lmcache_kv(before, after, per_token, wall)
+        found.append(done)
+    return found
+
+
+def kv_bytes_per_token() -> int:
+    """KV bytes a token of the served model's shape holds (all layers, K and V, its dtype)."""
+    from pdctl.models.config import load_config_file
+    from pdctl.models.memory import kv_bytes_per_token as per_token
+
+    return per_token(load_config_file(run.MODEL_DIR / "config.json", "pair"))
+
+
+# LMCache's histograms of a store, on the sender (lmcache/observability.py): the whole store
+# (GPU copy included), and its put into the PD transfer channel.
+TIME_TO_STORE = "lmcache:time_to_store"
+STORE_PUT_TIME = "lmcache:store_put_time"
+
+
+def lmcache_kv(before: str, after: str, per_token: int, wall_s: float | None) -> dict[str, Any]:
+    """The KV LMCache's sender moved between two scrapes of its /metrics, and how fast: tokens
+    stored (lmcache:num_stored_tokens) x `per_token` bytes over the load's wall time (sustained:
+    the rate the load reached, overlapping stores counted once), and over the summed store and
+    put times (per store: one store's own rate). None where LMCache's metrics are not exported
+    (no PROMETHEUS_MULTIPROC_DIR)."""
+    from pdctl import connectors
+    from pdctl.verify import judge
+
+    stored = next(
+        m["name"] for m in connectors.load().lmcache_metrics if m["counts"] == "stored_tokens"
+    )
+    then, now = judge.parse(before), judge.parse(after)
+    family = now.family(stored)
+    if family is None:
+        return {"exported": False}
+
+    def moved(name: str, key: str) -> float:
+        found = now.family(name)
+        if found is None:
+            return 0.0
+        old = then.family(name)
+        return found.read(now)[key] - (old.read(then)[key] if old else 0.0)
+
+    tokens = moved(stored, "count")
+    size = tokens * per_token
+    put, store = moved(STORE_PUT_TIME, "sum"), moved(TIME_TO_STORE, "sum")
+    result: dict[str, Any] = {
+        "exported": True,
+        "stored_tokens": tokens,
+        "kv_bytes_per_token": per_token,
+        "bytes": size,
+        "stores": moved(STORE_PUT_TIME, "count"),
+        "store_put_s": round(put, 6),
+        "time_to_store_s": round(store, 6),
+        "wall_s": wall_s,
+    }
+    for key, seconds in (
+        ("sustained_gbps", wall_s),
+        ("per_store_gbps", put),
+        ("store_gbps", store),
+    ):
+        result[key] = round(size / seconds / 1e9, 3) if seconds else None
+    return result
+
+
+# Prompt sizes whose KV fits the receiver's PD buffer as rendered (LMCACHE_PD_BUFFER_SIZE 2 GiB:
+# 16,384 tokens of Llama-3.1-8B at 131,072 bytes each; LMCache 0.5.6's proxy refuses a request
+# that needs more chunk slots than the buffer holds, WeightedSemaphore.acquire).
+PAIR_SIZES = [measure.Load(n, 16, 1, 3) for n in (2048, 8192, 12288)]
+
+
+def _by_size(router: str, decode: str, model: str) -> list[dict[str, Any]]:
+    """One request at a time at growing prompts through the proxy; around each, the decode
+    engine's counters (tokens it loaded from prefill's KV, and LMCache's own)."""
     vocab = run.vocab_size()
     found = []
-    for series, loads in (("pd", PAIR_LOADS), ("by-size", PAIR_SIZES)):
-        for load in loads:
-            before = _scrape(decode)
-            result = measure.run(router, model, load, vocab, series)
-            result["decode_metrics_delta"] = _delta(before, _scrape(decode))
-            found.append(result)
+    for load in PAIR_SIZES:
+        before = _scrape(decode)
+        result = measure.run(router, model, load, vocab, "by-size")
+        result["decode_metrics_delta"] = _delta(before, _scrape(decode))
+        found.append(result)
     return found
 
 
@@ -362,12 +459,13 @@ def _delta(before: str, after: str) -> dict[str, float]:
     return {k: round(v - then.get(k, 0.0), 6) for k, v in now.items() if v != then.get(k, 0.0)}
 
 
-def _own(extra_env: dict[str, str], engine: str) -> dict[str, str]:
-    """PROMETHEUS_MULTIPROC_DIR is per process tree: each engine its own folder (pods each have
-    their own /tmp; processes on one host share it)."""
-    if "PROMETHEUS_MULTIPROC_DIR" not in extra_env:
-        return {}
-    folder = Path(extra_env["PROMETHEUS_MULTIPROC_DIR"]) / engine
+def prometheus_dir(engine: local.Process, root: Path) -> dict[str, str]:
+    """PROMETHEUS_MULTIPROC_DIR for one engine, created and emptied: the one its env names, else a
+    folder of its own under `root`. Without it vLLM's /metrics lacks LMCache's metrics (LMCache
+    counts in the engine core, another process than the API server: LMCache's
+    docs/source/production/observability/vllm_endpoint.rst); each engine needs its own (a
+    shared folder would mix two engines' counters; pods each have their own)."""
+    folder = Path(engine.env.get("PROMETHEUS_MULTIPROC_DIR") or root / engine.name)
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob("*.db"):
         stale.unlink()

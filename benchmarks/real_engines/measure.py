@@ -37,10 +37,6 @@ class Load:
     output_len: int
     concurrency: int
     requests: int
-    # vLLM's min_tokens (with ignore_eos, exactly output_len tokens). LMCache's PD proxy sends the
-    # request to prefill with max_tokens 1 and keeps min_tokens, which vLLM refuses (HTTP 400):
-    # through that proxy, ignore_eos alone.
-    min_tokens: bool = True
 
 
 async def _one(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> Timing:
@@ -72,8 +68,9 @@ async def timed(
     url: str, model: str, load: Load, vocab_size: int, seed: int, output_spread: float = 0.0
 ) -> list[Timing]:
     """Every request of the load, timed, in the order they were sent. Each asks for exactly
-    `load.output_len` tokens, or with `output_spread` a length drawn within that share of it (as
-    `pdctl bench --output-spread` and the simulator's closed loop draw them)."""
+    `load.output_len` tokens (ignore_eos, no min_tokens, as pdctl bench asks), or with
+    `output_spread` a length drawn within that share of it (as `pdctl bench --output-spread` and
+    the simulator's closed loop draw them)."""
     rng = random.Random(seed)
     prompts = [model_dir.prompt(rng, load.prompt_len, vocab_size) for _ in range(load.requests)]
     draw = output_lengths(load.output_len, output_spread, seed)
@@ -88,7 +85,6 @@ async def timed(
                 "model": model,
                 "prompt": text,
                 "max_tokens": output_len,
-                **({"min_tokens": output_len} if load.min_tokens else {}),
                 "ignore_eos": True,
                 "temperature": 0,
                 "stream": True,

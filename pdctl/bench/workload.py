@@ -123,13 +123,15 @@ class BenchSettings:
 
     def body(self, model: str, prompt: str, output_len: int | None = None) -> dict[str, Any]:
         """A streamed completion that generates exactly `output_len` tokens (default: the
-        workload's) whatever the model would say (vLLM's ignore_eos)."""
+        workload's) whatever the model would say: vLLM's ignore_eos stops only at max_tokens. No
+        min_tokens: routers send the prefill a copy with max_tokens 1 and some keep min_tokens
+        (LMCache's PD proxy, examples/disagg_prefill/disagg_proxy_server.py), which vLLM refuses
+        (HTTP 400: min_tokens above max_tokens)."""
         tokens = output_len or self.output_len
         return {
             "model": model,
             "prompt": prompt,
             "max_tokens": tokens,
-            "min_tokens": tokens,
             "ignore_eos": True,
             "temperature": 0,
             "stream": True,

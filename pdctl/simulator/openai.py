@@ -14,8 +14,8 @@ Bounded as a server facing any client is (`Limits`):
   `{"error": {"message", "type", "param", "code"}}` (vllm/entrypoints/openai/protocol.py): 400
   "Bad Request" for what vLLM's request model refuses (a body that is not an object, a field of
   the wrong type), 400 "BadRequestError" for what its sampling parameters refuse (`max_tokens`
-  below 1, SamplingParams._verify_args) and for a request longer than the model; nothing of it
-  reaches the server's stderr;
+  below 1, `min_tokens` below 0 or above `max_tokens`: SamplingParams._verify_args) and for a
+  request longer than the model; nothing of it reaches the server's stderr;
 - nothing is kept per request once it ends (`SimulatedEngine.record`, off in the served
   simulator, keeps each request for tests that assert on what the router sent).
 """
@@ -143,6 +143,21 @@ def _max_tokens(body: dict[str, Any], chat: bool) -> int:
     return DEFAULT_MAX_TOKENS
 
 
+def _min_tokens(body: dict[str, Any], chat: bool, max_tokens: int) -> None:
+    """min_tokens as vLLM's SamplingParams._verify_args checks it: not below 0, not above the
+    max_tokens asked for (none asked: vLLM's own limit is the model's length, not checked)."""
+    asked = _integer(body, "min_tokens")
+    if asked is None:
+        return
+    if asked < 0:
+        message = f"min_tokens must be greater than or equal to 0, got {asked}."
+        raise Refused(400, message, "BadRequestError", "min_tokens")
+    given = body.get("max_tokens") is not None or chat and body.get("max_completion_tokens")
+    if given and asked > max_tokens:
+        message = f"min_tokens must be less than or equal to max_tokens={max_tokens}, got {asked}."
+        raise Refused(400, message, "BadRequestError", "min_tokens")
+
+
 def _typed(body: dict[str, Any], name: str, kind: type | tuple[type, ...], what: str) -> Any:
     value = body.get(name)
     if value is not None and not isinstance(value, kind):
@@ -225,10 +240,12 @@ def parse(body: Any, chat: bool, model: str) -> Request:
     if asked is not None and asked != model:  # vLLM: no model means the served one
         raise Refused(404, f"The model `{asked}` does not exist.", "NotFoundError", "model")
     options = _typed(body, "stream_options", dict, "an object") or {}
+    max_tokens = _max_tokens(body, chat)
+    _min_tokens(body, chat, max_tokens)
     return Request(
         chat,
         _prompt(body, chat),
-        _max_tokens(body, chat),
+        max_tokens,
         bool(_typed(body, "stream", bool, "a valid boolean")),
         options,
         _kv_params(body),

@@ -11,17 +11,21 @@ as the router it plays does it:
   is passed on as it comes (content type application/json, as production-stack's
   StreamingResponse). production-stack binds one client per role (the last engine it discovered):
   the stand-in sends to the last prefill and the last decode URL it was given.
-- `lmcache-proxy` (LMCache's examples/disagg_prefill/disagg_proxy_server.py): the prompt (a chat's
-  messages) is tokenized by an engine (POST /tokenize, engines in turn); the prefill gets the
-  token ids with `max_tokens` 1 (and `max_completion_tokens` 1 when given), `stream` false and
-  `kv_transfer_params` {ret_first_tok, disagg_spec: {req_id, receiver_host, receiver_init_port,
-  receiver_alloc_port}} of the decode chosen (prefill and decode in turn); the stand-in waits for
-  the prefill's sender to report the transfer once per receiver TP rank (NOTIFY_WAIT_S at most),
-  then streams from the decode the ids and the prefill's first token with `max_tokens` one less,
-  after a first chunk carrying the prefill's token (a chat's converted to chat chunks). Where it
-  differs from LMCache's proxy: a request without `stream` gets one JSON answer, not the stream
-  (the proxy streams whatever was asked), and the answer's usage counts the whole answer (the
-  prompt, the prefill's token and the decode's), where the proxy passes the decode's usage on.
+- `lmcache-proxy` (LMCache 0.5.6 examples/disagg_prefill/disagg_proxy_server.py): the prompt (a
+  chat's messages) is tokenized by an engine (POST /tokenize, engines in turn); the prefill gets
+  the request with the token ids as its prompt, `max_tokens` 1 (and `max_completion_tokens` 1 when
+  given), every other field kept (`min_tokens` too, which vLLM then refuses above 1: HTTP 400, and
+  the proxy answers 500), `stream` false, no `stream_options`, and `kv_transfer_params`
+  {ret_first_tok, disagg_spec: {req_id, receiver_host, receiver_init_port, receiver_alloc_port}}
+  of the decode chosen (prefill and decode in turn). Every answer is then a stream, whatever the
+  client asked (content type application/json, as the proxy's StreamingResponse): first a chunk
+  with the prefill's token and usage null (a chat's after a role chunk), then, once the prefill's
+  sender reported the transfer once per receiver TP rank, the decode's own stream of the ids and
+  the prefill's first token with `max_tokens` one less, `stream` true and the client's
+  `stream_options` (a chat's chunks converted to chat chunks, a usage chunk passed on as it is:
+  the decode's count, of the prompt and the prefill's token, and of its own output). Where the
+  stand-in differs: it waits NOTIFY_WAIT_S at most for the transfer report (the proxy forever),
+  and says why it answers 500.
 """
 
 from __future__ import annotations
@@ -131,6 +135,8 @@ class Router:
 
     # ---- LMCache's PD proxy
     def _lmcache_proxy(self, path: str, body: dict[str, Any]) -> Outcome:
+        if "max_tokens" not in body:  # the proxy reads req_data["max_tokens"] (a KeyError: 500)
+            return _error(500, "the request has no max_tokens, which LMCache's PD proxy needs")
         turn = next(self._turn)
         prefill = self.engines.prefill[turn % len(self.engines.prefill)]
         decoder = self.engines.decode[turn % len(self.engines.decode)]
@@ -139,28 +145,64 @@ class Router:
         tokenizer = self.engines.all[turn % len(self.engines.all)]
         ids = upstream.request("POST", tokenizer, "/tokenize", asked).json()
         if not isinstance(ids, dict) or not isinstance(ids.get("tokens"), list):
-            return _error(502, "the engine's /tokenize gave no tokens")
+            return _error(500, "the engine's /tokenize gave no tokens")
         req_id = str(next(self._requests))
         first = _prefill_request(body, ids["tokens"], req_id, decoder)
         answer = upstream.request("POST", prefill, "/v1/completions", first)
-        head = answer.json()
-        if answer.status != 200 or not isinstance(head, dict):
-            return _error(answer.status if answer.status != 200 else 502, "prefill failed")
-        if not self.notified.wait(req_id, len(decoder.init_ports) or 1, NOTIFY_WAIT_S):
-            return _error(504, f"prefill did not report the KV transfer of request {req_id}")
+        text = answer.whole()
+        head = _parsed(text)
+        if answer.status != 200 or head is None:
+            why = text.decode("utf-8", "replace")[:300]
+            return _error(500, f"the prefill answered HTTP {answer.status}: {why}")
         rest = _decode_request(body, first, head)
+        ranks = len(decoder.init_ports) or 1
+        return Outcome(200, JSON, self._streamed(head, req_id, ranks, decoder, rest, chat))
+
+    def _streamed(
+        self,
+        head: dict[str, Any],
+        req_id: str,
+        ranks: int,
+        decoder: Decoder,
+        rest: dict[str, Any],
+        chat: bool,
+    ) -> Iterator[bytes]:
+        """The proxy's stream: the prefill's token first (after a role chunk for a chat), then,
+        once the transfer was reported, the decode's events (a chat's converted to chat chunks);
+        cut short, as the proxy's is, when the report or the decode fails."""
+        if chat:
+            yield _chunk(head, chat, None)
+        yield _chunk(head, chat, _text(head))
+        if not self.notified.wait(req_id, ranks, NOTIFY_WAIT_S):
+            return
         decoded = upstream.request("POST", decoder.url, "/v1/completions", rest)
-        if body.get("stream"):
-            return Outcome(decoded.status, JSON, _streamed(head, decoded, chat))
-        merged = _merged(head, decoded.json(), chat)
-        return Outcome(decoded.status, JSON, iter([json.dumps(merged).encode()]))
+        if decoded.status != 200:
+            decoded.whole()
+            return
+        pending = b""
+        for data in decoded.chunks():
+            pending += data
+            while b"\n\n" in pending:
+                line, pending = pending.split(b"\n\n", 1)
+                yield _converted(line) if chat else line + b"\n\n"
+        if pending:
+            yield pending
+
+
+def _parsed(text: bytes) -> dict[str, Any] | None:
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def _prefill_request(
     body: dict[str, Any], ids: list[Any], req_id: str, decoder: Decoder
 ) -> dict[str, Any]:
-    """The proxy's request to the prefill: the token ids, one token, the decoder's receiver."""
-    first = {k: v for k, v in body.items() if k not in ("messages", "stream_options")}
+    """The proxy's request to the prefill: the client's, with the token ids, one token, the
+    decoder's receiver, no stream."""
+    first = {k: v for k, v in body.items() if k != "stream_options"}
     first.update(prompt=ids, max_tokens=1, stream=False)
     if "max_completion_tokens" in body:
         first["max_completion_tokens"] = 1
@@ -178,15 +220,15 @@ def _decode_request(
     body: dict[str, Any], first: dict[str, Any], head: dict[str, Any]
 ) -> dict[str, Any]:
     """The proxy's request to the decode: the ids and the prefill's first token, one token less
-    to generate, streamed when the client streams."""
+    to generate, streamed with the client's stream_options (if any)."""
     rest = {k: v for k, v in first.items() if k != "kv_transfer_params"}
     token = (head.get("kv_transfer_params") or {}).get("first_tok")
-    wanted = int(body.get("max_tokens") or 16)
-    rest.update(prompt=[*first["prompt"], token], max_tokens=max(wanted - 1, 1))
+    rest.update(prompt=[*first["prompt"], token], max_tokens=int(body["max_tokens"]) - 1)
     if "max_completion_tokens" in body:
-        rest["max_completion_tokens"] = max(int(body["max_completion_tokens"]) - 1, 1)
-    if body.get("stream"):
-        rest.update(stream=True, stream_options=body.get("stream_options"))
+        rest["max_completion_tokens"] = int(body["max_completion_tokens"]) - 1
+    rest["stream"] = True
+    if "stream_options" in body:
+        rest["stream_options"] = body["stream_options"]
     return rest
 
 
@@ -194,104 +236,64 @@ def _host(url: str) -> str:
     return url.split("://", 1)[-1].rsplit(":", 1)[0]
 
 
-def _usage(head: dict[str, Any], usage: Any) -> dict[str, Any] | None:
-    """The whole answer's usage: the prompt as the prefill counted it, its token and the
-    decode's."""
-    if not isinstance(usage, dict):
-        return None
-    prompt = (head.get("usage") or {}).get("prompt_tokens", 0)
-    completion = 1 + int(usage.get("completion_tokens") or 0)
-    return {
-        **usage,
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-    }
-
-
 def _text(answer: dict[str, Any]) -> str:
     choices = answer.get("choices") or [{}]
     return str(choices[0].get("text") or "")
-
-
-def _merged(head: dict[str, Any], decoded: Any, chat: bool) -> dict[str, Any]:
-    """One JSON answer: the prefill's token, then the decode's text."""
-    rest = decoded if isinstance(decoded, dict) else {}
-    text = _text(head) + _text(rest)
-    choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": "length"}
-    if chat:
-        choice["message"] = {"role": "assistant", "content": text}
-    else:
-        choice["text"] = text
-    return {
-        "id": head.get("id"),
-        "object": "chat.completion" if chat else "text_completion",
-        "created": head.get("created"),
-        "model": head.get("model"),
-        "choices": [choice],
-        "usage": _usage(head, rest.get("usage")),
-    }
 
 
 def _event(payload: dict[str, Any]) -> bytes:
     return b"data: " + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
 
 
-def _chunk(head: dict[str, Any], chat: bool, text: str | None, finish: Any = None) -> bytes:
-    choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": finish}
+def _chunk(head: dict[str, Any], chat: bool, text: str | None) -> bytes:
+    """The proxy's own first chunks: a chat's role chunk (text None), or the prefill's token."""
+    choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": None}
     if chat:
         choice["delta"] = (
             {"role": "assistant", "content": ""} if text is None else {"content": text}
         )
+        kind = "chat.completion.chunk"
     else:
-        choice["text"] = text or ""
-    kind = "chat.completion.chunk" if chat else "text_completion"
-    return _event(
-        {
-            "id": head.get("id"),
-            "object": kind,
-            "created": head.get("created"),
-            "model": head.get("model"),
-            "choices": [choice],
-        }
-    )
+        choice.update(text=text or "", stop_reason=None)
+        kind = "text_completion"
+    payload = {
+        "id": head.get("id"),
+        "object": kind,
+        "created": head.get("created"),
+        "model": head.get("model"),
+        "choices": [choice],
+    }
+    if not chat:
+        payload["usage"] = None
+    return _event(payload)
 
 
-def _streamed(head: dict[str, Any], decoded: upstream.Answer, chat: bool) -> Iterator[bytes]:
-    """The proxy's stream: the prefill's token first (after a role chunk for a chat), then the
-    decode's events (converted to chat chunks for a chat; the usage made the whole answer's)."""
-    if chat:
-        yield _chunk(head, chat, None)
-    yield _chunk(head, chat, _text(head))
-    pending = b""
-    for data in decoded.chunks():
-        pending += data
-        while b"\n\n" in pending:
-            line, pending = pending.split(b"\n\n", 1)
-            yield _converted(head, line, chat)
-    if pending:
-        yield pending
-
-
-def _converted(head: dict[str, Any], line: bytes, chat: bool) -> bytes:
+def _converted(line: bytes) -> bytes:
+    """A decode event as the proxy passes it to a chat client: a chat chunk of its first choice;
+    an event without choices (the usage) or not JSON as it came."""
     if not line.startswith(b"data: ") or line.startswith(b"data: [DONE]"):
         return line + b"\n\n"
     try:
         event = json.loads(line[6:])
     except ValueError:
         return line + b"\n\n"
-    if event.get("usage"):
-        event["usage"] = _usage(head, event["usage"])
-    choices = event.get("choices") or []
-    if chat:
-        event["object"] = "chat.completion.chunk"
-        event["choices"] = [
-            {
-                "index": 0,
-                "delta": {"content": c.get("text", "")},
-                "logprobs": c.get("logprobs"),
-                "finish_reason": c.get("finish_reason"),
-            }
-            for c in choices
-        ]
-    return _event(event)
+    choices = event.get("choices") if isinstance(event, dict) else None
+    if not choices:
+        return line + b"\n\n"
+    choice = choices[0]
+    return _event(
+        {
+            "id": event.get("id"),
+            "object": "chat.completion.chunk",
+            "created": event.get("created"),
+            "model": event.get("model"),
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {"content": choice.get("text")},
+                    "logprobs": choice.get("logprobs"),
+                    "finish_reason": choice.get("finish_reason"),
+                }
+            ],
+        }
+    )

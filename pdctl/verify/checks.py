@@ -9,7 +9,9 @@ Checks, in the order they are reported:
 - models: GET /v1/models through the router lists the model (--model, else the first listed;
   skipped without that route, the model then comes from an engine).
 - engines-health: every engine (prefill, decode, both) answers GET /health with 200.
-- completion: a non-streaming POST /v1/completions through the router returns text and usage.
+- completion: a non-streaming POST /v1/completions through the router returns text and usage;
+  it warns when the router streams the answer although none was asked for (LMCache's PD proxy
+  streams every completion), with the text read from the stream.
 - chat-stream: a streaming POST /v1/chat/completions with stream_options.include_usage,
   timed on the client (repeated --requests times): TTFT, ITL, TPOT, end-to-end.
 - pd-prefill, pd-decode, pd-kv-transfer: the PD proof (pdctl/verify/proof.py). Against an
@@ -36,6 +38,7 @@ from pdctl.naming import ROLES
 from pdctl.verify import timing, ttft
 from pdctl.verify.client import Http, authorize, curl, parallel
 from pdctl.verify.judge import Connector
+from pdctl.verify.probe import read_answer
 from pdctl.verify.proof import pd_proof, resolve_connector
 from pdctl.verify.report import (
     AGGREGATED,
@@ -179,8 +182,8 @@ def _engines_health(http: Http, engines: tuple[Endpoint, ...]) -> Check:
     return Check("engines-health", Status.passed, f"{roles}: all 200", evidence, curl=commands)
 
 
-def _completion(http: Http, router: str, model: str, settings: Settings) -> Check:
-    url = join(router, "/v1/completions")
+def _completion(http: Http, router: Endpoint, model: str, settings: Settings) -> Check:
+    url = join(router.url or "", "/v1/completions")
     body = {
         "model": model,
         "prompt": "The capital of France is",
@@ -194,33 +197,35 @@ def _completion(http: Http, router: str, model: str, settings: Settings) -> Chec
         "status": reply.status,
         "elapsed_ms": round(reply.elapsed_ms, 1),
     }
-    answer = reply.json()
-    if not reply.ok or not isinstance(answer, dict):
+    answer = read_answer(reply.text) if reply.ok else None
+    if answer is None:
         evidence["error"] = reply.problem()
         return Check(
             "completion", Status.failed, f"POST {url}: {reply.problem()}", evidence, curl=command
         )
-    choices = answer.get("choices")
-    first = choices[0] if isinstance(choices, list) and choices else None
-    first = first if isinstance(first, dict) else {}
-    usage = answer.get("usage")
-    usage = usage if isinstance(usage, dict) else {}
-    text = first.get("text")
+    text = answer.choice.get("text")
+    tokens = answer.usage("completion_tokens")
     evidence.update(
-        prompt_tokens=usage.get("prompt_tokens"),
-        completion_tokens=usage.get("completion_tokens"),
-        finish_reason=first.get("finish_reason"),
+        prompt_tokens=answer.usage("prompt_tokens"),
+        completion_tokens=tokens,
+        finish_reason=answer.choice.get("finish_reason"),
         text=text[:200] if isinstance(text, str) else None,
+        streamed_events=answer.events,
     )
-    if not isinstance(text, str) or not (text or usage.get("completion_tokens")):
+    if not isinstance(text, str) or not (text or tokens):
         return Check(
             "completion", Status.failed, "the answer has no generated text", evidence, curl=command
         )
+    said = f"{tokens} tokens" if tokens is not None else "no usage"
+    summary = f"{said} in {reply.elapsed_ms:.0f} ms: {text.strip()[:60]!r}"
+    if not answer.streamed:
+        return Check("completion", Status.passed, summary, evidence, curl=command)
     summary = (
-        f"{usage.get('completion_tokens', '?')} tokens in {reply.elapsed_ms:.0f} ms: "
-        f"{text.strip()[:60]!r}"
+        f"the router {router.name} answered a non-streaming request with a stream "
+        f"({answer.events} data: events, as LMCache's PD proxy answers every completion): a "
+        f"client that wants one JSON answer cannot parse it; read from the stream: {summary}"
     )
-    return Check("completion", Status.passed, summary, evidence, curl=command)
+    return Check("completion", Status.warned, summary, evidence, curl=command)
 
 
 def _chat_stream(
@@ -351,7 +356,7 @@ def _run(http: Http, targets: Targets, settings: Settings) -> Report:
             pd_checks, connector = pd_proof(http, router, targets, model, settings)
             for check in pd_checks:
                 checks[check.id] = check
-            checks["completion"] = _completion(http, router, model, settings)
+            checks["completion"] = _completion(http, targets.router, model, settings)
             checks["chat-stream"], latency = _chat_stream(http, router, model, settings)
             checks["pd-ttft"] = _pd_ttft(http, router, targets, model, settings, checks)
     return Report(

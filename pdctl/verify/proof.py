@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -95,10 +96,15 @@ def _probe_curl(url: str, body: dict[str, Any], words: int) -> list[str]:
         f'PROMPT="{probe.PROBE_TAG} $(date +%s%N) $(for i in $(seq {repeat}); do '
         f"printf '%s ' {shlex.quote(sentence)}; done)\""
     )
+    return [prompt, _prompt_curl(url, body)]
+
+
+def _prompt_curl(url: str, body: dict[str, Any]) -> str:
+    """curl POSTing `body` with its prompt taken from $PROMPT."""
     data = json.dumps({**body, "prompt": "@PROMPT@"})
     left, right = data.split('"@PROMPT@"')
     quoted = shlex.quote(left + '"') + '"$PROMPT"' + shlex.quote('"' + right)
-    return [prompt, curl(url, shell_data=quoted)]
+    return curl(url, shell_data=quoted)
 
 
 def _transfer_evidence() -> Evidence:
@@ -176,10 +182,10 @@ def pd_proof(
     commands += _probe_curl(url, body, settings.prompt_words)
     commands += [_metrics_curl(e, names) for e in engines]
     reply = http.post(url, body)
-    answer = reply.json() if reply.ok else None
-    usage = answer.get("usage") if isinstance(answer, dict) else None
-    prompt_len = usage.get("prompt_tokens") if isinstance(usage, dict) else None
-    output_len = usage.get("completion_tokens") if isinstance(usage, dict) else None
+    counted = _probe_counts(http, reply, prefill[0], body)
+    prompt_len, output_len = counted.prompt, counted.output
+    if counted.tokenize is not None:
+        commands.append(_prompt_curl(counted.tokenize, probe.tokenize_request(model, "")))
 
     def judge_now() -> tuple[list[Check], list[Moves] | None]:
         after, problems = scrape_all(http, engines)
@@ -190,7 +196,7 @@ def pd_proof(
             judge.moves(e.name, e.role, before[e.name], after[e.name], model, evidence, connector)
             for e in engines
         ]
-        return _pd_verdicts(moves, reply, prompt_len, output_len, evidence, connector), moves
+        return _pd_verdicts(moves, counted, evidence, connector), moves
 
     verdicts, moves = probe.settle(judge_now, _passed, settings.settle)
     if moves is None:
@@ -204,6 +210,8 @@ def pd_proof(
             "prompt_words": settings.prompt_words,
             "prompt_tokens": prompt_len,
             "completion_tokens": output_len,
+            "counted_by": counted.counted_by,
+            "streamed_events": counted.events,
             "error": None if reply.ok else reply.problem(),
         },
         "engines": [m.as_dict() for m in moves],
@@ -211,6 +219,8 @@ def pd_proof(
     for check in verdicts:
         check.evidence = {**shared, **check.evidence}
         check.curl = commands
+        if counted.events and check.id in judge.PROOF:
+            check.details.append(f"the probe's tokens counted from its {counted.counted_by}")
     return verdicts, connector
 
 
@@ -224,18 +234,50 @@ def _check(verdict: Verdict) -> Check:
     )
 
 
+@dataclass(frozen=True)
+class Counted:
+    """The probe's prompt and output tokens, how they were counted, or what went wrong."""
+
+    prompt: int | None = None
+    output: int | None = None
+    problem: str | None = None
+    counted_by: str | None = None
+    events: int = 0  # server-sent events of a streamed answer (0: a JSON answer)
+    tokenize: str | None = None  # the /tokenize URL asked for a streamed answer's prompt
+
+
+def _probe_counts(http: Http, reply: Reply, engine: Endpoint, body: dict[str, Any]) -> Counted:
+    """The probe's token counts: its JSON answer's usage; for an answer streamed although the
+    probe asked for none (LMCache's PD proxy), the prefill engine's /tokenize and the stream's
+    finish_reason (pdctl/verify/probe.py says why not the stream's usage)."""
+    if not reply.ok:
+        return Counted(problem=reply.problem())
+    answer = probe.read_answer(reply.text)
+    if answer is None:
+        return Counted(problem="the probe's answer is neither JSON nor server-sent events of JSON")
+    if not answer.streamed:
+        prompt, output = answer.usage("prompt_tokens"), answer.usage("completion_tokens")
+        if isinstance(prompt, int) and isinstance(output, int):
+            return Counted(prompt, output, counted_by="the answer's usage")
+        return Counted(problem="the probe's answer has no usage")
+    url = join(engine.url or "", "/tokenize")
+    tokenized = http.post(url, probe.tokenize_request(str(body["model"]), str(body["prompt"])))
+    found = tokenized.json() if tokenized.ok else None
+    prompt, output, missing = probe.streamed_counts(answer, found, int(body["max_tokens"]))
+    if not tokenized.ok:
+        missing = f"POST {url}: {tokenized.problem()}"
+    how = f"streamed answer: prompt by POST /tokenize on {engine.name}, output by finish_reason"
+    problem = None if missing is None else f"the answer came streamed, unasked; {missing}"
+    return Counted(prompt, output, problem, how, answer.events, url)
+
+
 def _pd_verdicts(
-    moves: list[Moves],
-    reply: Reply,
-    prompt_len: Any,
-    output_len: Any,
-    evidence: Evidence,
-    connector: Connector,
+    moves: list[Moves], counted: Counted, evidence: Evidence, connector: Connector
 ) -> list[Check]:
-    if not reply.ok or not isinstance(prompt_len, int) or not isinstance(output_len, int):
-        why = reply.problem() if not reply.ok else "the probe's answer has no usage"
-        return _all(Status.failed, f"the PD probe failed: {why}")
-    return [_check(v) for v in judge.proof(moves, prompt_len, output_len, evidence, connector)]
+    if counted.prompt is None or counted.output is None or counted.problem is not None:
+        return _all(Status.failed, f"the PD probe failed: {counted.problem}")
+    checks = judge.proof(moves, counted.prompt, counted.output, evidence, connector)
+    return [_check(v) for v in checks]
 
 
 RDMA_ADVICE = (

@@ -653,6 +653,87 @@ def settle(
         time.sleep(SETTLE_POLL)
 
 
+@dataclass(frozen=True)
+class Answer:
+    """A completion's answer: the JSON object, or one assembled from a stream's events (the
+    choices' texts joined, the last finish_reason and usage given); `events` counts those
+    (0: one JSON answer)."""
+
+    body: dict[str, Any]
+    events: int = 0
+
+    @property
+    def streamed(self) -> bool:
+        return self.events > 0
+
+    def usage(self, key: str) -> Any:
+        usage = self.body.get("usage")
+        return usage.get(key) if isinstance(usage, dict) else None
+
+    @property
+    def choice(self) -> dict[str, Any]:
+        choices = self.body.get("choices")
+        first = choices[0] if isinstance(choices, list) and choices else None
+        return first if isinstance(first, dict) else {}
+
+
+def read_answer(text: str) -> Answer | None:
+    """The answer in a completion's body: JSON, or `data:` lines (None: neither)."""
+    try:
+        body = json.loads(text)
+    except (ValueError, RecursionError):
+        return _assembled(text)
+    return Answer(body) if isinstance(body, dict) else None
+
+
+def _assembled(text: str) -> Answer | None:
+    events = []
+    for line in text.splitlines():
+        data = line[5:].strip() if line.startswith("data:") else ""
+        if not data or data == "[DONE]":
+            continue
+        try:
+            event = json.loads(data)
+        except (ValueError, RecursionError):
+            return None
+        if isinstance(event, dict):
+            events.append(event)
+    if not events:
+        return None
+    texts, finish, usage = [], None, None
+    for event in events:
+        for choice in event.get("choices") or []:
+            if isinstance(choice, dict):
+                texts.append(str(choice.get("text") or ""))
+                finish = choice.get("finish_reason") or finish
+        usage = event.get("usage") if isinstance(event.get("usage"), dict) else usage
+    choice = {"index": 0, "text": "".join(texts), "finish_reason": finish}
+    return Answer({"choices": [choice], "usage": usage}, len(events))
+
+
+def tokenize_request(model: str, prompt: str) -> dict[str, Any]:
+    """vLLM's POST /tokenize body for the probe's prompt (special tokens added, as a completion
+    adds them)."""
+    return {"model": model, "prompt": prompt}
+
+
+def streamed_counts(
+    answer: Answer, tokenized: Any, max_tokens: int
+) -> tuple[int | None, int | None, str | None]:
+    """The prompt and output token counts of a streamed answer, and what is missing: the prompt's
+    from the engine's /tokenize answer (`count`), the output's max_tokens when the stream ended
+    by length (the probe asks for ignore_eos)."""
+    count = tokenized.get("count") if isinstance(tokenized, dict) else None
+    prompt = count if isinstance(count, int) and count > 0 else None
+    finish = answer.choice.get("finish_reason")
+    output = max_tokens if finish == "length" else None
+    if prompt is None:
+        return None, output, "the engine's /tokenize gave no token count of the prompt"
+    if output is None:
+        return prompt, None, f"the stream ended with finish_reason {finish!r}, not 'length'"
+    return prompt, output, None
+
+
 # ---- scripts/canary_driver.py -------------------------------------------------------------------
 
 EXIT = {"pass": 0, "fail": 1, "recomputed": 2, "slow": 3}
@@ -805,6 +886,28 @@ def facts(verdicts: list[Verdict], moved: list[Moves]) -> dict[str, Any]:
     }
 
 
+def _counts(
+    answer: Answer | None, targets: Targets, body: dict[str, Any], headers: dict[str, str], url: str
+) -> dict[str, int]:
+    """The probe's prompt and completion tokens: its JSON answer's usage, or for an answer the
+    router streamed unasked (LMCache's PD proxy), a prefill engine's /tokenize and the stream's
+    finish_reason (pdctl/verify/probe.py says why)."""
+    if answer is None:
+        raise Problem(f"{url}: the answer is neither JSON nor server-sent events of JSON")
+    if not answer.streamed:
+        counts = {k: answer.usage(k) for k in ("prompt_tokens", "completion_tokens")}
+        if not all(isinstance(v, int) for v in counts.values()):
+            raise Problem(f"{url}: the answer has no usage")
+        return counts
+    engine = next(base for _, role, base in targets if role == "prefill")
+    asked = tokenize_request(body["model"], body["prompt"])
+    tokenized = json.loads(http(f"{engine}/tokenize", asked, headers))
+    prompt, output, missing = streamed_counts(answer, tokenized, body["max_tokens"])
+    if prompt is None or output is None:
+        raise Problem(f"{url}: the answer came streamed, unasked; {missing}")
+    return {"prompt_tokens": prompt, "completion_tokens": output, "streamed_events": answer.events}
+
+
 def probe(config: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
     targets = engines(config)
     before = scrape(targets)
@@ -812,12 +915,8 @@ def probe(config: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
     key = os.environ.get("PD_CANARY_API_KEY")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     url = config["router"].rstrip("/") + "/v1/completions"
-    answer = json.loads(http(url, body, headers, timeout=config["timeoutSeconds"]))
-    usage = answer.get("usage") if isinstance(answer, dict) else None
-    if not isinstance(usage, dict) or not all(
-        isinstance(usage.get(k), int) for k in ("prompt_tokens", "completion_tokens")
-    ):
-        raise Problem(f"{url}: the answer has no usage")
+    answer = read_answer(http(url, body, headers, timeout=config["timeoutSeconds"]))
+    usage = _counts(answer, targets, body, headers, url)
     verdicts, moved = settle(
         lambda: judged(config, targets, before, scrape(targets), usage),
         lambda found: proven(found[0]),
