@@ -112,21 +112,17 @@ def test_bench_goes_through_the_proxy_as_the_bench_phase_asks(tmp_path: Path) ->
     assert run.BENCH_PROMPT == 2048 and run.BENCH_OUTPUT == 128
 
 
-def test_each_engine_gets_an_empty_prometheus_folder_of_its_own(tmp_path: Path) -> None:
-    engines = [
-        local.Process("p", "prefill", ["vllm"], {}, 1, "/health"),
-        local.Process("d", "decode", ["vllm"], {}, 2, "/health"),
-    ]
-    stale = tmp_path / "p" / "counter_1.db"
-    stale.parent.mkdir()
-    stale.write_bytes(b"old")
-    found = [lmcache_pair.prometheus_dir(e, tmp_path)["PROMETHEUS_MULTIPROC_DIR"] for e in engines]
-    assert found == [str(tmp_path / "p"), str(tmp_path / "d")]
-    assert all(Path(f).is_dir() and not list(Path(f).iterdir()) for f in found)
-    named = local.Process(
-        "x", "decode", ["vllm"], {"PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "own")}, 3, "/"
-    )
-    assert lmcache_pair.prometheus_dir(named, tmp_path)["PROMETHEUS_MULTIPROC_DIR"].endswith("own")
+def test_the_engines_count_lmcaches_metrics_in_folders_of_their_own(
+    plan: dict[str, Any], tmp_path: Path
+) -> None:
+    """The chart renders PROMETHEUS_MULTIPROC_DIR on LMCache engines (without it vLLM's /metrics
+    has none of LMCache's); `run` gives each engine a folder of its own, as pdctl up does."""
+    from pdctl.local import multiproc
+
+    engines = [local.Process(**e) for e in plan["engines"]]
+    assert all(e.env[multiproc.ENV] == "/tmp/prometheus" for e in engines)
+    multiproc.own_folders(engines, tmp_path)
+    assert len({e.env[multiproc.ENV] for e in engines}) == len(engines) == 2
 
 
 def test_the_script_answers_help_on_cpu(

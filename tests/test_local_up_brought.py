@@ -75,6 +75,12 @@ def test_up_verify_down(form: str, helm4: Helm, state_home: Path) -> None:
     assert "router: the pd-stack router stand-in" in result.stderr  # changed from the render
     found = state.Folder.of(RELEASE).read_state()
     assert found is not None and "stand-in" in found["router_by"]
+    # LMCache's metrics reach /metrics through PROMETHEUS_MULTIPROC_DIR: the chart's, one folder
+    # each on this host (pdctl.local.multiproc), there and empty at start.
+    planned = state.Folder.of(RELEASE).read_layout().engines
+    folders = {Path(e.env["PROMETHEUS_MULTIPROC_DIR"]) for e in planned}
+    assert len(folders) == len(planned) and all(f.is_dir() for f in folders)
+    assert all(f.parent == state.Folder.of(RELEASE).path / "prometheus" for f in folders)
 
     verified = runner.invoke(app, VERIFY)
     assert verified.exit_code == 0, verified.output

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.real_engines import measure, model_dir, run  # noqa: E402
-from pdctl.local import flags  # noqa: E402
+from pdctl.local import flags, multiproc  # noqa: E402
 from pdctl.local import layout as local  # noqa: E402
 
 CURRENT = ROOT / "tutorials/assets/values-19-lmcache-pd.yaml"
@@ -290,13 +290,10 @@ def variant(
     model = run.served_model(engines[0])
     began = time.monotonic()
     try:
-        per_engine = {
-            e.name: {**env, **prometheus_dir(e, out / f"prometheus-{name}")} for e in engines
-        }
-        part["prometheus_multiproc_dir"] = {
-            e: v["PROMETHEUS_MULTIPROC_DIR"] for e, v in per_engine.items()
-        }
-        popens = [(e, processes.launch(e, per_engine[e.name])) for e in engines]
+        # The chart's PROMETHEUS_MULTIPROC_DIR (an emptyDir per pod), one folder per engine here.
+        part["prometheus_multiproc_dir"] = multiproc.own_folders(engines, out / f"prom-{name}")
+        multiproc.fresh(engines)
+        popens = [(e, processes.launch(e, env)) for e in engines]
         deadline = time.monotonic() + timeout
         for engine, popen in popens:
             processes.wait_healthy(engine, popen, deadline)
@@ -457,19 +454,6 @@ def _delta(before: str, after: str) -> dict[str, float]:
 
     then, now = values(before), values(after)
     return {k: round(v - then.get(k, 0.0), 6) for k, v in now.items() if v != then.get(k, 0.0)}
-
-
-def prometheus_dir(engine: local.Process, root: Path) -> dict[str, str]:
-    """PROMETHEUS_MULTIPROC_DIR for one engine, created and emptied: the one its env names, else a
-    folder of its own under `root`. Without it vLLM's /metrics lacks LMCache's metrics (LMCache
-    counts in the engine core, another process than the API server: LMCache's
-    docs/source/production/observability/vllm_endpoint.rst); each engine needs its own (a
-    shared folder would mix two engines' counters; pods each have their own)."""
-    folder = Path(engine.env.get("PROMETHEUS_MULTIPROC_DIR") or root / engine.name)
-    folder.mkdir(parents=True, exist_ok=True)
-    for stale in folder.glob("*.db"):
-        stale.unlink()
-    return {"PROMETHEUS_MULTIPROC_DIR": str(folder)}
 
 
 def _progress(out: Path, line: str) -> None:
