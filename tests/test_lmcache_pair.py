@@ -36,6 +36,11 @@ def test_the_proxy_reaches_the_planned_engines_on_loopback(plan: dict[str, Any])
         assert _flag(proxy, flag) == local.LOOPBACK
     assert _flag(proxy, "--port") == str(plan["router"]["port"])
     assert _flag(proxy, "--model") == str(run.MODEL_DIR)
+    # Rendered for the LMCache release whose script runs (0.4.4 and later size a semaphore over
+    # the decoder's PD buffer): that buffer, LMCache's chunk size.
+    assert plan["set"] == [f"routerSpec.lmcacheProxy.lmcacheVersion={lmcache_pair.LMCACHE_VERSION}"]
+    assert _flag(proxy, "--pd-buffer-size") == engines["decode"]["env"]["LMCACHE_PD_BUFFER_SIZE"]
+    assert _flag(proxy, "--chunk-size") == "256" and proxy.count("--model") == 1
     sender, receiver = engines["prefill"]["env"], engines["decode"]["env"]
     assert sender["LMCACHE_PD_PROXY_HOST"] == local.LOOPBACK
     assert sender["LMCACHE_PD_PROXY_PORT"] == _flag(proxy, "--proxy-port")
@@ -46,7 +51,12 @@ def test_the_proxy_reaches_the_planned_engines_on_loopback(plan: dict[str, Any])
 
 def test_every_change_from_the_render_is_listed(plan: dict[str, Any]) -> None:
     changes = "\n".join(plan["changes"])
-    for said in ("--model", "LMCACHE_PD_PROXY_HOST", "/opt/venv/bin/vllm -> vllm", "dummy"):
+    for said in (
+        "--model meta-llama/Llama-3.1-8B-Instruct -> ",
+        "LMCACHE_PD_PROXY_HOST",
+        "/opt/venv/bin/vllm -> vllm",
+        "dummy",
+    ):
         assert said in changes
     assert "vllm-router" not in changes and "static mode" not in changes
     assert "stand-in" not in changes  # the real proxy plays the router here
