@@ -80,6 +80,24 @@ REFUSED = {
         lambda v: v["routerSpec"]["labels"].__setitem__("environment", "x" * 64),
         "environment",
     ),
+    "prometheus multiproc dir on a path the chart mounts": (
+        lambda v: v["servingEngineSpec"]["modelSpec"][0]["vllmConfig"].__setitem__(
+            "prometheusMultiprocDir", "/dev/shm"
+        ),
+        "prometheusMultiprocDir",
+    ),
+    "prometheus multiproc dir not absolute": (
+        lambda v: v["servingEngineSpec"]["modelSpec"][0]["vllmConfig"].__setitem__(
+            "prometheusMultiprocDir", "tmp/prom"
+        ),
+        "prometheusMultiprocDir",
+    ),
+    "prometheus multiproc dir a chart mount spelt otherwise": (
+        lambda v: v["servingEngineSpec"]["modelSpec"][0]["vllmConfig"].__setitem__(
+            "prometheusMultiprocDir", "/data/"
+        ),
+        "prometheusMultiprocDir",
+    ),
     "gpu memory utilization above 1": (
         lambda v: v["servingEngineSpec"]["modelSpec"][0]["vllmConfig"].__setitem__(
             "gpuMemoryUtilization", 1.5
