@@ -102,6 +102,14 @@ def test_up_verify_down(form: str, helm4: Helm, state_home: Path) -> None:
         assert checks["completion"]["status"] == "pass"
         assert probe["streamed_events"] == 0 and probe["counted_by"] == "the answer's usage"
 
+    # bench asks for exact lengths with ignore_eos alone: no min_tokens, which LMCache's proxy
+    # would keep on the prefill's one-token request (vLLM's 400, the proxy's 500).
+    argv = ["bench", "-o", "json", "--input-len", "60", "--output-len", "6", "--output-spread", "0"]
+    benched = runner.invoke(app, [*argv, "--concurrency", "2", "--requests", "4"])
+    assert benched.exit_code == 0, benched.output
+    (step,) = json.loads(benched.stdout)["steps"]
+    assert step["succeeded"] == 4 and step["errors"] == 0
+
     urls = [found["router"], *(e["url"] for e in found["engines"])]
     pids = [int(p) for p in found["pids"].values()]
     stopped = runner.invoke(app, ["down"])
