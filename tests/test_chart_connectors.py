@@ -204,6 +204,46 @@ def test_lmcache_receiver_ports_per_tp_rank(helm4: Helm, tmp_path: Path) -> None
     assert {"lmc-init-1", "lmc-alloc-1"} <= set(service_ports(objects, "llama-decode"))
 
 
+def _multiproc(objects: list[manifests.Manifest], pool: str) -> tuple[Any, list[Any], list[Any]]:
+    """The engine's PROMETHEUS_MULTIPROC_DIR, the mounts at it, and the volumes named for it."""
+    env = env_of(engine(objects, pool)).get("PROMETHEUS_MULTIPROC_DIR")
+    mounts = [m for m in engine(objects, pool)["volumeMounts"] if m["mountPath"] == env]
+    volumes = [
+        v for v in pod(objects, pool)["spec"]["volumes"] if v["name"] == "prometheus-multiproc"
+    ]
+    return env, mounts, volumes
+
+
+def test_lmcache_engines_count_in_a_prometheus_multiproc_dir_of_their_own(
+    lmcache: list[manifests.Manifest],
+) -> None:
+    """LMCache counts in vLLM's engine core: its metrics reach /metrics only with
+    PROMETHEUS_MULTIPROC_DIR, an empty folder of the pod's own (an emptyDir)."""
+    for pool in ("llama-prefill", "llama-decode"):
+        env, mounts, volumes = _multiproc(lmcache, pool)
+        assert env == "/tmp/prometheus"
+        assert mounts == [{"name": "prometheus-multiproc", "mountPath": "/tmp/prometheus"}]
+        assert volumes == [{"name": "prometheus-multiproc", "emptyDir": {}}]
+
+
+def test_prometheus_multiproc_dir_is_a_value(helm4: Helm, tmp_path: Path) -> None:
+    """Off with "", elsewhere with a path (any pool), a volume of the user's own where
+    extraVolumeMounts mount one there; not on other connectors' pools by default."""
+    values = load_values(ASSETS / "values-19-lmcache-pd.yaml")
+    prefill, decode = values["servingEngineSpec"]["modelSpec"]
+    prefill["vllmConfig"]["prometheusMultiprocDir"] = ""
+    decode["vllmConfig"]["prometheusMultiprocDir"] = "/run/prom"
+    decode["extraVolumes"] = [{"name": "mine", "emptyDir": {"medium": "Memory"}}]
+    decode["extraVolumeMounts"] = [{"name": "mine", "mountPath": "/run/prom"}]
+    objects = render_file(helm4, write_values(tmp_path, values, "v.yaml"))
+    assert _multiproc(objects, "llama-prefill") == (None, [], [])
+    env, mounts, volumes = _multiproc(objects, "llama-decode")
+    assert env == "/run/prom" and mounts == [{"name": "mine", "mountPath": "/run/prom"}]
+    assert volumes == []
+    nixl = render_file(helm4, ASSETS / "values-17-nixl-vllm-router.yaml")
+    assert _multiproc(nixl, "qwen-prefill") == (None, [], [])
+
+
 # ---- Mooncake (tutorial 20 and a static-router scenario) ---------------------------------
 
 

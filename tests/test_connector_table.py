@@ -82,10 +82,12 @@ def chart_env(
 ) -> set[str]:
     """Env names of an engine container that its connector rendered: all but what every engine
     gets (HF_*, POD_IP, UCX_*, VLLM_API_KEY, VLLM_USE_V1 from vllmConfig.v1, OTEL_* from
-    servingEngineSpec.tracing) and the user's own."""
+    servingEngineSpec.tracing, PROMETHEUS_MULTIPROC_DIR from vllmConfig or the table's
+    prometheusMultiprocDir: tests/test_chart_connectors.py) and the user's own."""
     engine = values.get("servingEngineSpec", {})
     user = [*engine.get("env", []), *spec.get("env", [])]
     common = {"PYTHONHASHSEED", "HF_HOME", "POD_IP", "HF_TOKEN_PATH", "UCX_TLS", "UCX_NET_DEVICES"}
+    common.add("PROMETHEUS_MULTIPROC_DIR")
     if "v1" in spec.get("vllmConfig", {}):
         common.add("VLLM_USE_V1")
     if "vllmApiKey" in engine:

@@ -36,6 +36,11 @@ def test_the_proxy_reaches_the_planned_engines_on_loopback(plan: dict[str, Any])
         assert _flag(proxy, flag) == local.LOOPBACK
     assert _flag(proxy, "--port") == str(plan["router"]["port"])
     assert _flag(proxy, "--model") == str(run.MODEL_DIR)
+    # Rendered for the LMCache release whose script runs (0.4.4 and later size a semaphore over
+    # the decoder's PD buffer): that buffer, LMCache's chunk size.
+    assert plan["set"] == [f"routerSpec.lmcacheProxy.lmcacheVersion={lmcache_pair.LMCACHE_VERSION}"]
+    assert _flag(proxy, "--pd-buffer-size") == engines["decode"]["env"]["LMCACHE_PD_BUFFER_SIZE"]
+    assert _flag(proxy, "--chunk-size") == "256" and proxy.count("--model") == 1
     sender, receiver = engines["prefill"]["env"], engines["decode"]["env"]
     assert sender["LMCACHE_PD_PROXY_HOST"] == local.LOOPBACK
     assert sender["LMCACHE_PD_PROXY_PORT"] == _flag(proxy, "--proxy-port")
@@ -46,7 +51,12 @@ def test_the_proxy_reaches_the_planned_engines_on_loopback(plan: dict[str, Any])
 
 def test_every_change_from_the_render_is_listed(plan: dict[str, Any]) -> None:
     changes = "\n".join(plan["changes"])
-    for said in ("--model", "LMCACHE_PD_PROXY_HOST", "/opt/venv/bin/vllm -> vllm", "dummy"):
+    for said in (
+        "--model meta-llama/Llama-3.1-8B-Instruct -> ",
+        "LMCACHE_PD_PROXY_HOST",
+        "/opt/venv/bin/vllm -> vllm",
+        "dummy",
+    ):
         assert said in changes
     assert "vllm-router" not in changes and "static mode" not in changes
     assert "stand-in" not in changes  # the real proxy plays the router here
@@ -112,21 +122,17 @@ def test_bench_goes_through_the_proxy_as_the_bench_phase_asks(tmp_path: Path) ->
     assert run.BENCH_PROMPT == 2048 and run.BENCH_OUTPUT == 128
 
 
-def test_each_engine_gets_an_empty_prometheus_folder_of_its_own(tmp_path: Path) -> None:
-    engines = [
-        local.Process("p", "prefill", ["vllm"], {}, 1, "/health"),
-        local.Process("d", "decode", ["vllm"], {}, 2, "/health"),
-    ]
-    stale = tmp_path / "p" / "counter_1.db"
-    stale.parent.mkdir()
-    stale.write_bytes(b"old")
-    found = [lmcache_pair.prometheus_dir(e, tmp_path)["PROMETHEUS_MULTIPROC_DIR"] for e in engines]
-    assert found == [str(tmp_path / "p"), str(tmp_path / "d")]
-    assert all(Path(f).is_dir() and not list(Path(f).iterdir()) for f in found)
-    named = local.Process(
-        "x", "decode", ["vllm"], {"PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "own")}, 3, "/"
-    )
-    assert lmcache_pair.prometheus_dir(named, tmp_path)["PROMETHEUS_MULTIPROC_DIR"].endswith("own")
+def test_the_engines_count_lmcaches_metrics_in_folders_of_their_own(
+    plan: dict[str, Any], tmp_path: Path
+) -> None:
+    """The chart renders PROMETHEUS_MULTIPROC_DIR on LMCache engines (without it vLLM's /metrics
+    has none of LMCache's); `run` gives each engine a folder of its own, as pdctl up does."""
+    from pdctl.local import multiproc
+
+    engines = [local.Process(**e) for e in plan["engines"]]
+    assert all(e.env[multiproc.ENV] == "/tmp/prometheus" for e in engines)
+    multiproc.own_folders(engines, tmp_path)
+    assert len({e.env[multiproc.ENV] for e in engines}) == len(engines) == 2
 
 
 def test_the_script_answers_help_on_cpu(

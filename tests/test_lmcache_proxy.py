@@ -115,6 +115,68 @@ def test_tutorial_proxy(helm4: Helm, tmp_path: Path) -> None:
         assert_kube_valid(objects, kube)
 
 
+# LMCache 0.4.4 to 0.5.6 (the sdists on PyPI; none of them in 0.4.3): the script also sizes a
+# semaphore over the decoder's PD buffer from the model's config.json.
+PROXY_FLAGS_0_4_4 = PROXY_FLAGS_0_3_7 | {"--model", "--pd-buffer-size", "--chunk-size"}
+
+
+@pytest.mark.parametrize(
+    ("edit", "sized"),
+    [
+        ({"tag": "v0.5.6"}, True),  # lmcache/vllm-openai:vX.Y.Z carries LMCache X.Y.Z
+        ({"tag": "v0.4.4"}, True),
+        ({"tag": "v0.4.3"}, False),
+        ({"tag": "nightly-2026-12-01"}, True),  # not known: the newest script's flags
+        ({"tag": "nightly-2026-12-01", "lmcacheVersion": "0.3.7"}, False),
+    ],
+)
+def test_the_proxys_flags_are_its_releases(
+    helm4: Helm, tmp_path: Path, edit: dict[str, str], sized: bool
+) -> None:
+    """From LMCache 0.4.4 the chart renders --model (the pools' model, whose config.json the
+    script reads: with the pool's Hugging Face token, mounted as the engines mount it),
+    --pd-buffer-size (the smallest decode PD buffer: the proxy must not admit more KV than a
+    receiver holds) and --chunk-size (LMCache's default, 256)."""
+    values = copy.deepcopy(BASE)
+    for spec in values["servingEngineSpec"]["modelSpec"]:
+        spec["tag"] = edit["tag"]
+    if "lmcacheVersion" in edit:
+        values["routerSpec"]["lmcacheProxy"]["lmcacheVersion"] = edit["lmcacheVersion"]
+    objects = objects_of(helm4, tmp_path, values)
+    router = proxy(objects)
+    flags = options(router["args"])
+    volumes = manifests.find(objects, "Deployment", RELEASE.router_deployment)["spec"]["template"][
+        "spec"
+    ]["volumes"]
+    if not sized:
+        assert set(flags) <= PROXY_FLAGS_0_3_7 and "env" not in router
+        assert [v["name"] for v in volumes] == ["lmcache-pd-proxy"]
+        return
+    assert set(flags) <= PROXY_FLAGS_0_4_4
+    assert flags["--model"] == "meta-llama/Llama-3.1-8B-Instruct"
+    assert flags["--pd-buffer-size"] == "2147483648"  # the decode pool's kvBufferSize
+    assert flags["--chunk-size"] == "256"
+    assert env_of(router)["HF_TOKEN_PATH"] == "/var/run/secrets/huggingface/token"
+    (token,) = [v for v in volumes if v["name"] == "hf-token"]
+    assert token["secret"]["secretName"] == "hf-credentials"
+    assert {"name": "hf-token", "mountPath": "/var/run/secrets/huggingface", "readOnly": True} in (
+        router["volumeMounts"]
+    )
+    for kube in ("1.29.0", "1.35.0"):
+        assert_kube_valid(objects, kube)
+
+
+def test_the_proxys_buffer_is_the_smallest_decoders(helm4: Helm, tmp_path: Path) -> None:
+    values = copy.deepcopy(BASE)
+    values["routerSpec"]["lmcacheProxy"]["lmcacheVersion"] = "0.5.6"
+    second = copy.deepcopy(values["servingEngineSpec"]["modelSpec"][1])
+    second.update(name="llama-decode-2", labels={"model": "llama-decode-2"})
+    second["kvTransfer"]["kvBufferSize"] = 1073741824
+    values["servingEngineSpec"]["modelSpec"].append(second)
+    flags = options(proxy(objects_of(helm4, tmp_path, values))["args"])
+    assert flags["--pd-buffer-size"] == "1073741824"
+
+
 def test_helm_test_skips_health_for_the_proxy(helm4: Helm, tmp_path: Path) -> None:
     objects = objects_of(helm4, tmp_path, BASE)
     test_pod = manifests.find(objects, "Pod", RELEASE.router_test)
@@ -161,7 +223,8 @@ def test_script_inside_the_image(helm4: Helm, tmp_path: Path) -> None:
     router = proxy(objects)
     assert router["command"] == ["/opt/venv/bin/python", path]
     assert router["image"] == "lmcache/vllm-openai:nightly-2025-10-01"
-    assert "volumeMounts" not in router
+    # No script to mount; a nightly's script reads the model's config (--model): the token.
+    assert [m["name"] for m in router["volumeMounts"]] == ["hf-token"]
     pod = manifests.find(objects, "Deployment", RELEASE.router_deployment)["spec"]["template"]
     assert pod["spec"]["imagePullSecrets"] == [{"name": "lmcache-registry"}]
 

@@ -236,3 +236,34 @@ def test_the_stand_in_plays_the_rendered_router_with_its_env_still_checked(
     env.append({"name": "LD_PRELOAD", "value": "/tmp/evil.so"})
     with pytest.raises(InputError, match="env LD_PRELOAD of the router .*--allow-env LD_PRELOAD"):
         local.plan(objects, "pd", local.Options(engine="sim"))
+
+
+def test_each_lmcache_engine_gets_a_prometheus_folder_of_its_own(
+    helm4: Helm, tmp_path: Path
+) -> None:
+    """The chart gives each LMCache pod an emptyDir at PROMETHEUS_MULTIPROC_DIR; on one host each
+    engine gets a folder of its own under the state folder, emptied (a link in its place removed,
+    not followed) before it starts; engines without the variable get none."""
+    from pdctl.local import multiproc
+
+    values = Path(__file__).resolve().parent.parent / "tutorials/assets/values-19-lmcache-pd.yaml"
+    objects = pipeline.render(pipeline.load_values([str(values)]), helm_path=str(helm4.path))
+    layout = local.plan(objects.objects, "pd", local.Options(engine="sim"))
+    assert {e.env[multiproc.ENV] for e in layout.engines} == {"/tmp/prometheus"}  # as rendered
+    changes = multiproc.own_folders(layout.engines, tmp_path / "prometheus")
+    folders = [Path(e.env[multiproc.ENV]) for e in layout.engines]
+    assert folders == [tmp_path / "prometheus" / e.name for e in layout.engines]
+    assert len(changes) == 1 and "a folder of its own" in changes[0]
+    stale = folders[0] / "counter_1.db"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"an earlier run's")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep").write_text("not ours")
+    folders[1].parent.mkdir(exist_ok=True)
+    folders[1].symlink_to(elsewhere)
+    multiproc.fresh(layout.engines)
+    assert all(f.is_dir() and not f.is_symlink() and not list(f.iterdir()) for f in folders)
+    assert (elsewhere / "keep").exists()
+    bare = local.Process("x", "decode", ["vllm"], {}, 1)
+    assert multiproc.own_folders([bare], tmp_path) == [] and bare.env == {}

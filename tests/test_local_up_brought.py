@@ -75,6 +75,12 @@ def test_up_verify_down(form: str, helm4: Helm, state_home: Path) -> None:
     assert "router: the pd-stack router stand-in" in result.stderr  # changed from the render
     found = state.Folder.of(RELEASE).read_state()
     assert found is not None and "stand-in" in found["router_by"]
+    # LMCache's metrics reach /metrics through PROMETHEUS_MULTIPROC_DIR: the chart's, one folder
+    # each on this host (pdctl.local.multiproc), there and empty at start.
+    planned = state.Folder.of(RELEASE).read_layout().engines
+    folders = {Path(e.env["PROMETHEUS_MULTIPROC_DIR"]) for e in planned}
+    assert len(folders) == len(planned) and all(f.is_dir() for f in folders)
+    assert all(f.parent == state.Folder.of(RELEASE).path / "prometheus" for f in folders)
 
     verified = runner.invoke(app, VERIFY)
     assert verified.exit_code == 0, verified.output
@@ -95,6 +101,14 @@ def test_up_verify_down(form: str, helm4: Helm, state_home: Path) -> None:
     else:
         assert checks["completion"]["status"] == "pass"
         assert probe["streamed_events"] == 0 and probe["counted_by"] == "the answer's usage"
+
+    # bench asks for exact lengths with ignore_eos alone: no min_tokens, which LMCache's proxy
+    # would keep on the prefill's one-token request (vLLM's 400, the proxy's 500).
+    argv = ["bench", "-o", "json", "--input-len", "60", "--output-len", "6", "--output-spread", "0"]
+    benched = runner.invoke(app, [*argv, "--concurrency", "2", "--requests", "4"])
+    assert benched.exit_code == 0, benched.output
+    (step,) = json.loads(benched.stdout)["steps"]
+    assert step["succeeded"] == 4 and step["errors"] == 0
 
     urls = [found["router"], *(e["url"] for e in found["engines"])]
     pids = [int(p) for p in found["pids"].values()]

@@ -51,6 +51,10 @@ def _set_pool(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
     return lambda v: v["servingEngineSpec"]["modelSpec"][0].__setitem__(key, value)
 
 
+def _set_vllm(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda v: v["servingEngineSpec"]["modelSpec"][0]["vllmConfig"].__setitem__(key, value)
+
+
 def _set_lmcache(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
     return lambda v: v["servingEngineSpec"]["modelSpec"][0]["lmcacheConfig"].__setitem__(key, value)
 
@@ -80,10 +84,20 @@ REFUSED = {
         lambda v: v["routerSpec"]["labels"].__setitem__("environment", "x" * 64),
         "environment",
     ),
+    "prometheus multiproc dir on a path the chart mounts": (
+        _set_vllm("prometheusMultiprocDir", "/dev/shm"),
+        "prometheusMultiprocDir",
+    ),
+    "prometheus multiproc dir not absolute": (
+        _set_vllm("prometheusMultiprocDir", "tmp/prom"),
+        "prometheusMultiprocDir",
+    ),
+    "prometheus multiproc dir a chart mount spelt otherwise": (
+        _set_vllm("prometheusMultiprocDir", "/data/"),
+        "prometheusMultiprocDir",
+    ),
     "gpu memory utilization above 1": (
-        lambda v: v["servingEngineSpec"]["modelSpec"][0]["vllmConfig"].__setitem__(
-            "gpuMemoryUtilization", 1.5
-        ),
+        _set_vllm("gpuMemoryUtilization", 1.5),
         "gpuMemoryUtilization",
     ),
 }

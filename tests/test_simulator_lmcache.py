@@ -80,3 +80,18 @@ def test_settings_come_from_lmcaches_env() -> None:
         ("h", 7401),
     ]
     assert lmcache.settings({"LMCACHE_LOCAL_CPU": "True"}) is None  # LMCache without PD
+
+
+@pytest.mark.parametrize(("folder", "exported"), [("", False), ("/tmp/prometheus", True)])
+def test_lmcaches_metrics_need_prometheus_multiproc_dir(
+    monkeypatch: pytest.MonkeyPatch, folder: str, exported: bool
+) -> None:
+    """As on vLLM: LMCache counts in the engine core, and /metrics shows it only in
+    prometheus_client's multiprocess mode (PROMETHEUS_MULTIPROC_DIR set)."""
+    from pdctl.simulator import options, serve
+
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", folder)
+    config = '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_consumer"}'
+    argv = ["serve", "meta-llama/Llama-3.1-8B-Instruct", "--kv-transfer-config", config]
+    engine = serve.build(options.parse(argv)).engine
+    assert ("lmcache:num_lookup_hits_total" in engine.metrics()) is exported

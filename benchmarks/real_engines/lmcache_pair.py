@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.real_engines import measure, model_dir, run  # noqa: E402
-from pdctl.local import flags  # noqa: E402
+from pdctl.local import flags, multiproc  # noqa: E402
 from pdctl.local import layout as local  # noqa: E402
 
 CURRENT = ROOT / "tutorials/assets/values-19-lmcache-pd.yaml"
@@ -40,7 +40,10 @@ TUTORIAL = ROOT / "tutorials/assets/values-16-disagg-prefill.yaml"
 RELEASE = "pd"
 # Where build_lmcache.sh unpacks LMCache's source release on the GPU host: the proxy script is an
 # example of that release (examples/disagg_prefill/disagg_proxy_server.py), not part of the wheel.
-LMCACHE_SOURCE = Path("/tmp/lmcache-0.5.6")
+LMCACHE_VERSION = "0.5.6"
+LMCACHE_SOURCE = Path(f"/tmp/lmcache-{LMCACHE_VERSION}")
+# The chart renders the proxy's flags for the LMCache release of its script: this one's.
+PROXY_RELEASE = f"routerSpec.lmcacheProxy.lmcacheVersion={LMCACHE_VERSION}"
 PROXY_SCRIPT = LMCACHE_SOURCE / "examples/disagg_prefill/disagg_proxy_server.py"
 # The LMCache settings each form is about (LMCacheEngineConfig attributes).
 FORM_KEYS = (
@@ -64,10 +67,10 @@ LMCACHE_LOG = re.compile(r"LMCache (WARNING|ERROR)|Unknown configuration key|dep
 # --- plan: render with pdctl's pipeline (needs helm) ----------------------------------------------
 
 
-def _render(values: Path) -> list[dict[str, Any]]:
+def _render(values: Path, sets: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     from pdctl import pipeline
 
-    return pipeline.render(pipeline.load_values([str(values)])).objects
+    return pipeline.render(pipeline.load_values([str(values)], sets)).objects
 
 
 def _container(objects: list[dict[str, Any]], name: str) -> dict[str, Any]:
@@ -114,10 +117,11 @@ def _proxy(
     ):
         argv = flags.replace(argv, flag, value)
     changes.append("proxy: loopback host/port, the engines' loopback URLs and LMCache ports")
-    # LMCache >= 0.5 sizes its PD-buffer semaphore from the model's config.json (--model, default
-    # the Hugging Face id meta-llama/Llama-3.1-8B-Instruct, which it fetches): no network here.
-    argv += ["--model", str(run.MODEL_DIR)]
-    changes.append(f"proxy: --model {run.MODEL_DIR} (LMCache 0.5.6's script reads config.json)")
+    # The script sizes its PD-buffer semaphore from the model's config.json (--model, rendered as
+    # the pools' Hugging Face id, which it would fetch): the local model folder instead.
+    rendered = argv[argv.index("--model") + 1]
+    argv = flags.replace(argv, "--model", str(run.MODEL_DIR))
+    changes.append(f"proxy: --model {rendered} -> {run.MODEL_DIR} (the script reads config.json)")
     # FastAPI serves /docs: the proxy's only GET route (its own routes are POST).
     return local.Process(local.ROUTER, local.ROUTER, argv, {}, port, "/docs"), changes
 
@@ -157,7 +161,7 @@ def _tutorial_env(objects: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
 def plan_command(args: argparse.Namespace) -> int:
     from pdctl import manifests
 
-    objects = _render(args.values)
+    objects = _render(args.values, (PROXY_RELEASE,))
     router = manifests.summarize(objects).router["name"]
     engines = _engines(objects, router)
     proxy, proxy_changes = _proxy(_container(objects, router), engines, run.FIRST_PORT + 50)
@@ -171,6 +175,7 @@ def plan_command(args: argparse.Namespace) -> int:
     changes = [*kept, *_command(engines), *_sender_proxy(engines), *proxy_changes]
     plan = {
         "values": str(args.values.relative_to(ROOT)),
+        "set": [PROXY_RELEASE],
         "engines": [asdict(e) for e in engines.engines],
         "router": asdict(proxy),
         "changes": changes,
@@ -290,13 +295,10 @@ def variant(
     model = run.served_model(engines[0])
     began = time.monotonic()
     try:
-        per_engine = {
-            e.name: {**env, **prometheus_dir(e, out / f"prometheus-{name}")} for e in engines
-        }
-        part["prometheus_multiproc_dir"] = {
-            e: v["PROMETHEUS_MULTIPROC_DIR"] for e, v in per_engine.items()
-        }
-        popens = [(e, processes.launch(e, per_engine[e.name])) for e in engines]
+        # The chart's PROMETHEUS_MULTIPROC_DIR (an emptyDir per pod), one folder per engine here.
+        part["prometheus_multiproc_dir"] = multiproc.own_folders(engines, out / f"prom-{name}")
+        multiproc.fresh(engines)
+        popens = [(e, processes.launch(e, env)) for e in engines]
         deadline = time.monotonic() + timeout
         for engine, popen in popens:
             processes.wait_healthy(engine, popen, deadline)
@@ -457,19 +459,6 @@ def _delta(before: str, after: str) -> dict[str, float]:
 
     then, now = values(before), values(after)
     return {k: round(v - then.get(k, 0.0), 6) for k, v in now.items() if v != then.get(k, 0.0)}
-
-
-def prometheus_dir(engine: local.Process, root: Path) -> dict[str, str]:
-    """PROMETHEUS_MULTIPROC_DIR for one engine, created and emptied: the one its env names, else a
-    folder of its own under `root`. Without it vLLM's /metrics lacks LMCache's metrics (LMCache
-    counts in the engine core, another process than the API server: LMCache's
-    docs/source/production/observability/vllm_endpoint.rst); each engine needs its own (a
-    shared folder would mix two engines' counters; pods each have their own)."""
-    folder = Path(engine.env.get("PROMETHEUS_MULTIPROC_DIR") or root / engine.name)
-    folder.mkdir(parents=True, exist_ok=True)
-    for stale in folder.glob("*.db"):
-        stale.unlink()
-    return {"PROMETHEUS_MULTIPROC_DIR": str(folder)}
 
 
 def _progress(out: Path, line: str) -> None:

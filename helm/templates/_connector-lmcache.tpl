@@ -22,7 +22,7 @@ comma-separated.
 {{- $env = append $env (dict "name" "LMCACHE_TRANSFER_CHANNEL" "value" "nixl") -}}
 {{- $env = append $env (dict "name" "LMCACHE_NIXL_BACKENDS" "value" (join "," ($lmc.nixlBackends | default (list "UCX")))) -}}
 {{- $env = append $env (dict "name" "LMCACHE_PD_ROLE" "value" (ternary "sender" "receiver" (eq .kvRole "kv_producer"))) -}}
-{{- $env = append $env (dict "name" "LMCACHE_PD_BUFFER_SIZE" "value" (toString (int64 (.kt.kvBufferSize | default 1073741824)))) -}}
+{{- $env = append $env (dict "name" "LMCACHE_PD_BUFFER_SIZE" "value" (include "pd-stack.lmcacheBufferSize" .kt)) -}}
 {{- $env = append $env (dict "name" "LMCACHE_PD_BUFFER_DEVICE" "value" (.kt.kvBufferDevice | default "cuda")) -}}
 {{- if eq .kvRole "kv_producer" -}}
 {{- /* proxyHost/proxyPort, else the LMCache proxy the chart deploys (routerSpec.type lmcache-proxy). */ -}}
@@ -39,4 +39,10 @@ comma-separated.
 {{- end -}}
 {{- end -}}
 {{- toYaml $env -}}
+{{- end -}}
+
+{{/* A pool's LMCache PD buffer in bytes (pd_buffer_size), from its kvTransfer (.): kvBufferSize, else
+1 GiB. */}}
+{{- define "pd-stack.lmcacheBufferSize" -}}
+{{- toString (int64 (.kvBufferSize | default 1073741824)) -}}
 {{- end -}}

@@ -96,7 +96,7 @@ duplicate env names) and users can override UCX_* and LMCACHE_*.
        default); vLLM's keep-alive (5 s) would reset them: llm-d's P/D guide sets 120. */ -}}
 {{- $env = append $env (dict "name" "VLLM_HTTP_TIMEOUT_KEEP_ALIVE" "value" "120") -}}
 {{- end -}}
-{{- with $vllm.prometheusMultiprocDir -}}
+{{- with include "pd-stack.prometheusMultiprocDir" . -}}
 {{- $env = append $env (dict "name" "PROMETHEUS_MULTIPROC_DIR" "value" .) -}}
 {{- end -}}
 {{- $tracing := .root.Values.servingEngineSpec.tracing | default dict -}}
@@ -119,6 +119,33 @@ duplicate env names) and users can override UCX_* and LMCACHE_*.
 {{- if not $later -}}{{- $merged = append $merged $entry -}}{{- end -}}
 {{- end -}}
 {{- toYaml $merged -}}
+{{- end -}}
+
+{{/*
+The engine's PROMETHEUS_MULTIPROC_DIR (ctx: root, spec), "" for none: vllmConfig.prometheusMultiprocDir
+when set ("" turns it off), else the pool's connector's (files/connectors.yaml
+prometheusMultiprocDir: LMCache's). The pod mounts an emptyDir there (pd-stack.prometheusMultiprocMount),
+so the folder exists, starts empty and is the pod's own, as prometheus_client's multiprocess mode
+needs.
+*/}}
+{{- define "pd-stack.prometheusMultiprocDir" -}}
+{{- $vllm := .spec.vllmConfig | default dict -}}
+{{- if hasKey $vllm "prometheusMultiprocDir" -}}
+{{- $vllm.prometheusMultiprocDir | default "" -}}
+{{- else -}}
+{{- (include "pd-stack.poolConnector" . | fromJson).prometheusMultiprocDir | default "" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Whether the chart mounts an emptyDir at the engine's PROMETHEUS_MULTIPROC_DIR ("true" or ""):
+where there is one, unless the pool's extraVolumeMounts mount a volume of their own there. */}}
+{{- define "pd-stack.prometheusMultiprocMount" -}}
+{{- with include "pd-stack.prometheusMultiprocDir" . -}}
+{{- $dir := . -}}
+{{- $own := false -}}
+{{- range $.spec.extraVolumeMounts | default list -}}{{- if eq (toString .mountPath) $dir -}}{{- $own = true -}}{{- end -}}{{- end -}}
+{{- if not $own -}}true{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Ports the engine container listens on, as a YAML list: HTTP, then the connector's listeners. */}}

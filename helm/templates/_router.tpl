@@ -197,6 +197,9 @@ src/routers/http/vllm_pd_router.rs), always through a secretKeyRef.
 {{- $env = append $env (dict "name" . "valueFrom" (dict "secretKeyRef" $ref)) -}}
 {{- end -}}
 {{- end -}}
+{{- if and (eq (include "pd-stack.routerType" .) "lmcache-proxy") (include "pd-stack.lmcacheProxyToken" . | fromJson) -}}
+{{- $env = concat $env (include "pd-stack.hfTokenEnv" . | fromYamlArray) -}}
+{{- end -}}
 {{- with dig "logLevel" "" ($router.lmcacheConfig | default dict) -}}
 {{- $env = append $env (dict "name" "LMCACHE_LOG_LEVEL" "value" .) -}}
 {{- end -}}
@@ -336,7 +339,8 @@ proxy runs the engines' LMCache.
 {{- if eq .base "lmc-init" -}}{{- $init = append $init (include "pd-stack.int" (dict "key" "kvTransfer.lmcache.peerInitPort" "value" .containerPort)) -}}{{- end -}}
 {{- if eq .base "lmc-alloc" -}}{{- $alloc = append $alloc (include "pd-stack.int" (dict "key" "kvTransfer.lmcache.peerAllocPort" "value" .containerPort)) -}}{{- end -}}
 {{- end -}}
-{{- $_ := set $out "decodePools" (append $out.decodePools (dict "pool" $spec.name "init" (join "," $init) "alloc" (join "," $alloc) "replicas" (int (dig "replicaCount" 1 $spec)))) -}}
+{{- $buffer := include "pd-stack.lmcacheBufferSize" ($spec.kvTransfer | default dict) -}}
+{{- $_ := set $out "decodePools" (append $out.decodePools (dict "pool" $spec.name "init" (join "," $init) "alloc" (join "," $alloc) "replicas" (int (dig "replicaCount" 1 $spec)) "buffer" $buffer)) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
@@ -344,6 +348,11 @@ proxy runs the engines' LMCache.
 {{- $_ := set $out "image" (include "pd-stack.poolImage" (dict "spec" .spec)) -}}
 {{- $_ := set $out "pythonCtx" (dict "spec" .spec) -}}
 {{- $_ := set $out "pullSecret" (.spec.imagePullSecret | default "") -}}
+{{- $_ := set $out "model" (toString .spec.modelURL) -}}
+{{- $tag := toString (.spec.tag | default "") -}}
+{{- if and (regexMatch "(^|/)lmcache/vllm-openai$" (toString .spec.repository)) (regexMatch "^v?[0-9]+[.][0-9]+[.][0-9]+$" $tag) -}}
+{{- $_ := set $out "lmcacheVersion" (trimPrefix "v" $tag) -}}
+{{- end -}}
 {{- end -}}
 {{- toJson $out -}}
 {{- end -}}
@@ -361,13 +370,46 @@ file disagg_proxy_server.py of scriptConfigMap, mounted at /opt/lmcache-pd-proxy
 {{- end -}}
 
 {{/*
+The LMCache release whose proxy script the chart runs (root): routerSpec.lmcacheProxy.lmcacheVersion,
+else the tag vX.Y.Z of the LMCache pools' image lmcache/vllm-openai (whose tags are LMCache's
+releases), else "" (not known: another image, a nightly).
+*/}}
+{{- define "pd-stack.lmcacheProxyVersion" -}}
+{{- $lp := .Values.routerSpec.lmcacheProxy | default dict -}}
+{{- $lp.lmcacheVersion | default (include "pd-stack.lmcacheProxyPools" . | fromJson).lmcacheVersion | default "" -}}
+{{- end -}}
+
+{{/* Whether LMCache's proxy script takes --model and the sizing flags (root): "true" or "". */}}
+{{- define "pd-stack.lmcacheProxySizing" -}}
+{{- include "pd-stack.connectorTable" . -}}
+{{- $proxy := get .pdStackConnectors.connectors.LMCacheConnectorV1.routers "lmcache-proxy" -}}
+{{- $version := include "pd-stack.lmcacheProxyVersion" . -}}
+{{- if or (not $version) (semverCompare $proxy.sizingFlags $version) -}}true{{- end -}}
+{{- end -}}
+
+{{/* The Hugging Face token LMCache's proxy reads --model's config.json with (root): the Secret
+reference of the LMCache pool whose modelURL it is (pd-stack.hfTokenRef), when the script takes
+--model; {} otherwise. The proxy mounts it as the engines do (HF_TOKEN_PATH). */}}
+{{- define "pd-stack.lmcacheProxyToken" -}}
+{{- $pools := include "pd-stack.lmcacheProxyPools" . | fromJson -}}
+{{- if and (include "pd-stack.lmcacheProxySizing" .) $pools.pythonCtx -}}
+{{- include "pd-stack.hfTokenRef" (dict "root" . "spec" $pools.pythonCtx.spec) -}}
+{{- else -}}{}{{- end -}}
+{{- end -}}
+
+{{/*
 Command line of LMCache's PD proxy: the image's Python runs the script with the flags of LMCache
 0.3.7's examples/disagg_prefill/disagg_proxy_server.py (parse_args): HTTP on
 0.0.0.0:<containerPort>; --prefiller-host/--decoder-host the pools' Services, comma separated, with
 one --prefiller-port/--decoder-port (the script pairs a single port with every host); the receivers'
 --decoder-init-port/--decoder-alloc-port, one per TP rank (one list for every decode pool, so the
 checks make the decode pools agree); its ZMQ PULL socket on 0.0.0.0:<notifyPort> (--proxy-host,
---proxy-port; the script binds tcp://<proxy-host>:<proxy-port>). Then routerSpec.extraArgs.
+--proxy-port; the script binds tcp://<proxy-host>:<proxy-port>). With a script that takes them
+(files/connectors.yaml sizingFlags: LMCache 0.4.4 and later, and a release not known, as the
+repository's newest script and nightly images have them): --model, the LMCache pools' modelURL
+(the script reads its config.json for the KV bytes per token), --pd-buffer-size, the smallest
+decode pool's PD buffer (the proxy admits a request only while its KV fits, so it must not count
+on more than any receiver has), --chunk-size, LMCache's default. Then routerSpec.extraArgs.
 */}}
 {{- define "pd-stack.lmcacheProxyCommand" -}}
 {{- $router := .Values.routerSpec -}}
@@ -380,6 +422,12 @@ checks make the decode pools agree); its ZMQ PULL socket on 0.0.0.0:<notifyPort>
 {{- $args = concat $args (list "--decoder-host" (join "," $pools.decode) "--decoder-port" $port) -}}
 {{- $args = concat $args (list "--decoder-init-port" ($first.init | default "") "--decoder-alloc-port" ($first.alloc | default "")) -}}
 {{- $args = concat $args (list "--proxy-host" "0.0.0.0" "--proxy-port" (include "pd-stack.lmcacheProxyNotifyPort" .)) -}}
+{{- if include "pd-stack.lmcacheProxySizing" . -}}
+{{- $proxy := get .pdStackConnectors.connectors.LMCacheConnectorV1.routers "lmcache-proxy" -}}
+{{- $smallest := int64 0 -}}
+{{- range $pools.decodePools -}}{{- $buffer := int64 .buffer -}}{{- if or (eq $smallest 0) (lt $buffer $smallest) -}}{{- $smallest = $buffer -}}{{- end -}}{{- end -}}
+{{- $args = concat $args (list "--model" ($pools.model | default "") "--pd-buffer-size" (toString $smallest) "--chunk-size" (toString $proxy.chunkSize)) -}}
+{{- end -}}
 {{- toYaml (dict "command" (list $python (include "pd-stack.lmcacheProxyScript" .)) "args" (concat $args ($router.extraArgs | default list))) -}}
 {{- end -}}
 

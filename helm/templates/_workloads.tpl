@@ -288,6 +288,10 @@ spec:
         - name: chat-templates
           mountPath: /templates
         {{- end }}
+        {{- if include "pd-stack.prometheusMultiprocMount" $ctx }}
+        - name: prometheus-multiproc
+          mountPath: {{ include "pd-stack.prometheusMultiprocDir" $ctx }}
+        {{- end }}
         {{- with $spec.extraVolumeMounts }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -321,6 +325,11 @@ spec:
       persistentVolumeClaim:
         claimName: vllm-templates-pvc
       {{- end }}
+    {{- end }}
+    {{- if include "pd-stack.prometheusMultiprocMount" $ctx }}
+    # PROMETHEUS_MULTIPROC_DIR: prometheus_client's multiprocess files, empty at start, per pod.
+    - name: prometheus-multiproc
+      emptyDir: {}
     {{- end }}
     {{- with $spec.extraVolumes }}
     {{- toYaml . | nindent 4 }}

@@ -30,7 +30,7 @@ import yaml
 
 from pdctl import defaults, files, manifests, naming, pipeline, process
 from pdctl.errors import EnvironmentProblem, InputError, PdctlError, UsageError
-from pdctl.local import consent, layout, ownership, routers, state, supervisor
+from pdctl.local import consent, layout, multiproc, ownership, routers, state, supervisor
 from pdctl.models import catalog
 
 ROUTER = "vllm-router"
@@ -283,6 +283,7 @@ def plan(source: Source, options: UpOptions, say: Say) -> tuple[Started, dict[st
         planned.router.argv[0] = router_binary()
     env = _token_env(planned, options.hf_token_file)
     folder = state.Folder.of(options.release)
+    planned.changes += multiproc.own_folders(planned.engines, folder.path / "prometheus")
     started = Started(planned, why, folder, _tag_warnings(planned, vllm), layout.shown(env))
     return started, env
 
@@ -354,6 +355,7 @@ def up(
         started, env = plan(source, options, say)
         on_plan(started)
         _fresh_logs(folder)
+        multiproc.fresh(started.layout.engines)
         folder.write_layout(started.layout)
         os.environ.update(env)  # the supervisor's environment, which its processes inherit
         if options.foreground:

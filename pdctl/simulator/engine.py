@@ -145,7 +145,8 @@ class Shape:
     max_model_len: int = 8192
     prefix_caching: bool = True
     nixl: bool = True  # NixlConnector configured; without it kv_transfer_params are ignored
-    with_lmcache: bool = False  # LMCacheConnectorV1 configured (exports LMCache's counters)
+    # LMCacheConnectorV1 configured and PROMETHEUS_MULTIPROC_DIR set: exports LMCache's counters
+    with_lmcache: bool = False
     lmcache_pd: lmcache.Settings | None = None  # and its PD settings (pdctl.simulator.lmcache)
 
     @property

@@ -13,6 +13,7 @@ from typing import Any
 
 from pdctl import defaults
 from pdctl.errors import UsageError
+from pdctl.local.multiproc import ENV as MULTIPROC_ENV
 from pdctl.simulator import lmcache
 
 # The connectors the simulator models: vLLM's NIXL, and LMCache's PD (pdctl.simulator.lmcache)
@@ -58,6 +59,10 @@ class Options:
     prefix_caching: bool
     connector: str | None  # one of CONNECTORS, or None (aggregated)
     lmcache_pd: lmcache.Settings | None  # LMCache's PD settings (LMCacheConnectorV1 only)
+    # PROMETHEUS_MULTIPROC_DIR set: vLLM serves LMCache's metrics, counted in its engine core,
+    # only in prometheus_client's multiprocess mode (LMCache's
+    # docs/source/production/observability/vllm_endpoint.rst)
+    lmcache_metrics: bool
     side_host: str
     side_port: int
     gpu: str
@@ -153,6 +158,7 @@ def parse(argv: list[str]) -> Options:
         prefix_caching=args.enable_prefix_caching,
         connector=connector,
         lmcache_pd=lmcache.from_environment() if connector == CONNECTORS[1] else None,
+        lmcache_metrics=bool(os.environ.get(MULTIPROC_ENV)),
         side_host=os.environ.get("VLLM_NIXL_SIDE_CHANNEL_HOST") or SIDE_CHANNEL_HOST,
         side_port=_side_port(),
         gpu=args.sim_gpu,

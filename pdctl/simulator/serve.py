@@ -54,7 +54,7 @@ def build(options: Options) -> Built:
         max_model_len=options.max_model_len or arch.max_positions,  # vLLM: the config's
         prefix_caching=options.prefix_caching,
         nixl=options.connector == CONNECTORS[0],
-        with_lmcache=options.connector == CONNECTORS[1],
+        with_lmcache=options.connector == CONNECTORS[1] and options.lmcache_metrics,
         lmcache_pd=options.lmcache_pd,
     )
     sized = model.timing(
