@@ -145,3 +145,20 @@ def test_the_script_answers_help_on_cpu(
     assert exited.value.code == 0
     assert all(word in printed for word in ("plan", "forms", "run"))
     assert Path(lmcache_pair.PROXY_SCRIPT).name == "disagg_proxy_server.py"
+
+
+def test_a_stalled_bench_step_ends_the_steps_and_every_result_is_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 2026-12-04 lease: the pair stopped answering in the first step and the lease ended
+    before the record was written. Each pdctl result is written at once; a step with no end stops
+    the later ones. pdctl itself is replaced by a test double (`sleep`) that never answers."""
+    (tmp_path / "config.json").write_text(run.DEFAULT_CONFIG.read_text())
+    monkeypatch.setattr(run, "MODEL_DIR", tmp_path)
+    monkeypatch.setattr(run, "PDCTL", ["sh", "-c", "sleep 5", "pdctl"])
+    monkeypatch.setattr(lmcache_pair, "BENCH_STEP_LIMIT_S", 0.1)
+    monkeypatch.setattr(lmcache_pair, "_scrape", lambda url: "")
+    steps = lmcache_pair.bench_steps(["--url", "http://r"], "m", "http://s", tmp_path / "bench")
+    assert [s["exit_code"] for s in steps] == [None]
+    kept = json.loads((tmp_path / "bench-1.result.json").read_text())
+    assert kept["error"].startswith("no end in") and kept["argv"][0] == "bench"

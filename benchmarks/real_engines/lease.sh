@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One lease of the GPU host, call by call: what ran there for the records of 2026-12-04
-# (README.md beside this file, "One lease"). The host has torch 2.11.0+cu130 and no network; a
+# One lease of the GPU host, call by call, as it ran for benchmarks/records/lmcache-h200-1gpu-stall.json
+# (README.md beside this file, "LMCache PD"). The host has torch 2.11.0+cu130 and no network; a
 # call carries at most 64 MiB, so vLLM 0.26.0 and the packages it needs travel as one tar of
 # wheels split in parts (`.carry/N/`, git-ignored), with LMCache's source release and its build's
 # wheels (build_lmcache.sh fetch) in the first.

@@ -250,18 +250,24 @@ def _scrape(url: str) -> str:
         return str(response.read().decode())
 
 
-def _pdctl(argv: list[str], timeout: float) -> dict[str, Any]:
+def _pdctl(argv: list[str], timeout: float, keep: Path) -> dict[str, Any]:
+    """One pdctl command; its result also written to `keep` at once (a GPU lease can end before
+    the record is: the 2026-12-04 lease lost verify's output that way)."""
+    found: dict[str, Any] = {"argv": argv}
     try:
         done = subprocess.run(
             [*run.PDCTL, *argv], capture_output=True, text=True, check=False, timeout=timeout
         )
     except subprocess.TimeoutExpired:
-        return {"argv": argv, "exit_code": None, "error": f"no end in {timeout:.0f}s"}
-    try:
-        result: Any = json.loads(done.stdout)
-    except ValueError:
-        result = {"stdout": done.stdout[-3000:], "stderr": done.stderr[-3000:]}
-    return {"argv": argv, "exit_code": done.returncode, "result": result}
+        found.update(exit_code=None, error=f"no end in {timeout:.0f}s")
+    else:
+        try:
+            result: Any = json.loads(done.stdout)
+        except ValueError:
+            result = {"stdout": done.stdout[-3000:], "stderr": done.stderr[-3000:]}
+        found.update(exit_code=done.returncode, result=result)
+    keep.write_text(json.dumps(found, indent=1))
+    return found
 
 
 def _log_lines(path: Path, pattern: re.Pattern[str], limit: int = 60) -> list[str]:
@@ -310,6 +316,7 @@ def variant(
         part["verify"] = _pdctl(
             ["verify", *urls, "--connector", "LMCacheConnectorV1", "--requests", "2", "-o", "json"],
             300,
+            out / f"verify-{name}.json",
         )
         _progress(out, f"{name}: verify exit {part['verify']['exit_code']}")
         part["bench"] = bench_steps(urls, model, prefill.url, out / f"bench-{name}")
@@ -328,6 +335,11 @@ def variant(
     part["ucx"] = run.ucx_lines(logs, engines) if logs.exists() else []
     part["wall_s"] = round(time.monotonic() - began, 1)
     return part
+
+
+# A step of 16 requests takes well under a minute on an H200; one that has not ended in this time
+# waits on a pair that stopped answering (the 2026-12-04 lease: 7 minutes, then the next step).
+BENCH_STEP_LIMIT_S = 180
 
 
 def bench_argv(urls: list[str], model: str, dataset: Path, concurrency: str) -> list[str]:
@@ -352,7 +364,7 @@ def bench_steps(urls: list[str], model: str, sender: str, stem: Path) -> list[di
         )
         argv = bench_argv(urls, model, dataset, concurrency)
         before = _scrape(sender)
-        done = _pdctl(argv, 420)
+        done = _pdctl(argv, BENCH_STEP_LIMIT_S, dataset.with_suffix(".result.json"))
         after = _scrape(sender)
         done["argv"] = [a if a != str(dataset) else dataset.name for a in argv]
         steps = (
@@ -361,6 +373,8 @@ def bench_steps(urls: list[str], model: str, sender: str, stem: Path) -> list[di
         wall = steps[0].get("duration_s") if steps else None
         done["lmcache_kv"] = lmcache_kv(before, after, per_token, wall)
         found.append(done)
+        if done["exit_code"] is None:  # the pair stopped answering: later steps would wait too
+            break
     return found
 
 
