@@ -276,8 +276,11 @@ def main() -> int:
     parser.add_argument("--wave", choices=sorted(WAVES), required=True)
     parser.add_argument("--record", type=Path, required=True)
     parser.add_argument("--startup-timeout", type=float, default=480.0)
+    parser.add_argument("--only", action="append", default=[], help="a model of the wave (repeat)")
     args = parser.parse_args()
-    models = WAVES[args.wave]
+    models = tuple(m for m in WAVES[args.wave] if not args.only or m.name in args.only)
+    if not models:
+        parser.error(f"--only: none of {args.only} is in wave {args.wave}")
     work = Path(tempfile.mkdtemp(prefix=f"accuracy-{args.wave}-"))
     processes = run.Processes(work)
     record: dict[str, Any] = {

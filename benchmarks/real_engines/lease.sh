@@ -7,8 +7,8 @@
 #
 #   stash N       move the parts carried in .carry/N to /tmp/parts (every carrying call)
 #   build         start build_lmcache.sh on /tmp/parts in the background (after part 1)
-#   install SHA   join the parts, check the tar's sha256, pip install every wheel in it and the
-#                 LMCache wheel the build made into /tmp/site
+#   install SHA   join the parts, check the tar's sha256, pip install every wheel in it (and the
+#                 LMCache wheel, when `build` ran) into /tmp/site
 #   drive PLAN [VARIANT...]  in the background: the LMCache pair (lmcache_pair.py run, one start
 #                 per --variant), then accuracy.py's fp8 wave; results in /tmp/out
 #   wait SECONDS  follow the driver until it ends or SECONDS pass; copy /tmp/out to $OUT
@@ -37,6 +37,17 @@ install() {
   cat "$PARTS"/p0 "$PARTS"/q0 "$PARTS"/q1 "$PARTS"/q2 "$PARTS"/q3 >/tmp/wheels.tar
   echo "$sha  /tmp/wheels.tar" | sha256sum -c -
   mkdir -p /tmp/wheels && tar -xf /tmp/wheels.tar -C /tmp/wheels && rm /tmp/wheels.tar
+  local wheels=(/tmp/wheels/*.whl)
+  if [[ -f /tmp/build.log ]]; then # LMCache's build was started: wait for its wheel
+    wait_build
+    wheels+=(/tmp/lmcache-wheel/*.whl)
+  fi
+  python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" "${wheels[@]}"
+  python3 -c "import vllm, nixl; print('vllm', vllm.__version__)"
+  if [[ -f /tmp/build.log ]]; then python3 -c "import lmcache.cuda_ops"; fi
+}
+
+wait_build() {
   until grep -q "built in" /tmp/build.log; do
     if ! pgrep -f "build_lmcache.sh build" >/dev/null; then
       tail -30 /tmp/build.log
@@ -45,9 +56,6 @@ install() {
     sleep 5
   done
   tail -1 /tmp/build.log
-  python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" \
-    /tmp/wheels/*.whl /tmp/lmcache-wheel/*.whl
-  python3 -c "import vllm, lmcache.cuda_ops, nixl; print('vllm', vllm.__version__)"
 }
 
 drive() {
