@@ -79,3 +79,21 @@ def test_the_fp8_wave_covers_both_kernel_families_an_moe_and_an_fp8_kv_cache() -
     blocks = [m for m in wave if m.quantization and m.quantization.get("weight_block_size")]
     assert {accuracy.config(m).get("num_experts") is not None for m in blocks} == {True, False}
     assert any(m.args[-2:] == ("--kv-cache-dtype", "fp8") for m in wave)
+
+
+def test_an_fp8_kv_cache_as_nvidia_ships_it_holds_the_tokens_vllm_logged(tmp_path: Path) -> None:
+    """benchmarks/records/fp8-h200-modelopt-start.json: Llama-3.1-8B with ModelOpt's
+    hf_quant_config.json, --kv-cache-dtype auto, 10 GiB of KV: vLLM 0.26 logged 163,840 tokens
+    (FP8, 64 KiB a token). pdctl reads the checkpoint folder as vLLM does and counts the same."""
+    from pdctl.models import config as model_config
+    from pdctl.models import memory
+
+    record = json.loads((ROOT / "benchmarks/records/fp8-h200-modelopt-start.json").read_text())
+    (model,) = record["models"].values()
+    (wave_model,) = [m for m in accuracy.WAVES["fp8"] if m.name in record["models"]]
+    (tmp_path / "config.json").write_text(json.dumps(accuracy.config(wave_model)))
+    (tmp_path / quantization.QUANT_FILE).write_bytes(accuracy.MODELOPT_FP8.read_bytes())
+    arch = model_config.load_config_file(tmp_path / "config.json", wave_model.name)
+    assert arch.auto_kv_dtype == "fp8"
+    layout = memory.kv_layout(arch, tp=1, kv_cache_dtype=arch.auto_kv_dtype)
+    assert layout.tokens(model["kv_cache_bytes"]) == model["kv_tokens"] == 163_840
