@@ -67,6 +67,14 @@ def verdict(report: FileReport) -> str:
     return "refused " + " ".join(f"{rule}:{where}" for _, rule, where in found)
 
 
+def warned(report: FileReport) -> str:
+    """`| warnings:` and each warning as RULE:line (`set` for one a --set assignment caused)."""
+    found = sorted(
+        {(f.line or 0, f.rule, "set" if f.assignment else str(f.line)) for f in report.warnings}
+    )
+    return "| warnings: " + " ".join(f"{rule}:{where}" for _, rule, where in found)
+
+
 def chart_verdict(helm: Helm, path: Path, release: str) -> str:
     """What `helm template` of the chart says: accepted, or the rule ids it refused with."""
     result = helm_template_result(helm, path, release=release)
@@ -82,7 +90,7 @@ def corpus(helm: Helm) -> Iterator[str]:
         options = _options(case.args)
         report = pipeline.validate([str(path)], options)
         chart = chart_verdict(helm, path, options.release)
-        yield f"corpus/{path.name}  {verdict(report)}  | chart: {chart}"
+        yield f"corpus/{path.name}  {verdict(report)}  | chart: {chart}  {warned(report)}"
 
 
 def mutations(count: int, seed: int) -> Iterator[str]:
@@ -99,7 +107,7 @@ def mutations(count: int, seed: int) -> Iterator[str]:
             report = pipeline.validate([str(file)], pipeline.ValidateOptions())
             shown = "DELETE" if replacement is DELETE else repr(replacement)
             where = ".".join(map(str, path))
-            yield f"mutation {number} {name} {where}={shown}  {verdict(report)}"
+            yield f"mutation {number} {name} {where}={shown}  {verdict(report)}  {warned(report)}"
 
 
 def _answers(lines: list[str]) -> dict[str, tuple[bool, list[str]]]:
