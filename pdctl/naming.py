@@ -32,6 +32,9 @@ INSTANCE = "app.kubernetes.io/instance"
 COMPONENT = "app.kubernetes.io/component"
 POOL = "model"  # the production-stack router tells pools apart by this pod label
 ROLE = "pd-stack.io/role"
+# The annotation on each engine workload's own metadata: the chart's summary of its pools, JSON
+# (helm/templates/_summary.tpl; read by pdctl.rules.summary).
+SUMMARY = "pd-stack.io/summary"
 
 # Values of ROLE: a pool's part in PD serving (both = aggregated, no KV transfer).
 ROLES = topology.load().roles

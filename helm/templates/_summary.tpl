@@ -15,6 +15,7 @@ again.
   "pool" .spec.name
   "role" (include "pd-stack.poolRole" .)
   "connector" ($conn.name | default "")
+  "settingsKey" ($conn.settingsKey | default "")
   "kvRole" (include "pd-stack.kvRole" .)
   "kind" (include "pd-stack.poolKind" .)
   "nodes" (int (include "pd-stack.poolNodes" .))
