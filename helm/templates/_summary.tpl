@@ -3,7 +3,7 @@ The summary of the pools a workload renders: the facts the chart derives for eac
 helpers that render it, as the annotation pd-stack.io/summary on the workload's own metadata (a
 Deployment's, a LeaderWorkerSet's, the DisaggregatedSet's; never the pod template's, so a changed
 summary restarts no pod). Its value is a JSON list, one object per pool (a DisaggregatedSet's
-holds each of its roles); helm/README.md "The pools' summary" lists the keys. pdctl's warnings
+holds each of its roles); docs/chart.md "The pools' summary" lists the keys. pdctl's warnings
 and `pdctl init` read it from the render (pdctl/rules/summary.py) instead of deriving the facts
 again.
 */}}

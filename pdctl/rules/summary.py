@@ -26,7 +26,7 @@ class Unrendered(LookupError):
 
 @dataclass(frozen=True)
 class PoolSummary:
-    """One pool's entry of the annotation (keys as helm/README.md "The pools' summary" lists)."""
+    """One pool's entry of the annotation (docs/chart.md, "The pools' summary", lists its keys)."""
 
     pool: str
     role: str  # prefill, decode or both
