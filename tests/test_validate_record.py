@@ -29,23 +29,31 @@ def test_both_records_judge_the_same_documents() -> None:
     assert all(name.startswith("corpus/pd026-") for name in set(after) - set(before))
 
 
-PD009_SCHEMA = (True, ["PD009:4", "SCHEMA:7"])
-PD017_PD016 = (True, ["PD017:5", "PD016:7"])
+PD009_SCHEMA = (True, ["PD009:4", "SCHEMA:7"], None)
+PD017_PD016 = (True, ["PD017:5", "PD016:7"], None)
+WARNED = ["PD103:3", "PD106:9"]
 
 
 @pytest.mark.parametrize(
     ("name", "base", "new", "why"),
     [
-        ("corpus/x.yaml", (True, ["PD001:3"]), (True, ["PD001:3", "PD008:9"]), "more"),
-        ("corpus/x.yaml", (True, ["PD001:3"]), (False, []), "unexplained"),
-        ("mutation 1 a.yaml k={}", PD009_SCHEMA, (True, ["SCHEMA:7"]), "one cause"),
-        ("corpus/pd001-x.yaml", PD009_SCHEMA, (True, ["SCHEMA:7"]), "unexplained"),
-        ("mutation 2 a.yaml k=None", PD017_PD016, (True, ["PD016:7"]), "null"),
-        ("mutation 3 a.yaml k=0", PD017_PD016, (True, ["PD016:7"]), "unexplained"),
-        ("corpus/new.yaml", None, (True, ["PD026:4"]), "added"),
+        ("corpus/x.yaml", (True, ["PD001:3"], None), (True, ["PD001:3", "PD008:9"], None), "more"),
+        ("corpus/x.yaml", (True, ["PD001:3"], None), (False, [], None), "unexplained"),
+        ("mutation 1 a.yaml k={}", PD009_SCHEMA, (True, ["SCHEMA:7"], None), "one cause"),
+        ("corpus/pd001-x.yaml", PD009_SCHEMA, (True, ["SCHEMA:7"], None), "unexplained"),
+        ("mutation 2 a.yaml k=None", PD017_PD016, (True, ["PD016:7"], None), "null"),
+        ("mutation 3 a.yaml k=0", PD017_PD016, (True, ["PD016:7"], None), "unexplained"),
+        ("corpus/new.yaml", None, (True, ["PD026:4"], None), "added"),
+        ("corpus/x.yaml", (True, ["PD001:3"], WARNED), (True, ["PD001:3"], ["PD103:3"]), "unrendered"),
+        ("mutation 4 a.yaml k=1", (True, ["PD007:2", "PD012:5"], []), (True, ["PD012:5"], []), "unrendered"),
+        ("corpus/x.yaml", (True, ["PD001:3"], ["PD103:3"]), (True, ["PD001:3"], WARNED), "unexplained"),
+        ("corpus/x.yaml", (False, [], WARNED), (False, [], ["PD103:3"]), "unexplained"),
     ],
 )  # fmt: skip
 def test_explain_names_each_class(
-    name: str, base: tuple[bool, list[str]] | None, new: tuple[bool, list[str]], why: str
+    name: str,
+    base: validate_record.Answer | None,
+    new: validate_record.Answer,
+    why: str,
 ) -> None:
     assert validate_record.explain(name, base, new) == why
