@@ -32,6 +32,9 @@ def test_both_records_judge_the_same_documents() -> None:
 PD009_SCHEMA = (True, ["PD009:4", "SCHEMA:7"], None)
 PD017_PD016 = (True, ["PD017:5", "PD016:7"], None)
 WARNED = ["PD103:3", "PD106:9"]
+ONE = (True, ["PD001:3"], ["PD103:3"])
+NO_PD007: validate_record.Answer = (True, ["PD012:5"], [])
+BOTH = (True, ["PD001:3"], WARNED)
 
 
 @pytest.mark.parametrize(
@@ -44,9 +47,9 @@ WARNED = ["PD103:3", "PD106:9"]
         ("mutation 2 a.yaml k=None", PD017_PD016, (True, ["PD016:7"], None), "null"),
         ("mutation 3 a.yaml k=0", PD017_PD016, (True, ["PD016:7"], None), "unexplained"),
         ("corpus/new.yaml", None, (True, ["PD026:4"], None), "added"),
-        ("corpus/x.yaml", (True, ["PD001:3"], WARNED), (True, ["PD001:3"], ["PD103:3"]), "unrendered"),
-        ("mutation 4 a.yaml k=1", (True, ["PD007:2", "PD012:5"], []), (True, ["PD012:5"], []), "unrendered"),
-        ("corpus/x.yaml", (True, ["PD001:3"], ["PD103:3"]), (True, ["PD001:3"], WARNED), "unexplained"),
+        ("corpus/x.yaml", BOTH, ONE, "unrendered"),
+        ("mutation 4 a.yaml k=1", (True, ["PD007:2", "PD012:5"], []), NO_PD007, "unrendered"),
+        ("corpus/x.yaml", ONE, BOTH, "unexplained"),
         ("corpus/x.yaml", (False, [], WARNED), (False, [], ["PD103:3"]), "unexplained"),
     ],
 )  # fmt: skip

@@ -192,7 +192,12 @@ class Deployment:
         engine = as_dict(values.get("servingEngineSpec"))
         specs = engine.get("modelSpec") if engine.get("enableEngine", True) is not False else []
         pools = [
-            Pool(index, spec, table, None if rendered is None else rendered.get(spec.get("name")))
+            Pool(
+                index,
+                spec,
+                table,
+                None if rendered is None else rendered.get(str(spec.get("name"))),
+            )
             for index, spec in enumerate(specs if isinstance(specs, list) else [])
             if isinstance(spec, dict) and spec.get("enabled") is not False
         ]
