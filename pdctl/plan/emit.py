@@ -18,8 +18,11 @@ from pdctl import __version__, chart, connectors, defaults, files, naming, pipel
 from pdctl.chart import bundled_chart_dir
 from pdctl.errors import InputError, UsageError
 from pdctl.findings import Finding
+from pdctl.helm import find_helm
 from pdctl.models import memory, pods
 from pdctl.plan import layout, objective, report, sizing
+from pdctl.rules import summary
+from pdctl.validation.refusals import ask_chart
 from pdctl.values.loader import loads
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "values.yaml.j2"
@@ -87,10 +90,6 @@ def _chart_wires(connector: str, router: str) -> None:
     """InputError with the chart's reasons where it refuses a prefill and a decode pool of the
     engine image with this connector and router (WIRING_RULES); where it renders them, its
     summary must say they transfer KV with the connector and the router routes PD."""
-    from pdctl.helm import find_helm
-    from pdctl.rules import summary
-    from pdctl.validation.refusals import ask_chart
-
     pools = [
         {
             "name": role,
