@@ -90,18 +90,19 @@ class Release:
         """The DisaggregatedSetRoleScaler of a pool with scalingMode External (LWS names it)."""
         return f"{self.disaggregated_set}-{pool}"
 
-    def pool_workload(self, pool: str, spec: Mapping[str, Any], in_set: bool = False) -> str:
-        """The workload the chart renders for one pool: its LeaderWorkerSet (multiNode), its
-        Deployment, or, with a DisaggregatedSet (in_set), the set itself."""
-        if in_set:
+    def pool_workload(self, pool: str, kind: str) -> str:
+        """The workload the chart renders for one pool of this kind (the chart's summary of the
+        pool says it): its Deployment, its LeaderWorkerSet, or the release's DisaggregatedSet."""
+        if kind == "DisaggregatedSet":
             return self.disaggregated_set
-        if spec.get("multiNode"):
+        if kind == "LeaderWorkerSet":
             return self.pool_leader_worker_set(pool)
         return self.pool_deployment(pool)
 
-    def pool_objects(self, pool: str, spec: Mapping[str, Any], in_set: bool = False) -> list[str]:
-        """Names of the objects the chart renders for one pool (its modelSpec entry)."""
-        names = [self.pool_workload(pool, spec, in_set), self.pool_service(pool)]
+    def pool_objects(self, pool: str, spec: Mapping[str, Any], kind: str) -> list[str]:
+        """Names of the objects the chart renders for one pool (its modelSpec entry, its
+        workload's kind)."""
+        names = [self.pool_workload(pool, kind), self.pool_service(pool)]
         storage = spec.get("pvcStorage")
         if storage and isinstance(storage, str) and not spec.get("pvcExistingClaimName"):
             names.append(self.pool_claim(pool))

@@ -8,7 +8,7 @@ and `pdctl init` read it from the render (pdctl/rules/summary.py) instead of der
 again.
 */}}
 
-{{/* One pool's summary (dict "root" $ "spec" <modelSpec entry>), as a dict. */}}
+{{/* One pool's summary (dict "root" $ "spec" <modelSpec entry>), as a JSON object. */}}
 {{- define "pd-stack.poolSummary" -}}
 {{- $conn := include "pd-stack.poolConnector" . | fromJson -}}
 {{- toJson (dict

@@ -27,7 +27,7 @@ def name_lengths(deployment: Deployment) -> Iterator[Issue]:
     failure), and helm template has no length limit, so the chart does not repeat this check."""
     for pool in deployment.pools:
         for name in [
-            *deployment.release.pool_objects(pool.name, pool.spec, pool.kind == "DisaggregatedSet"),
+            *deployment.release.pool_objects(pool.name, pool.spec, pool.kind),
             *_group_pod_names(deployment, pool),
         ]:
             if len(name) > NAME_LIMIT:

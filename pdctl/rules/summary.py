@@ -20,7 +20,7 @@ from pdctl.naming import SUMMARY
 from pdctl.vllm_image import Version, parse_version
 
 
-class Unrendered(LookupError):
+class Unrendered(Exception):
     """A fact of a pool the chart did not render (it refused the values)."""
 
 
