@@ -21,6 +21,7 @@ from typing import Any
 from pdctl import chart, connectors, defaults
 from pdctl.findings import Finding, Severity
 from pdctl.manifests import Manifest
+from pdctl.models import catalog
 from pdctl.naming import Release
 from pdctl.rules import summary
 from pdctl.rules.deployment import Deployment
@@ -97,6 +98,16 @@ def load_rules() -> dict[str, Rule]:
         importlib.import_module(f"pdctl.rules.{module.name}")
     both = {**chart_rules(chart.bundled_chart_dir()), **RULES}
     return dict(sorted(both.items()))
+
+
+def prepare(chart_dir: Path) -> None:
+    """Load the rule modules and the data they read (the chart's defaults and connector table,
+    the models catalog): pdctl validate does it while helm renders, so that run_rules, which
+    reads the render, only checks."""
+    load_rules()
+    chart.default_values(chart_dir)
+    connectors.load(chart_dir)
+    catalog.models()
 
 
 def run_rules(

@@ -11,8 +11,9 @@ from pdctl import defaults
 from pdctl.chart import default_values
 from pdctl.findings import Finding
 from pdctl.helm import Helm
-from pdctl.rules import load_rules, run_rules
+from pdctl.rules import run_rules
 from pdctl.rules.flags import overridden_flags
+from pdctl.rules.registry import prepare
 from pdctl.validation.refusals import ask_chart, asking_chart
 from pdctl.validation.schema import check
 from pdctl.values.coalesce import with_defaults
@@ -22,7 +23,7 @@ def check_values(
     helm: Helm, data: dict[str, Any], release: str, chart: Path, namespace: str = defaults.NAMESPACE
 ) -> list[Finding]:
     """The chart's answer first, helm applying the chart's schema as `helm install` does (the rule
-    modules and the catalogs they read load while helm renders): values it renders passed the
+    modules and the data they read load while helm renders): values it renders passed the
     schema and every refusal, and only the warnings are left (PD117 and pdctl's rules, which read
     the render: the chart's summary of each pool). Values it fails get pdctl's own schema pass,
     which says where and why (on the values merged with the chart's defaults, as helm checks
@@ -32,7 +33,7 @@ def check_values(
     pdctl's rules are silent when they read a key the schema refused."""
 
     with asking_chart(helm, data, chart, release, namespace, schema=True) as answer_of:
-        load_rules()
+        prepare(chart)
         answer = answer_of()
     schema_findings = [] if answer.rendered else _schema_findings(data, chart)
     if schema_findings:
