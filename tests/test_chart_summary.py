@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import ast
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pdctl import connectors, manifests, naming
+from pdctl.errors import InputError
 from pdctl.helm import Helm
 from pdctl.naming import Release
+from pdctl.plan import emit
 from pdctl.rules import summary
 from pdctl.rules.deployment import Deployment
 from tests.helpers import CHART, ROOT, VALUES_FILES, Render, load_values
@@ -144,3 +147,24 @@ def test_rules_and_plan_derive_no_fact_from_the_values(path: Path) -> None:
     keys, names = _reads(ast.parse(path.read_text()))
     assert not keys & DECIDING_KEYS, sorted(keys & DECIDING_KEYS)
     assert not names & DERIVATIONS, sorted(names & DERIVATIONS)
+
+
+def test_init_s_wiring_reads_the_chart_s_refusal_and_its_summary(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`pdctl init` asks the chart whether it wires the connector: PD012 and PD017 say why not
+    (no Python copy of them), and the summary of what it rendered must say the pools transfer
+    KV with the connector through a router that routes PD."""
+    wired = emit.wiring("MooncakeConnector")
+    assert wired.connector.name == "MooncakeConnector"
+    with pytest.raises(InputError) as refused:
+        emit.wiring("PyNcclConnector")
+    assert [line[:7] for line in refused.value.details] == ["[PD012]", "[PD017]"]
+    read = summary.read
+
+    def not_pd(objects: list[manifests.Manifest]) -> dict[str, summary.PoolSummary]:
+        return {k: replace(v, routes_pd=False) for k, v in read(objects).items()}
+
+    monkeypatch.setattr(summary, "read", not_pd)
+    with pytest.raises(InputError, match="does not wire NixlConnector through vllm-router"):
+        emit.wiring()
