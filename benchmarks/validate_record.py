@@ -2,8 +2,9 @@
 
 One line per file: accepted, or refused with its errors as `RULE:line` (the file's line, or
 `set` for an error a --set assignment caused), first error first (by line, then rule id); for a
-corpus file also what `helm template` of the chart answers (the ids it refused with). Run it
-on two commits and diff the outputs: a file whose answer changed is on a line that differs.
+corpus file also what `helm template` of the chart answers (the ids it refused with); then its
+warnings, the same way (`| warnings: RULE:line ...`; records before 2026-12-04 have none). Run
+it on two commits and diff the outputs: a file whose answer changed is on a line that differs.
 
     python benchmarks/validate_record.py                 # corpus + 3000 mutations, seed 0
     python benchmarks/validate_record.py -n 300 --seed 7
@@ -13,8 +14,11 @@ on two commits and diff the outputs: a file whose answer changed is on a line th
 document with one cause (a single mutation of a shipped file, or a corpus file of one schema
 defect) whose schema error is now its only error, since the chart's refusals are asked for once
 the schema accepts (one error per cause); a mutation that sets a key to null, which helm deletes,
-so the chart's own answer replaces pdctl's old reading of it; a file new to the corpus. Anything
-else, and any file that moves between accepted and refused, is `unexplained` (exit 1).
+so the chart's own answer replaces pdctl's old reading of it; a file new to the corpus; a
+refused file that lost PD007 or warnings and gained nothing (`unrendered`: the rules read the
+facts the chart derives from its render, pdctl/rules/summary.py, and where the chart refuses it
+renders nothing, so they are silent). Anything else, and any file that moves between accepted
+and refused, is `unexplained` (exit 1). Warnings are compared where both records have them.
 
 The mutations are benchmarks/mutations.py's (same seed, same draws), so a line here and a line
 there name the same document.
@@ -67,6 +71,14 @@ def verdict(report: FileReport) -> str:
     return "refused " + " ".join(f"{rule}:{where}" for _, rule, where in found)
 
 
+def warned(report: FileReport) -> str:
+    """`| warnings:` and each warning as RULE:line (`set` for one a --set assignment caused)."""
+    found = sorted(
+        {(f.line or 0, f.rule, "set" if f.assignment else str(f.line)) for f in report.warnings}
+    )
+    return "| warnings: " + " ".join(f"{rule}:{where}" for _, rule, where in found)
+
+
 def chart_verdict(helm: Helm, path: Path, release: str) -> str:
     """What `helm template` of the chart says: accepted, or the rule ids it refused with."""
     result = helm_template_result(helm, path, release=release)
@@ -82,7 +94,7 @@ def corpus(helm: Helm) -> Iterator[str]:
         options = _options(case.args)
         report = pipeline.validate([str(path)], options)
         chart = chart_verdict(helm, path, options.release)
-        yield f"corpus/{path.name}  {verdict(report)}  | chart: {chart}"
+        yield f"corpus/{path.name}  {verdict(report)}  | chart: {chart}  {warned(report)}"
 
 
 def mutations(count: int, seed: int) -> Iterator[str]:
@@ -99,28 +111,54 @@ def mutations(count: int, seed: int) -> Iterator[str]:
             report = pipeline.validate([str(file)], pipeline.ValidateOptions())
             shown = "DELETE" if replacement is DELETE else repr(replacement)
             where = ".".join(map(str, path))
-            yield f"mutation {number} {name} {where}={shown}  {verdict(report)}"
+            yield f"mutation {number} {name} {where}={shown}  {verdict(report)}  {warned(report)}"
 
 
-def _answers(lines: list[str]) -> dict[str, tuple[bool, list[str]]]:
-    """name -> (refused, its errors as RULE:line) for each line of a record."""
+# A record's answer for one file: (refused, its errors, its warnings or None where the record
+# has none).
+Answer = tuple[bool, list[str], list[str] | None]
+
+
+def _answers(lines: list[str]) -> dict[str, Answer]:
+    """name -> (refused, its errors as RULE:line, its warnings as RULE:line) for each line."""
     found = {}
     for line in lines:
         if line.startswith("#") or not line.strip():
             continue
         name, answer = line.split("  ")[:2]
         verdict_word, *errors = answer.split()
-        found[name] = (verdict_word == "refused", errors)
+        _, marker, warnings = line.partition("| warnings:")
+        found[name] = (verdict_word == "refused", errors, warnings.split() if marker else None)
     return found
 
 
-def explain(name: str, base: tuple[bool, list[str]] | None, new: tuple[bool, list[str]]) -> str:
+def _same(base: Answer | None, new: Answer) -> bool:
+    """Whether two answers agree (warnings only where both records have them)."""
+    if base is None or base[:2] != new[:2]:
+        return False
+    return base[2] is None or new[2] is None or Counter(base[2]) == Counter(new[2])
+
+
+def _unrendered(base: Answer, new: Answer) -> bool:
+    """A refused file that lost only PD007 and warnings: the rules that read the chart's summary
+    of the pools are silent where the chart refuses (it renders nothing)."""
+    before, after = Counter(base[1]), Counter(new[1])
+    pd007 = Counter(e for e in base[1] if e.startswith("PD007:"))
+    warned = base[2] is None or new[2] is None or Counter(new[2]) <= Counter(base[2])
+    return new[0] and after == before - pd007 and warned
+
+
+def explain(name: str, base: Answer | None, new: Answer) -> str:
     """Why one file's answer differs between two records (module docstring)."""
     if base is None:
         return "added"
     if base[0] != new[0]:
         return "unexplained"
+    if _unrendered(base, new):
+        return "unrendered"
     before, after = Counter(base[1]), Counter(new[1])
+    if before == after:
+        return "unexplained"  # the warnings differ on a file the chart renders
     if before <= after:
         return "more"
     schema = Counter(e for e in base[1] if e.startswith("SCHEMA:"))
@@ -132,16 +170,23 @@ def explain(name: str, base: tuple[bool, list[str]] | None, new: tuple[bool, lis
     return "unexplained"
 
 
+def _shown(answer: Answer | None) -> str:
+    if answer is None:
+        return "-"
+    warnings = "" if answer[2] is None else " | warnings: " + " ".join(answer[2])
+    return " ".join(answer[1]) + warnings
+
+
 def compare(base: Path, new: Path) -> int:
     """Each line that differs, with its class; a count of each class."""
     old = _answers(base.read_text().splitlines())
     counts: Counter[str] = Counter()
     for name, answer in _answers(new.read_text().splitlines()).items():
-        if old.get(name) == answer:
+        if _same(old.get(name), answer):
             continue
         why = explain(name, old.get(name), answer)
         counts[why] += 1
-        print(f"{why:12} {name}: {' '.join(old.get(name, (0, ['-']))[1])} -> {' '.join(answer[1])}")
+        print(f"{why:12} {name}: {_shown(old.get(name))} -> {_shown(answer)}")
     print("# " + ", ".join(f"{why} {count}" for why, count in sorted(counts.items())))
     return 1 if counts["unexplained"] else 0
 

@@ -80,8 +80,6 @@ class Connector:
     requires: tuple[Requirement, ...]
     routers: dict[str, dict[str, Any]]
     not_routed_by: dict[str, str]
-    vllm_versions: str | None = None
-    versions_why: str = ""
     extra_config: tuple[str, ...] = ()
     env: tuple[str, ...] = ()
     metrics: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -152,8 +150,6 @@ def _connector(name: str, settings_key: str, data: dict[str, Any]) -> Connector:
         ),
         routers={router: dict(facts or {}) for router, facts in data.get("routers", {}).items()},
         not_routed_by=dict(data.get("notRoutedBy", {})),
-        vllm_versions=data.get("vllmVersions"),
-        versions_why=data.get("versionsWhy", ""),
         extra_config=tuple(data.get("extraConfig", ())),
         env=tuple(data.get("env", ())),
         metrics={kind: tuple(names) for kind, names in metrics.items()},

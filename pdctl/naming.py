@@ -32,6 +32,9 @@ INSTANCE = "app.kubernetes.io/instance"
 COMPONENT = "app.kubernetes.io/component"
 POOL = "model"  # the production-stack router tells pools apart by this pod label
 ROLE = "pd-stack.io/role"
+# The annotation on each engine workload's own metadata: the chart's summary of its pools, JSON
+# (helm/templates/_summary.tpl; read by pdctl.rules.summary).
+SUMMARY = "pd-stack.io/summary"
 
 # Values of ROLE: a pool's part in PD serving (both = aggregated, no KV transfer).
 ROLES = topology.load().roles
@@ -87,18 +90,19 @@ class Release:
         """The DisaggregatedSetRoleScaler of a pool with scalingMode External (LWS names it)."""
         return f"{self.disaggregated_set}-{pool}"
 
-    def pool_workload(self, pool: str, spec: Mapping[str, Any], in_set: bool = False) -> str:
-        """The workload the chart renders for one pool: its LeaderWorkerSet (multiNode), its
-        Deployment, or, with a DisaggregatedSet (in_set), the set itself."""
-        if in_set:
+    def pool_workload(self, pool: str, kind: str) -> str:
+        """The workload the chart renders for one pool of this kind (the chart's summary of the
+        pool says it): its Deployment, its LeaderWorkerSet, or the release's DisaggregatedSet."""
+        if kind == "DisaggregatedSet":
             return self.disaggregated_set
-        if spec.get("multiNode"):
+        if kind == "LeaderWorkerSet":
             return self.pool_leader_worker_set(pool)
         return self.pool_deployment(pool)
 
-    def pool_objects(self, pool: str, spec: Mapping[str, Any], in_set: bool = False) -> list[str]:
-        """Names of the objects the chart renders for one pool (its modelSpec entry)."""
-        names = [self.pool_workload(pool, spec, in_set), self.pool_service(pool)]
+    def pool_objects(self, pool: str, spec: Mapping[str, Any], kind: str) -> list[str]:
+        """Names of the objects the chart renders for one pool (its modelSpec entry, its
+        workload's kind)."""
+        names = [self.pool_workload(pool, kind), self.pool_service(pool)]
         storage = spec.get("pvcStorage")
         if storage and isinstance(storage, str) and not spec.get("pvcExistingClaimName"):
             names.append(self.pool_claim(pool))

@@ -15,7 +15,7 @@ Version = tuple[int, int, int]
 
 @dataclass(frozen=True)
 class Grammar:
-    official_repository: re.Pattern[str]  # searched in modelSpec[].repository
+    official_repository: re.Pattern[str]  # searched in modelSpec[].repository (by the chart)
     version: re.Pattern[str]  # matched at the start of a tag or vllmVersion
     block_size: int  # vLLM's --block-size when none is given (tokens per KV cache block)
 
@@ -28,11 +28,6 @@ def grammar() -> Grammar:
         re.compile(data["versionPattern"]),
         int(data["blockSize"]),
     )
-
-
-def is_official(repository: object) -> bool:
-    """Whether a repository is the official vLLM image, whose tags name vLLM releases."""
-    return bool(grammar().official_repository.search(str(repository or "")))
 
 
 def parse_version(text: object) -> Version | None:

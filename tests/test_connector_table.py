@@ -15,6 +15,7 @@ import pytest
 from pdctl import connectors, manifests
 from pdctl.helm import Helm
 from pdctl.naming import Release
+from pdctl.rules import summary
 from pdctl.rules.deployment import Deployment, Pool
 from tests.helpers import CHART, ROOT, VALUES_FILES, Render, load_values, pool_container
 
@@ -105,7 +106,7 @@ def rendered_pools(
     """(rules' view of a pool, its rendered engine container, env its connector rendered)."""
     objects = rendered(helm, path)
     values = load_values(path)
-    for pool in Deployment.from_values(values, Release("pd"), TABLE).pools:
+    for pool in Deployment.from_values(values, Release("pd"), TABLE, summary.read(objects)).pools:
         container = pool_container(objects, values, pool.name)
         yield pool, container, chart_env(container, values, pool.spec)
 

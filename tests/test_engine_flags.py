@@ -167,7 +167,8 @@ def declared_engines() -> list[tuple[Path, str, str]]:
         for spec in engine.get("modelSpec") or []:
             match = OFFICIAL_IMAGE.fullmatch(f"{spec.get('repository')}:{spec.get('tag')}")
             if match:
-                name = RELEASE.pool_workload(spec["name"], spec, in_set)
+                kind = "LeaderWorkerSet" if spec.get("multiNode") else "Deployment"
+                name = RELEASE.pool_workload(spec["name"], "DisaggregatedSet" if in_set else kind)
                 found.append((path, name, match.group(1)))
     return sorted(set(found))
 

@@ -10,6 +10,7 @@ import pytest
 
 from pdctl import manifests, naming
 from pdctl.helm import Helm, TemplateRequest, template
+from pdctl.rules import summary
 from tests.helpers import ASSETS, CHART, CI, container, load_values
 
 RELEASE = naming.Release("team-a", "serving")
@@ -53,7 +54,7 @@ def test_pool_objects_names_and_selectors(helm4: Helm, path: Path, tmp_path: Pat
         role = labels[naming.ROLE]
         assert RELEASE.role_selector(role).items() <= labels.items()
         assert RELEASE.engine_selector.items() <= labels.items()
-        wanted = set(RELEASE.pool_objects(pool, spec))
+        wanted = set(RELEASE.pool_objects(pool, spec, summary.read(objects)[pool].kind))
         rendered = {deployment["metadata"]["name"], service["metadata"]["name"]}
         rendered |= names(objects, "PersistentVolumeClaim") & {RELEASE.pool_claim(pool)}
         rendered |= names(objects, "ConfigMap") & {RELEASE.pool_chat_templates(pool)}
@@ -88,7 +89,12 @@ def test_release_objects(helm4: Helm, path: Path, tmp_path: Path) -> None:
         assert {"matchLabels": RELEASE.canary_selector} in admitted
     assert names(objects, "Pod") == {RELEASE.router_test}
     # Every pool Deployment and Service is one naming knows; nothing else is named by hand.
-    engine_names = {n for spec in pools(path) for n in RELEASE.pool_objects(spec["name"], spec)}
+    kinds = {name: fact.kind for name, fact in summary.read(objects).items()}
+    engine_names = {
+        n
+        for spec in pools(path)
+        for n in RELEASE.pool_objects(spec["name"], spec, kinds[spec["name"]])
+    }
     assert names(objects, "Deployment") - engine_names == {RELEASE.router_deployment}
     assert names(objects, "Service") - engine_names == {RELEASE.router_service}
 

@@ -84,7 +84,7 @@ def test_a_refused_value_gives_one_schema_error(
     found = errors(tmp_path, values)
     assert len(found) == 1 and found[0][0] == "SCHEMA" and found[0][1].endswith(key), found
     # Without the schema's verdict the rules still answer: they guard every key they read.
-    assert isinstance(run_rules(values), list)
+    assert isinstance(run_rules(values, None), list)
 
 
 def test_a_misspelt_router_type_gives_one_error_that_says_what_was_meant(tmp_path: Path) -> None:
@@ -123,7 +123,7 @@ def test_a_null_that_deletes_a_needed_default_is_named(tmp_path: Path) -> None:
 def test_findings_carry_the_keys_their_rule_read(tmp_path: Path) -> None:
     """What the silencing stands on: a rule's finding knows the keys behind it."""
     values = pool(NIXL, vllmConfig__gpuMemoryUtilization=0.97)
-    found = [f for f in run_rules(values) if f.rule == "PD011"]
+    found = [f for f in run_rules(values, None) if f.rule == "PD011"]
     assert found
     read = {format_path(path) for path in found[0].inputs}
     assert "servingEngineSpec.modelSpec[0].vllmConfig.gpuMemoryUtilization" in read

@@ -124,7 +124,7 @@ def test_70b_on_one_l4_exits_1_with_the_reason_and_no_traceback() -> None:
         (["--gpus", "0"], 2, ""),
         (["--connector", "Nope"], 2, "not a connector"),
         (["--connector", "P2pNcclConnector"], 1, "not in vLLM 0.33.0"),
-        (["--connector", "LMCacheConnectorV1"], 1, "cannot be routed by vllm-router"),
+        (["--connector", "LMCacheConnectorV1"], 1, "vllm-router cannot route"),
         (["-m", "acme/unknown", "--offline"], 1, "--offline forbids"),
         (["--max-model-len", "1000"], 1, "shorter than --input-len"),
     ],

@@ -13,7 +13,7 @@ from pdctl.findings import Finding, Severity
 from pdctl.helm import find_helm
 from pdctl.rules import RULES, run_rules
 from pdctl.validation.schema_and_rules import check_values
-from tests.helpers import CHART
+from tests.helpers import CHART, TUTORIAL_VALUES, load_values
 
 
 def findings(values: dict[str, Any], release: str = "pd") -> list[Finding]:
@@ -65,7 +65,7 @@ def paths(values: dict[str, Any], rule: str) -> list[str]:
 
 
 def test_registry_has_ids_titles_and_severities() -> None:
-    run_rules({})
+    run_rules({}, None)
     assert len(RULES) >= 18
     for rule_id, registered in RULES.items():
         assert rule_id.startswith("PD") and registered.title and registered.severity
@@ -84,13 +84,13 @@ def test_tolerates_garbage() -> None:
         {"servingEngineSpec": {"modelSpec": [1, None]}},
     ]
     for values in garbage:
-        for finding in run_rules(values):
+        for finding in run_rules(values, None):
             assert finding.rule in RULES and finding.message, finding
             assert not finding.key.startswith("servingEngineSpec.modelSpec["), finding
     # Garbage beside readable pools does not stop the rules from checking those pools.
     values = nixl(decode={"vllmConfig": {"gpuMemoryUtilization": 0.97}})
     values["servingEngineSpec"]["modelSpec"][:0] = [1, None]
-    findings = run_rules(values)
+    findings = run_rules(values, None)
     assert [f.key for f in findings if f.rule == "PD011"] == [
         "servingEngineSpec.modelSpec[3].vllmConfig.gpuMemoryUtilization"
     ]
@@ -263,10 +263,21 @@ def test_warnings(override: dict[str, Any], rule: str) -> None:
 
 
 def test_production_stack_router_with_several_pods_per_role_warns() -> None:
-    values = nixl(decode={"replicaCount": 2})
-    values["routerSpec"] = {"routingLogic": "disaggregated_prefill"}
+    values = load_values(TUTORIAL_VALUES)  # the production-stack router, disaggregated_prefill
+    for spec in values["servingEngineSpec"]["modelSpec"]:  # LMCache without NIXL: not 1P1D
+        spec["lmcacheConfig"] = {"enabled": True, "kvRole": spec["lmcacheConfig"]["kvRole"]}
+    values["servingEngineSpec"]["modelSpec"][1]["replicaCount"] = 2
     assert paths(values, "PD104") == ["routerSpec.routingLogic"]
     assert "PD104" not in ids(nixl(decode={"replicaCount": 2}))  # vllm-router balances
+
+
+def test_the_warnings_that_read_the_chart_s_facts_are_silent_where_it_refuses() -> None:
+    """The facts (here the pools' roles) are the render's summary: values the chart refuses
+    (production-stack cannot route NIXL, PD017) render nothing, and its refusal is the answer."""
+    values = nixl(decode={"replicaCount": 2})
+    values["routerSpec"] = {"routingLogic": "disaggregated_prefill"}
+    assert "PD017" in ids(values) and "PD104" not in ids(values)
+    assert [f.rule for f in run_rules(values, None)] == []
 
 
 def test_small_pd_warns() -> None:
@@ -301,7 +312,6 @@ def test_gpu_hint_offers_both_directions() -> None:
 
 
 def test_swapped_roles_point_at_the_role_keys_and_never_at_the_pool_itself() -> None:
-    from tests.helpers import TUTORIAL_VALUES, load_values
 
     values = load_values(TUTORIAL_VALUES)
     prefill, decode = values["servingEngineSpec"]["modelSpec"]
@@ -334,7 +344,7 @@ def test_known_model_larger_than_its_volume_and_memory_warns() -> None:
     """A 70B model (131 GiB of BF16 weights, the planner's catalog) on a 50Gi volume and 48Gi."""
     big: dict[str, Any] = {"modelURL": "meta-llama/Llama-3.1-70B-Instruct", "pvcStorage": "50Gi"}
     big |= {"requestMemory": "48Gi", "hf_token": {"secretName": "hf", "secretKey": "token"}}
-    findings = [f for f in run_rules(nixl(prefill=big, decode=big)) if f.rule == "PD109"]
+    findings = [f for f in run_rules(nixl(prefill=big, decode=big), None) if f.rule == "PD109"]
     assert [f.key for f in findings[:2]] == [
         "servingEngineSpec.modelSpec[0].pvcStorage",
         "servingEngineSpec.modelSpec[0].requestMemory",
@@ -359,12 +369,12 @@ def test_pd113_a_declared_kv_both_that_vllm_deprecates_for_nixl_warns(
     """vLLM deprecates kv_both for NixlConnector from 0.23.0 (the connector table's
     kvBothDeprecated); an image of unknown version is taken as current."""
     values = nixl(prefill={"tag": tag, "kvTransfer": {"kvRole": "kv_both"}}, decode={"tag": tag})
-    found = [f for f in run_rules(values) if f.rule == "PD113"]
+    found = [f for f in findings(values) if f.rule == "PD113"]
     assert bool(found) is warned, found
     if warned:
         assert found[0].key == "servingEngineSpec.modelSpec[0].kvTransfer.kvRole"
         assert found[0].hint and "kv_producer" in found[0].hint
-    assert not [f for f in run_rules(nixl()) if f.rule == "PD113"]  # roles given: no warning
+    assert not [f for f in findings(nixl()) if f.rule == "PD113"]  # roles given: no warning
 
 
 def test_a_config_file_in_extra_args_is_warned_about() -> None:

@@ -8,7 +8,6 @@ import json
 import re
 
 from pdctl import connectors, naming, topology
-from pdctl.rules.deployment import ROLE_BY_KV
 from tests.helpers import CHART
 
 TABLE = topology.load()
@@ -25,7 +24,6 @@ def test_the_schema_enums_are_the_tables() -> None:
 def test_pdctl_takes_its_constants_from_the_table() -> None:
     assert naming.ROLES == TABLE.roles
     assert connectors.KV_ROLES == TABLE.kv_roles
-    assert ROLE_BY_KV == TABLE.role_by_kv_role
     assert set(TABLE.role_by_kv_role) < set(TABLE.kv_roles)
     assert set(TABLE.role_by_kv_role.values()) | set(TABLE.router_label_flags.values()) < set(
         TABLE.roles

@@ -79,13 +79,18 @@ reads it: modelSpec.vllmVersion, else a tag of the official image. Other images 
 lmcache/vllm-openai, whose tags name LMCache builds) say nothing about vLLM.
 */}}
 {{- define "pd-stack.vllmVersion" -}}
-{{- include "pd-stack.vllmImage" .root -}}
-{{- $image := .root.pdStackVllmImage -}}
-{{- $text := "" -}}
-{{- if .spec.vllmVersion -}}{{- $text = toString .spec.vllmVersion -}}
-{{- else if regexMatch $image.officialRepository (toString (.spec.repository | default "")) -}}{{- $text = toString (.spec.tag | default "") -}}
+{{- $key := include "pd-stack.vllmVersionKey" . -}}
+{{- $text := ternary (toString (get .spec $key | default "")) "" (ne $key "") -}}
+{{- trimPrefix "v" (regexFind .root.pdStackVllmImage.versionPattern $text) -}}
 {{- end -}}
-{{- trimPrefix "v" (regexFind $image.versionPattern $text) -}}
+
+{{/* The modelSpec key pd-stack.vllmVersion reads a pool's vLLM version from: vllmVersion when set,
+else tag for the official image, else "" (the image says nothing about vLLM). */}}
+{{- define "pd-stack.vllmVersionKey" -}}
+{{- include "pd-stack.vllmImage" .root -}}
+{{- if .spec.vllmVersion -}}vllmVersion
+{{- else if regexMatch .root.pdStackVllmImage.officialRepository (toString (.spec.repository | default "")) -}}tag
+{{- end -}}
 {{- end -}}
 
 {{/* "true" when the pool's vLLM version is known and satisfies the constraint .c (e.g. ">=0.11.1"). */}}

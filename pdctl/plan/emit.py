@@ -18,8 +18,11 @@ from pdctl import __version__, chart, connectors, defaults, files, naming, pipel
 from pdctl.chart import bundled_chart_dir
 from pdctl.errors import InputError, UsageError
 from pdctl.findings import Finding
+from pdctl.helm import find_helm
 from pdctl.models import memory, pods
 from pdctl.plan import layout, objective, report, sizing
+from pdctl.rules import summary
+from pdctl.validation.refusals import ask_chart
 from pdctl.values.loader import loads
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "values.yaml.j2"
@@ -56,12 +59,17 @@ class Wiring:
         return self.connector.pairing == "1P1D"
 
 
-def wiring(connector: str = DEFAULT_CONNECTOR, router: str | None = None) -> Wiring:
-    """The connector's table entry, refused when the engine image's vLLM lacks it or the router
-    cannot route it (with the table's reasons). No router: the one pdctl init writes (ROUTER)."""
-    from packaging.specifiers import SpecifierSet
-    from packaging.version import Version
+# The chart's rules on wiring: a connector the engine image's vLLM lacks (PD012), a router that
+# cannot route the connector (PD017).
+WIRING_RULES = ("PD012", "PD017")
 
+
+def wiring(connector: str = DEFAULT_CONNECTOR, router: str | None = None) -> Wiring:
+    """The connector's table entry, refused where the chart refuses it (its reasons): the chart
+    renders a prefill and a decode pool of the engine image pdctl init writes with this
+    connector and router, and says whether the image's vLLM has the connector and the router
+    routes it; its summary of the pools (pdctl.rules.summary) says they transfer KV with it and
+    the router routes PD. No router: the one pdctl init writes (ROUTER)."""
     table = connectors.load()
     if connector not in table.connectors:
         raise UsageError(
@@ -69,26 +77,49 @@ def wiring(connector: str = DEFAULT_CONNECTOR, router: str | None = None) -> Wir
             hint="one of " + ", ".join(table.connectors),
         )
     entry = table.connectors[connector]
-    if entry.vllm_versions and Version(ENGINE_VLLM_VERSION) not in SpecifierSet(
-        entry.vllm_versions
-    ):
-        raise InputError(
-            f"{connector} is not in vLLM {ENGINE_VLLM_VERSION}, the engine image pdctl init "
-            f"writes: it exists in vLLM {entry.vllm_versions} ({entry.versions_why})",
-            hint=f"use {DEFAULT_CONNECTOR}",
-        )
     router = router or ROUTER
     if router not in ROUTERS:
         raise UsageError(f"--router {router!r}: one of {', '.join(ROUTERS)}")
-    if router not in entry.routers:
-        reason = entry.not_routed_by.get(router, "the connector table names no such router")
-        raise InputError(
-            f"{connector} cannot be routed by {router}: {reason}",
-            hint=f"use --router {ROUTER}" if ROUTER in entry.routers else None,
-        )
+    _chart_wires(connector, router)
     if router != ROUTER:
         raise InputError(f"pdctl init writes {ROUTER} values only; {router} is not generated yet")
     return Wiring(entry, router, entry.routers[router].get("kvConnector"))
+
+
+def _chart_wires(connector: str, router: str) -> None:
+    """InputError with the chart's reasons where it refuses a prefill and a decode pool of the
+    engine image with this connector and router (WIRING_RULES); where it renders them, its
+    summary must say they transfer KV with the connector and the router routes PD."""
+    pools = [
+        {
+            "name": role,
+            "role": role,
+            "repository": ENGINE_REPOSITORY,
+            "tag": ENGINE_TAG,
+            "modelURL": "pd-stack/wiring-probe",
+            "requestGPU": 1,
+            "kvTransfer": {"connector": connector},
+        }
+        for role in ("prefill", "decode")
+    ]
+    # production-stack's router routes PD with routingLogic disaggregated_prefill only.
+    pd_mode = {"routingLogic": "disaggregated_prefill"} if router == "production-stack" else {}
+    values = {"servingEngineSpec": {"modelSpec": pools}, "routerSpec": {"type": router, **pd_mode}}
+    answer = ask_chart(
+        find_helm(), values, bundled_chart_dir(), defaults.RELEASE, defaults.NAMESPACE
+    )
+    # The first refusal of each rule: the decode pool's repeats the prefill pool's.
+    refused = {f.rule: f for f in reversed(answer.refusals) if f.rule in WIRING_RULES}
+    if refused:
+        raise InputError(
+            f"the chart refuses {connector} with {router} on {ENGINE_REPOSITORY}:{ENGINE_TAG}, "
+            "the engine image pdctl init writes",
+            hint=f"use --connector {DEFAULT_CONNECTOR} --router {ROUTER}",
+            details=[f"[{rule}] {f.message}" for rule, f in sorted(refused.items())],
+        )
+    rendered = summary.read(answer.objects).values()
+    if any(s.connector != connector or not s.routes_pd for s in rendered):
+        raise InputError(f"the chart does not wire {connector} through {router}")
 
 
 @dataclass(frozen=True)

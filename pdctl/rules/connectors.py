@@ -27,11 +27,11 @@ from pdctl.workloads import satisfies
 def deprecated_kv_both(deployment: Deployment) -> Iterator[Issue]:
     for pool in deployment.pools:
         connector = pool.connector
-        declared = pool.kv_transfer.get("kvRole")
         if not connector or not connector.kv_both_deprecated or pool.role == "both":
             continue
+        # kv_both on a prefill or decode pool is declared: the table's kvRoles give the roles.
         version, _ = pool.version
-        if declared != "kv_both" or (
+        if pool.kv_role != "kv_both" or (
             version is not None and not satisfies(version, connector.kv_both_deprecated)
         ):
             continue

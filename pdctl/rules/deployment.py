@@ -1,9 +1,10 @@
-"""A tolerant view of the values for the rules: pools with their role, connector, parallelism.
+"""A tolerant view of the values for the rules: pools with their parallelism and settings, and
+the facts the chart derives for each (role, connector, kv role, kind, nodes, vLLM version), read
+from its render (pdctl.rules.summary), never derived here again.
 
-Every accessor tolerates missing keys and wrong types (rules run even when the schema failed).
-Roles, kv roles and connectors are derived exactly as the chart derives them (templates/
-_helpers-pools.tpl pd-stack.poolRole, _connectors.tpl pd-stack.poolConnector and pd-stack.kvRole),
-from the connector table the chart reads.
+Every accessor of the values tolerates missing keys and wrong types (rules run even when the
+schema failed). A fact of a pool the chart did not render raises summary.Unrendered: the rule
+that asked reports nothing (the registry), as the chart's refusal is the answer.
 """
 
 from __future__ import annotations
@@ -12,14 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pdctl import naming, topology
 from pdctl.connectors import Connector, Table
 from pdctl.naming import Release
+from pdctl.rules.summary import PoolSummary, Unrendered
 from pdctl.values.paths import KeyPath
-from pdctl.vllm_image import Version as Version
-from pdctl.vllm_image import is_official, parse_version
+from pdctl.vllm_image import Version
 
-ROLE_BY_KV = topology.load().role_by_kv_role
 POOLS_PATH: KeyPath = ("servingEngineSpec", "modelSpec")
 
 
@@ -63,6 +62,14 @@ class Pool:
     index: int
     spec: dict[str, Any]
     table: Table
+    rendered: PoolSummary | None  # the chart's summary; None: it rendered nothing
+
+    @property
+    def summary(self) -> PoolSummary:
+        """The chart's facts of this pool; Unrendered when the chart refused the values."""
+        if self.rendered is None:
+            raise Unrendered(self.name)
+        return self.rendered
 
     @property
     def path(self) -> KeyPath:
@@ -89,40 +96,17 @@ class Pool:
 
     @property
     def role(self) -> str:
-        """prefill, decode or both: role, else lmcacheConfig.kvRole, else kvTransfer.kvRole."""
-        return self.role_source[0]
-
-    @property
-    def role_source(self) -> tuple[str, KeyPath, str]:
-        """(role, the key that decides it, and that key for people: "role decode",
-        "lmcacheConfig.kvRole kv_consumer")."""
-        if self.spec.get("role") in naming.ROLES:
-            return str(self.spec["role"]), self.at("role"), f"role {self.spec['role']}"
-        for key, declared in (
-            ("lmcacheConfig", self.lmcache.get("kvRole")),
-            ("kvTransfer", self.kv_transfer.get("kvRole")),
-        ):
-            if isinstance(declared, str) and declared in ROLE_BY_KV:
-                return ROLE_BY_KV[declared], self.at(key, "kvRole"), f"{key}.kvRole {declared}"
-        return "both", self.at("role"), "no role key (so both)"
+        """prefill, decode or both (pd-stack.poolRole)."""
+        return self.summary.role
 
     @property
     def connector(self) -> Connector | None:
-        """The table entry of the pool's KV transfer: kvTransfer.connector's, or the tutorial's
-        LMCache form for lmcacheConfig.enabled; None when it transfers no KV."""
-        name = self.kv_transfer.get("connector")
-        if isinstance(name, str) and name in self.table.connectors:
-            return self.table.connectors[name]
-        if self.lmcache.get("enabled"):
+        """The table entry of the pool's KV transfer (pd-stack.poolConnector); None when it
+        transfers no KV."""
+        summary = self.summary
+        if summary.settings_key == "lmcacheConfig":
             return self.table.tutorial_lmcache
-        return None
-
-    @property
-    def connector_path(self) -> KeyPath:
-        connector = self.connector
-        if connector and connector.settings_key == "lmcacheConfig":
-            return self.at("lmcacheConfig", "enabled")
-        return self.at("kvTransfer", "connector")
+        return self.table.connectors[summary.connector] if summary.connector else None
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -133,13 +117,7 @@ class Pool:
     @property
     def kv_role(self) -> str | None:
         """The kv_role the chart renders, None without a connector (pd-stack.kvRole)."""
-        connector = self.connector
-        if not connector:
-            return None
-        declared = self.settings.get("kvRole")
-        if isinstance(declared, str) and declared:
-            return declared
-        return connector.kv_roles.get(self.role, "kv_both")
+        return self.summary.kv_role
 
     def listeners(self) -> list[tuple[str, int]]:
         """The KV-transfer ports this pool's pods listen on (name, number)."""
@@ -174,23 +152,22 @@ class Pool:
         return as_int(self.spec.get("requestGPU"), 0)
 
     @property
-    def multi_node(self) -> dict[str, Any]:
-        return as_dict(self.spec.get("multiNode"))
+    def nodes(self) -> int:
+        """Pods per engine (pd-stack.poolNodes)."""
+        return self.summary.nodes
 
     @property
-    def nodes(self) -> int:
-        """Pods per engine (pd-stack.poolNodes): multiNode.nodes, else 1."""
-        return as_count(self.multi_node.get("nodes"))
+    def kind(self) -> str:
+        """How the chart renders the pool (pd-stack.poolKind)."""
+        return self.summary.kind
 
     @property
     def version(self) -> tuple[Version | None, KeyPath]:
-        """The vLLM version of the image, as helm/files/vllm-image.yaml reads it: vllmVersion,
-        else the official image's tag."""
-        if self.spec.get("vllmVersion"):
-            return parse_version(self.spec["vllmVersion"]), self.at("vllmVersion")
-        if is_official(self.spec.get("repository")):
-            return parse_version(self.spec.get("tag")), self.at("tag")
-        return None, self.path
+        """The vLLM version of the image (pd-stack.vllmVersion), and the key it is read from
+        (pd-stack.vllmVersionKey; the pool when the image says nothing about vLLM)."""
+        summary = self.summary
+        key = summary.vllm_version_key
+        return summary.vllm_version, self.at(key) if key else self.path
 
 
 @dataclass
@@ -203,12 +180,24 @@ class Deployment:
 
     @classmethod
     def from_values(
-        cls, values: dict[str, Any], release: Release, table: Table, chart_dir: Path | None = None
+        cls,
+        values: dict[str, Any],
+        release: Release,
+        table: Table,
+        rendered: dict[str, PoolSummary] | None,
+        chart_dir: Path | None = None,
     ) -> Deployment:
+        """The pools of the values, each with the chart's summary of it (`rendered`, by pool
+        name; None when the chart rendered nothing)."""
         engine = as_dict(values.get("servingEngineSpec"))
         specs = engine.get("modelSpec") if engine.get("enableEngine", True) is not False else []
         pools = [
-            Pool(index, spec, table)
+            Pool(
+                index,
+                spec,
+                table,
+                None if rendered is None else rendered.get(str(spec.get("name"))),
+            )
             for index, spec in enumerate(specs if isinstance(specs, list) else [])
             if isinstance(spec, dict) and spec.get("enabled") is not False
         ]
@@ -227,17 +216,6 @@ class Deployment:
         return as_dict(as_dict(self.values.get("servingEngineSpec")).get("disaggregatedSet"))
 
     @property
-    def in_set(self) -> bool:
-        """Whether the pools are roles of one DisaggregatedSet (disaggregatedSet.enabled)."""
-        return bool(self.disaggregated_set.get("enabled"))
-
-    def kind(self, pool: Pool) -> str:
-        """How the chart renders a pool (pd-stack.poolKind)."""
-        if self.in_set:
-            return "DisaggregatedSet"
-        return "LeaderWorkerSet" if pool.multi_node else "Deployment"
-
-    @property
     def router_enabled(self) -> bool:
         return self.router.get("enableRouter", True) is not False
 
@@ -246,38 +224,12 @@ class Deployment:
         return str(self.router.get("type", ""))  # the chart's default is merged in (values.yaml)
 
     @property
-    def router_discovery(self) -> str:
-        """k8s or static (pd-stack.routerDiscovery): routerSpec.serviceDiscovery, else for
-        vllm-router routerSpec.vllmRouter.serviceDiscovery, else k8s."""
-        own = as_dict(self.router.get("vllmRouter")).get("serviceDiscovery")
-        shared = self.router.get("serviceDiscovery")
-        if self.router_type == "lmcache-proxy":  # it takes the pools' Services
-            return "static"
-        if shared:
-            return str(shared)
-        if self.router_type == "vllm-router" and own:
-            return str(own)
-        return "k8s"
-
-    @property
-    def lmcache_proxy(self) -> bool:
-        """Whether the chart deploys LMCache's PD proxy (pd-stack.isLMCacheProxy)."""
-        return self.router_enabled and self.router_type == "lmcache-proxy"
-
-    @property
-    def pd_routing(self) -> tuple[bool, KeyPath]:
-        """Whether the router routes PD, and the key that says so (pd-stack.routesPD)."""
-        if self.router_type != "production-stack":
-            return True, ("routerSpec", "type")
-        if self.router.get("routingLogic") == "disaggregated_prefill":
-            return True, ("routerSpec", "routingLogic")
-        return False, ("routerSpec", "routingLogic")
+    def routes_pd(self) -> bool:
+        """Whether the router routes PD (pd-stack.routesPD, in every pool's summary)."""
+        return any(pool.summary.routes_pd for pool in self.pools)
 
     def by_role(self, role: str) -> list[Pool]:
         return [pool for pool in self.pools if pool.role == role]
-
-    def by_name(self, name: str) -> list[Pool]:
-        return [pool for pool in self.pools if pool.name == name]
 
     def pairs(self) -> list[tuple[Pool, Pool]]:
         """Every (prefill, decode) combination of the release."""

@@ -59,7 +59,11 @@ def _pool_image(pool: Pool) -> Issue | None:
             pool.at("tag"),
             f"pool {pool.name!r} runs {image}, a tag that moves: pods started later may run "
             "another build than those running now"
-            + (", and vllmVersion may no longer say it" if pool.spec.get("vllmVersion") else ""),
+            + (
+                ", and vllmVersion may no longer say it"
+                if version_path == pool.at("vllmVersion")
+                else ""
+            ),
             "pin a tag that names one build, or add a digest (sha256:...)",
         )
     return None

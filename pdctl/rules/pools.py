@@ -27,7 +27,7 @@ def name_lengths(deployment: Deployment) -> Iterator[Issue]:
     failure), and helm template has no length limit, so the chart does not repeat this check."""
     for pool in deployment.pools:
         for name in [
-            *deployment.release.pool_objects(pool.name, pool.spec, deployment.in_set),
+            *deployment.release.pool_objects(pool.name, pool.spec, pool.kind),
             *_group_pod_names(deployment, pool),
         ]:
             if len(name) > NAME_LIMIT:
@@ -44,7 +44,7 @@ def _group_pod_names(deployment: Deployment, pool: Pool) -> list[str]:
     its hostname, at most 63 characters): the pool's own LeaderWorkerSet, or the one the
     DisaggregatedSet controller names <set>-<slice>-<revision>-<pool>."""
 
-    kind = deployment.kind(pool)
+    kind = pool.kind
     if kind == "Deployment":
         return []
     if kind == "LeaderWorkerSet":

@@ -20,7 +20,10 @@ from typing import Any
 
 from pdctl import chart, connectors, defaults
 from pdctl.findings import Finding, Severity
+from pdctl.manifests import Manifest
+from pdctl.models import catalog
 from pdctl.naming import Release
+from pdctl.rules import summary
 from pdctl.rules.deployment import Deployment
 from pdctl.rules.reads import Reads, watch
 from pdctl.values.coalesce import with_defaults
@@ -97,41 +100,66 @@ def load_rules() -> dict[str, Rule]:
     return dict(sorted(both.items()))
 
 
+def prepare(chart_dir: Path) -> None:
+    """Load the rule modules and the data they read (the chart's defaults and connector table,
+    the models catalog): pdctl validate does it while helm renders, so that run_rules, which
+    reads the render, only checks."""
+    load_rules()
+    chart.default_values(chart_dir)
+    connectors.load(chart_dir)
+    catalog.models()
+
+
 def run_rules(
     values: dict[str, Any],
+    rendered: list[Manifest] | None,
     release: str = defaults.RELEASE,
     chart_dir: Path | None = None,
     namespace: str = defaults.NAMESPACE,
     refused: Collection[KeyPath] = (),
 ) -> list[Finding]:
     """Run every rule pdctl checks (the warnings and PD007) over user values (merged with the
-    chart's defaults here, as helm does). A rule that reads a key in `refused` (the paths the
-    schema refused) reports nothing from then on, and a rule that fails on such a key is silent
-    too: the schema's error is the one to show. A rule that fails on values the schema accepted
-    is a bug and raises."""
+    chart's defaults here, as helm does) and the chart's render of them (`rendered`; None where
+    the chart refused them), whose summary of each pool gives the facts the chart derives
+    (pdctl.rules.summary). A rule that reads such a fact without a render reports nothing: the
+    chart's errors are the answer. A rule that reads a key in `refused` (the paths the schema
+    refused) reports nothing from then on, and a rule that fails on such a key is silent too:
+    the schema's error is the one to show. A rule that fails on values the schema accepted is a
+    bug and raises."""
 
     chart_dir = chart_dir or chart.bundled_chart_dir()
     reads = Reads()
     effective = watch(with_defaults(chart.default_values(chart_dir), values), reads)
+    summaries = None if rendered is None else summary.read(rendered)
     deployment = Deployment.from_values(
-        effective, Release(release, namespace), connectors.load(chart_dir), chart_dir
+        effective, Release(release, namespace), connectors.load(chart_dir), summaries, chart_dir
     )
     pools_read = reads.paths  # finding the pools: every rule stands on it
     refused = set(refused)
     findings = []
     for registered in load_rules().values():
-        if registered.check is None:
-            continue
-        reads.restart(pools_read)
-        try:
-            for issue in registered.check(deployment):
-                if reads.touched(refused):
-                    break
-                findings.append(_finding(registered, issue, frozenset(reads.paths)))
-        except Exception:
-            if not reads.touched(refused):
-                raise
+        if registered.check is not None:
+            reads.restart(pools_read)
+            findings += _issues(registered, registered.check, deployment, reads, refused)
     return findings
+
+
+def _issues(
+    registered: Rule, check: Check, deployment: Deployment, reads: Reads, refused: set[KeyPath]
+) -> list[Finding]:
+    """One rule's findings; none when it read a refused key or a fact the chart did not render."""
+    found = []
+    try:
+        for issue in check(deployment):
+            if reads.touched(refused):
+                break
+            found.append(_finding(registered, issue, frozenset(reads.paths)))
+    except summary.Unrendered:
+        return []
+    except Exception:
+        if not reads.touched(refused):
+            raise
+    return found
 
 
 def _finding(registered: Rule, issue: Issue, inputs: frozenset[KeyPath]) -> Finding:

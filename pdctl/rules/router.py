@@ -23,9 +23,7 @@ def single_endpoint_router(deployment: Deployment) -> Iterator[Issue]:
     """production-stack's disaggregated_prefill holds one client session per role, bound to the
     last discovered endpoint: extra prefill or decode pods get no traffic and no failover
     (router src/vllm_router/service_discovery.py::initialize_client_sessions)."""
-    if deployment.router_type != "production-stack":
-        return
-    if deployment.router.get("routingLogic") != "disaggregated_prefill":
+    if deployment.router_type != "production-stack" or not deployment.routes_pd:
         return
     for role in ("prefill", "decode"):
         pods = sum(pool.replicas for pool in deployment.by_role(role))
