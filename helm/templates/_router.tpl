@@ -430,14 +430,3 @@ on more than any receiver has), --chunk-size, LMCache's default. Then routerSpec
 {{- end -}}
 {{- toYaml (dict "command" (list $python (include "pd-stack.lmcacheProxyScript" .)) "args" (concat $args ($router.extraArgs | default list))) -}}
 {{- end -}}
-
-{{/* The LMCache proxy host and port an LMCache sender reports to (ctx: root, spec): its
-kvTransfer.lmcache.proxyHost/proxyPort, else, when the chart deploys the proxy, the router Service
-and the proxy's notify port. JSON {host, port}. */}}
-{{- define "pd-stack.lmcacheSenderProxy" -}}
-{{- $lmc := dig "kvTransfer" "lmcache" dict .spec -}}
-{{- $deployed := include "pd-stack.isLMCacheProxy" .root -}}
-{{- $host := $lmc.proxyHost | default (ternary (include "pd-stack.routerServiceName" .root) "" (eq $deployed "true")) -}}
-{{- $port := $lmc.proxyPort | default (include "pd-stack.lmcacheProxyNotifyPort" .root) -}}
-{{- toJson (dict "host" $host "port" (int $port)) -}}
-{{- end -}}
