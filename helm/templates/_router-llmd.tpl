@@ -44,12 +44,6 @@ routerSpec.llmd.<epp|sidecar|proxy>.repository (a mirror), with the row's tag. *
 {{- printf "%s:%s" $repository $image.tag -}}
 {{- end -}}
 
-{{/* The decode sidecar's --kv-connector: the pools' connector's (routers.llm-d.sidecarConnector);
-the checks refuse pools that need different ones. */}}
-{{- define "pd-stack.llmdSidecarConnector" -}}
-{{- first (include "pd-stack.routerPoolsNeed" (dict "root" . "router" "llm-d" "key" "sidecarConnector") | fromJsonArray) | default "nixlv2" -}}
-{{- end -}}
-
 {{/* The prefill pools' bootstrap ports (routers.llm-d.bootstrapPort, Mooncake), as a JSON list of
 {pool, port}: the sidecar queries every prefill pod on one --mooncake-bootstrap-port. */}}
 {{- define "pd-stack.llmdBootstrapPorts" -}}
@@ -200,7 +194,9 @@ It answers GET /health itself and proxies everything but the completion routes (
 {{- $row := include "pd-stack.llmdRelease" $root | fromJson -}}
 {{- $port := include "pd-stack.int" (dict "key" "servingEngineSpec.containerPort" "value" $root.Values.servingEngineSpec.containerPort) -}}
 {{- $args := list (print "--port=" $port) (printf "%s=%s" $row.modelServerPortFlag (include "pd-stack.llmdModelServerPort" $root)) -}}
-{{- $connector := include "pd-stack.llmdSidecarConnector" $root -}}
+{{- /* The pools' connector's (routers.llm-d.sidecarConnector); the checks refuse pools that need
+       different ones. */ -}}
+{{- $connector := first (include "pd-stack.routerPoolsNeed" (dict "root" $root "router" "llm-d" "key" "sidecarConnector") | fromJsonArray) | default "nixlv2" -}}
 {{- $args = concat $args (list (printf "--kv-connector=%s" $connector) "--secure-proxy=false") -}}
 {{- with first (include "pd-stack.llmdBootstrapPorts" $root | fromJsonArray) -}}
 {{- $args = append $args (print "--mooncake-bootstrap-port=" (include "pd-stack.int" (dict "key" (printf "prefill pool %s's kvTransfer.bootstrapPort" .pool) "value" .port))) -}}
