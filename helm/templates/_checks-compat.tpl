@@ -7,19 +7,22 @@ subkey `usedWhen` names when set), any other mapping or list when not empty, a s
 */}}
 {{- define "pd-stack.checks.productionStack" -}}
 {{- $table := .Files.Get "files/production-stack.yaml" | fromYaml -}}
+{{- $type := include "pd-stack.routerType" $ -}}
 {{- range $path, $entry := $table.keys -}}
+{{- $why := get ($entry.refusedBy | default dict) $type -}}
+{{- if or (eq $entry.status "refused") $why -}}
+{{- $used := include "pd-stack.usedKeys" (dict "node" $.Values "parts" (splitList "." $path) "at" "" "usedWhen" ($entry.usedWhen | default "")) | fromJsonArray -}}
 {{- if eq $entry.status "refused" -}}
 {{- /* rule PD019: production-stack features pd-stack does not serve are refused by name with the reason and what to use instead (docs/production-stack.md); with `routerSpec.type: vllm-router`, `lmcache-proxy` or `llm-d`, so are the production-stack router's own keys (`staticBackends`, `rootPath`, `prefixMinMatchLength`, the LMCache controller keys) */ -}}
-{{- range include "pd-stack.usedKeys" (dict "node" $.Values "parts" (splitList "." $path) "at" "" "usedWhen" ($entry.usedWhen | default "")) | fromJsonArray -}}
+{{- range $used -}}
 {{- $_ := set $.pdStackRefusals (printf "[PD019] %s: production-stack's %s is not supported by pd-stack: %s" . (last (splitList "." $path)) (trim (replace "\n" " " $entry.note))) "" -}}
 {{- end -}}
 {{- end -}}
 {{- /* Keys of the production-stack router's own flags: refused with another router type. */ -}}
-{{- $type := include "pd-stack.routerType" $ -}}
-{{- with get ($entry.refusedBy | default dict) $type -}}
-{{- $why := . -}}
-{{- range include "pd-stack.usedKeys" (dict "node" $.Values "parts" (splitList "." $path) "at" "" "usedWhen" ($entry.usedWhen | default "")) | fromJsonArray -}}
+{{- if $why -}}
+{{- range $used -}}
 {{- $_ := set $.pdStackRefusals (printf "[PD019] %s: production-stack's %s is not supported with routerSpec.type %s: %s" . (last (splitList "." $path)) $type (trim (replace "\n" " " $why))) "" -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

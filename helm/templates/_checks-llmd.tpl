@@ -9,7 +9,7 @@ sidecar free; the scheduler settings the release has. Facts: _router-llmd.tpl.
 */}}
 {{- define "pd-stack.checks.llmd" -}}
 {{- $root := . -}}
-{{- $llmd := include "pd-stack.llmdValues" . | fromJson -}}
+{{- $llmd := .Values.routerSpec.llmd | default dict -}}
 {{- $row := include "pd-stack.llmdRelease" . | fromJson -}}
 {{- $gateway := $llmd.gateway | default dict -}}
 {{- $mode := include "pd-stack.llmdMode" . -}}

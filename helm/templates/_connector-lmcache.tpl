@@ -25,10 +25,13 @@ comma-separated.
 {{- $env = append $env (dict "name" "LMCACHE_PD_BUFFER_SIZE" "value" (include "pd-stack.lmcacheBufferSize" .kt)) -}}
 {{- $env = append $env (dict "name" "LMCACHE_PD_BUFFER_DEVICE" "value" (.kt.kvBufferDevice | default "cuda")) -}}
 {{- if eq .kvRole "kv_producer" -}}
-{{- /* proxyHost/proxyPort, else the LMCache proxy the chart deploys (routerSpec.type lmcache-proxy). */ -}}
-{{- $proxy := include "pd-stack.lmcacheSenderProxy" . | fromJson -}}
-{{- $env = append $env (dict "name" "LMCACHE_PD_PROXY_HOST" "value" $proxy.host) -}}
-{{- $env = append $env (dict "name" "LMCACHE_PD_PROXY_PORT" "value" (include "pd-stack.int" (dict "key" "kvTransfer.lmcache.proxyPort" "value" $proxy.port))) -}}
+{{- /* kvTransfer.lmcache.proxyHost/proxyPort, else, when the chart deploys the LMCache proxy
+       (routerSpec.type lmcache-proxy), the router Service and the proxy's notify port. */ -}}
+{{- $deployed := eq (include "pd-stack.isLMCacheProxy" .root) "true" -}}
+{{- $host := $lmc.proxyHost | default (ternary (include "pd-stack.routerServiceName" .root) "" $deployed) -}}
+{{- $port := int ($lmc.proxyPort | default (include "pd-stack.lmcacheProxyNotifyPort" .root)) -}}
+{{- $env = append $env (dict "name" "LMCACHE_PD_PROXY_HOST" "value" $host) -}}
+{{- $env = append $env (dict "name" "LMCACHE_PD_PROXY_PORT" "value" (include "pd-stack.int" (dict "key" "kvTransfer.lmcache.proxyPort" "value" $port))) -}}
 {{- else -}}
 {{- $env = append $env (dict "name" "LMCACHE_PD_PEER_HOST" "valueFrom" (dict "fieldRef" (dict "fieldPath" "status.podIP"))) -}}
 {{- $ports := include "pd-stack.connectorPorts" . | fromYamlArray -}}

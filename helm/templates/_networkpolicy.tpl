@@ -13,17 +13,19 @@ matchExpressions:
     values: [serving-engine, serving-engine-worker]
 {{- end -}}
 
-{{/* The engine ports the release's router connects to, as a JSON list of port names: the HTTP port,
+{{/* The engine ports the release's router connects to, as NetworkPolicy ports (YAML): the HTTP port,
 and each pool's connector port the router type reaches (files/connectors.yaml routers.<type>:
 vllm-router asks a Mooncake prefill's bootstrap server, bootstrapPort). */}}
 {{- define "pd-stack.routerEnginePorts" -}}
 {{- $type := include "pd-stack.routerType" . -}}
-{{- $ports := list "http" -}}
+{{- $names := list "http" -}}
 {{- range $spec := include "pd-stack.pools" . | fromJsonArray -}}
 {{- $conn := include "pd-stack.poolConnector" (dict "root" $ "spec" $spec) | fromJson -}}
 {{- if and (eq $type "vllm-router") (eq (include "pd-stack.poolRole" (dict "root" $ "spec" $spec)) "prefill") -}}
-{{- with dig "routers" "vllm-router" "bootstrapPort" "" $conn -}}{{- $ports = append $ports . -}}{{- end -}}
+{{- with dig "routers" "vllm-router" "bootstrapPort" "" $conn -}}{{- $names = append $names . -}}{{- end -}}
 {{- end -}}
 {{- end -}}
-{{- toJson (uniq $ports) -}}
+{{- $ports := list -}}
+{{- range uniq $names -}}{{- $ports = append $ports (dict "port" . "protocol" "TCP") -}}{{- end -}}
+{{- toYaml $ports -}}
 {{- end -}}

@@ -13,14 +13,9 @@ pkg/sidecar/proxy/options.go, deploy/config/pd-epp-config.yaml, docs/disaggregat
 {{- if and .Values.routerSpec.enableRouter (eq (include "pd-stack.routerType" .) "llm-d") -}}true{{- end -}}
 {{- end -}}
 
-{{/* routerSpec.llmd, or {}. */}}
-{{- define "pd-stack.llmdValues" -}}
-{{- toJson (.Values.routerSpec.llmd | default dict) -}}
-{{- end -}}
-
 {{/* standalone (default) or gateway. */}}
 {{- define "pd-stack.llmdMode" -}}
-{{- dig "mode" "standalone" (include "pd-stack.llmdValues" . | fromJson) -}}
+{{- dig "mode" "standalone" (.Values.routerSpec.llmd | default dict) -}}
 {{- end -}}
 
 {{/* "true" when the llm-d router runs in gateway mode: an InferencePool and an HTTPRoute, and no
@@ -34,7 +29,7 @@ a version the table does not have (the schema allows only the table's). */}}
 {{- define "pd-stack.llmdRelease" -}}
 {{- include "pd-stack.connectorTable" . -}}
 {{- $table := index .pdStackConnectors.routerImages "llm-d" -}}
-{{- $version := dig "version" $table.default (include "pd-stack.llmdValues" . | fromJson) -}}
+{{- $version := dig "version" $table.default (.Values.routerSpec.llmd | default dict) -}}
 {{- $row := get $table.releases $version | default dict -}}
 {{- toJson (merge (dict "version" $version) $row) -}}
 {{- end -}}
@@ -45,14 +40,8 @@ routerSpec.llmd.<epp|sidecar|proxy>.repository (a mirror), with the row's tag. *
 {{- $row := include "pd-stack.llmdRelease" .root | fromJson -}}
 {{- $image := index $row.images .which -}}
 {{- $key := ternary "proxy" .which (eq .which "envoy") -}}
-{{- $repository := dig $key "repository" $image.repository (include "pd-stack.llmdValues" .root | fromJson) -}}
+{{- $repository := dig $key "repository" $image.repository (.root.Values.routerSpec.llmd | default dict) -}}
 {{- printf "%s:%s" $repository $image.tag -}}
-{{- end -}}
-
-{{/* The decode sidecar's --kv-connector: the pools' connector's (routers.llm-d.sidecarConnector);
-the checks refuse pools that need different ones. */}}
-{{- define "pd-stack.llmdSidecarConnector" -}}
-{{- first (include "pd-stack.routerPoolsNeed" (dict "root" . "router" "llm-d" "key" "sidecarConnector") | fromJsonArray) | default "nixlv2" -}}
 {{- end -}}
 
 {{/* The prefill pools' bootstrap ports (routers.llm-d.bootstrapPort, Mooncake), as a JSON list of
@@ -70,7 +59,7 @@ the checks refuse pools that need different ones. */}}
 
 {{/* vLLM's port in decode pods behind the sidecar (routerSpec.llmd.sidecar.modelServerPort). */}}
 {{- define "pd-stack.llmdModelServerPort" -}}
-{{- include "pd-stack.int" (dict "key" "routerSpec.llmd.sidecar.modelServerPort" "value" (include "pd-stack.llmdValues" . | fromJson).sidecar.modelServerPort) -}}
+{{- include "pd-stack.int" (dict "key" "routerSpec.llmd.sidecar.modelServerPort" "value" (.Values.routerSpec.llmd | default dict).sidecar.modelServerPort) -}}
 {{- end -}}
 
 {{/* "true" when a pool's pods run the decode sidecar (ctx: root, spec): a decode pool, routed by
@@ -106,7 +95,7 @@ Then routerSpec.llmd.epp.flags as --name=value and routerSpec.extraArgs.
 */}}
 {{- define "pd-stack.llmdEppArgs" -}}
 {{- $router := .Values.routerSpec -}}
-{{- $llmd := include "pd-stack.llmdValues" . | fromJson -}}
+{{- $llmd := .Values.routerSpec.llmd | default dict -}}
 {{- $ports := include "pd-stack.llmdEppPorts" . | fromJson -}}
 {{- $args := list -}}
 {{- if eq (include "pd-stack.llmdMode" .) "gateway" -}}
@@ -139,7 +128,7 @@ always-disagg-pd-decider, or prefix-based-pd-decider with nonCachedTokens and (f
 above 0) promptTokens; with stageOrder prefill-first it runs prefill on every request, no decider.
 */}}
 {{- define "pd-stack.llmdEppConfig" -}}
-{{- $scheduler := dig "scheduler" dict (include "pd-stack.llmdValues" . | fromJson) -}}
+{{- $scheduler := dig "scheduler" dict (.Values.routerSpec.llmd | default dict) -}}
 {{- $row := include "pd-stack.llmdRelease" . | fromJson -}}
 {{- if $scheduler.config -}}
 {{- $scheduler.config -}}
@@ -178,7 +167,7 @@ above 0) promptTokens; with stageOrder prefill-first it runs prefill on every re
 
 {{/* Envoy's configuration in standalone mode: files/envoy.yaml, with the router's ports. */}}
 {{- define "pd-stack.llmdEnvoyConfig" -}}
-{{- $llmd := include "pd-stack.llmdValues" . | fromJson -}}
+{{- $llmd := .Values.routerSpec.llmd | default dict -}}
 {{- $flags := dig "epp" "flags" dict $llmd -}}
 {{- $tls := not (and (hasKey $flags "secure-serving") (eq (toString (get $flags "secure-serving")) "false")) -}}
 {{- $envoy := dict "containerPort" (int .Values.routerSpec.containerPort) "grpcPort" (include "pd-stack.llmdEppPorts" . | fromJson).grpc -}}
@@ -200,12 +189,14 @@ It answers GET /health itself and proxies everything but the completion routes (
 */}}
 {{- define "pd-stack.llmdSidecarContainer" -}}
 {{- $root := .root -}}
-{{- $llmd := include "pd-stack.llmdValues" $root | fromJson -}}
+{{- $llmd := $root.Values.routerSpec.llmd | default dict -}}
 {{- $sidecar := $llmd.sidecar | default dict -}}
 {{- $row := include "pd-stack.llmdRelease" $root | fromJson -}}
 {{- $port := include "pd-stack.int" (dict "key" "servingEngineSpec.containerPort" "value" $root.Values.servingEngineSpec.containerPort) -}}
 {{- $args := list (print "--port=" $port) (printf "%s=%s" $row.modelServerPortFlag (include "pd-stack.llmdModelServerPort" $root)) -}}
-{{- $connector := include "pd-stack.llmdSidecarConnector" $root -}}
+{{- /* The pools' connector's (routers.llm-d.sidecarConnector); the checks refuse pools that need
+       different ones. */ -}}
+{{- $connector := first (include "pd-stack.routerPoolsNeed" (dict "root" $root "router" "llm-d" "key" "sidecarConnector") | fromJsonArray) | default "nixlv2" -}}
 {{- $args = concat $args (list (printf "--kv-connector=%s" $connector) "--secure-proxy=false") -}}
 {{- with first (include "pd-stack.llmdBootstrapPorts" $root | fromJsonArray) -}}
 {{- $args = append $args (print "--mooncake-bootstrap-port=" (include "pd-stack.int" (dict "key" (printf "prefill pool %s's kvTransfer.bootstrapPort" .pool) "value" .port))) -}}
@@ -300,7 +291,7 @@ ports:
   - {name: envoy-ready, containerPort: {{ (include "pd-stack.llmdEnvoyPorts" . | fromJson).ready }}, protocol: TCP}
 readinessProbe: {{ merge (dict "periodSeconds" 5 "failureThreshold" 1) $ready | toJson }}
 livenessProbe: {{ merge (dict "periodSeconds" 10 "failureThreshold" 3) $ready | toJson }}
-{{- with dig "proxy" "resources" nil (include "pd-stack.llmdValues" . | fromJson) }}
+{{- with dig "proxy" "resources" nil (.Values.routerSpec.llmd | default dict) }}
 resources:
   {{- toYaml . | nindent 2 }}
 {{- end }}

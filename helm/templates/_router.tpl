@@ -79,29 +79,6 @@ JSON list: one --kv-connector for the whole release, so the checks refuse more t
 {{- range include "pd-stack.routerPools" (dict "root" . "router" "vllm-router") | fromJsonArray -}}{{- if .registers -}}true{{- end -}}{{- end -}}
 {{- end -}}
 
-{{/*
-The production-stack router's static backends (serviceDiscovery static), as JSON {backends, models,
-labels}: routerSpec.staticBackends/staticModels as given (labels empty: the user's
---static-model-labels in extraArgs name them), else one backend per pool Service with the pool's
-model and the pool name as its label, so disaggregated_prefill tells prefill from decode
-(--prefill/--decode-model-labels name pools).
-*/}}
-{{- define "pd-stack.productionStackStaticBackends" -}}
-{{- $router := .Values.routerSpec -}}
-{{- $out := dict "backends" ($router.staticBackends | default "") "models" ($router.staticModels | default "") "labels" "" -}}
-{{- if not $router.staticBackends -}}
-{{- $backends := list -}}{{- $models := list -}}{{- $labels := list -}}
-{{- range $spec := include "pd-stack.pools" . | fromJsonArray -}}
-{{- $ctx := dict "root" $ "spec" $spec -}}
-{{- $backends = append $backends (printf "http://%s:%s" (include "pd-stack.poolServiceName" $ctx) (include "pd-stack.int" (dict "key" "servingEngineSpec.servicePort" "value" $.Values.servingEngineSpec.servicePort))) -}}
-{{- $models = append $models $spec.modelURL -}}
-{{- $labels = append $labels $spec.name -}}
-{{- end -}}
-{{- $out = dict "backends" (join "," $backends) "models" (join "," $models) "labels" (join "," $labels) -}}
-{{- end -}}
-{{- toJson $out -}}
-{{- end -}}
-
 {{/* "true" when routerSpec.extraArgs has the flag .flag (alone, or as --flag=value). */}}
 {{- define "pd-stack.extraArgsHave" -}}
 {{- $flag := .flag -}}
@@ -139,10 +116,23 @@ only when their key is set: --k8s-service-discovery-type (production-stack PR #5
 {{- $router := .Values.routerSpec -}}
 {{- $args := list "--host" "0.0.0.0" "--port" (include "pd-stack.int" (dict "key" "routerSpec.containerPort" "value" $router.containerPort)) -}}
 {{- if eq (include "pd-stack.routerDiscovery" .) "static" -}}
-{{- $static := include "pd-stack.productionStackStaticBackends" . | fromJson -}}
-{{- $args = concat $args (list "--service-discovery" "static" "--static-backends" $static.backends "--static-models" $static.models) -}}
-{{- if and $static.labels (not (include "pd-stack.extraArgsHave" (dict "root" . "flag" "--static-model-labels"))) -}}
-{{- $args = concat $args (list "--static-model-labels" $static.labels) -}}
+{{- if $router.staticBackends -}}
+{{- /* routerSpec.staticBackends/staticModels as given; the user's --static-model-labels in
+       extraArgs name them. */ -}}
+{{- $args = concat $args (list "--service-discovery" "static" "--static-backends" $router.staticBackends "--static-models" ($router.staticModels | default "")) -}}
+{{- else -}}
+{{- /* One backend per pool Service with the pool's model and the pool name as its label, so
+       disaggregated_prefill tells prefill from decode (--prefill/--decode-model-labels name pools). */ -}}
+{{- $backends := list -}}{{- $models := list -}}{{- $labels := list -}}
+{{- range $spec := include "pd-stack.pools" . | fromJsonArray -}}
+{{- $backends = append $backends (printf "http://%s:%s" (include "pd-stack.poolServiceName" (dict "root" $ "spec" $spec)) (include "pd-stack.int" (dict "key" "servingEngineSpec.servicePort" "value" $.Values.servingEngineSpec.servicePort))) -}}
+{{- $models = append $models $spec.modelURL -}}
+{{- $labels = append $labels $spec.name -}}
+{{- end -}}
+{{- $args = concat $args (list "--service-discovery" "static" "--static-backends" (join "," $backends) "--static-models" (join "," $models)) -}}
+{{- if and (join "," $labels) (not (include "pd-stack.extraArgsHave" (dict "root" . "flag" "--static-model-labels"))) -}}
+{{- $args = concat $args (list "--static-model-labels" (join "," $labels)) -}}
+{{- end -}}
 {{- end -}}
 {{- else -}}
 {{- $args = concat $args (list "--service-discovery" "k8s" "--k8s-namespace" .Release.Namespace) -}}
@@ -429,15 +419,4 @@ on more than any receiver has), --chunk-size, LMCache's default. Then routerSpec
 {{- $args = concat $args (list "--model" ($pools.model | default "") "--pd-buffer-size" (toString $smallest) "--chunk-size" (toString $proxy.chunkSize)) -}}
 {{- end -}}
 {{- toYaml (dict "command" (list $python (include "pd-stack.lmcacheProxyScript" .)) "args" (concat $args ($router.extraArgs | default list))) -}}
-{{- end -}}
-
-{{/* The LMCache proxy host and port an LMCache sender reports to (ctx: root, spec): its
-kvTransfer.lmcache.proxyHost/proxyPort, else, when the chart deploys the proxy, the router Service
-and the proxy's notify port. JSON {host, port}. */}}
-{{- define "pd-stack.lmcacheSenderProxy" -}}
-{{- $lmc := dig "kvTransfer" "lmcache" dict .spec -}}
-{{- $deployed := include "pd-stack.isLMCacheProxy" .root -}}
-{{- $host := $lmc.proxyHost | default (ternary (include "pd-stack.routerServiceName" .root) "" (eq $deployed "true")) -}}
-{{- $port := $lmc.proxyPort | default (include "pd-stack.lmcacheProxyNotifyPort" .root) -}}
-{{- toJson (dict "host" $host "port" (int $port)) -}}
 {{- end -}}

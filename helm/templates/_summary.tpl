@@ -8,30 +8,26 @@ and `pdctl init` read it from the render (pdctl/rules/summary.py) instead of der
 again.
 */}}
 
-{{/* One pool's summary (dict "root" $ "spec" <modelSpec entry>), as a JSON object. */}}
-{{- define "pd-stack.poolSummary" -}}
-{{- $conn := include "pd-stack.poolConnector" . | fromJson -}}
-{{- toJson (dict
-  "pool" .spec.name
-  "role" (include "pd-stack.poolRole" .)
-  "connector" ($conn.name | default "")
-  "settingsKey" ($conn.settingsKey | default "")
-  "kvRole" (include "pd-stack.kvRole" .)
-  "kind" (include "pd-stack.poolKind" .)
-  "nodes" (int (include "pd-stack.poolNodes" .))
-  "vllmVersion" (include "pd-stack.vllmVersion" .)
-  "vllmVersionKey" (include "pd-stack.vllmVersionKey" .)
-  "routesPD" (eq (include "pd-stack.routesPD" .root) "true")
-  "routerDiscovery" (include "pd-stack.routerDiscovery" .root)
-  "lmcacheProxy" (eq (include "pd-stack.isLMCacheProxy" .root) "true")) -}}
-{{- end -}}
-
-{{/* The workload's annotations (dict "root" $ "specs" <its pools>): the summary of its pools over
-.annotations (the user's; the summary wins), as YAML. */}}
+{{/* The workload's annotations (dict "root" $ "specs" <its pools>): the summary of its pools (one
+object per pool) over .annotations (the user's; the summary wins), as YAML. */}}
 {{- define "pd-stack.summaryAnnotations" -}}
 {{- $pools := list -}}
-{{- range .specs -}}
-{{- $pools = append $pools (include "pd-stack.poolSummary" (dict "root" $.root "spec" .) | fromJson) -}}
+{{- range $spec := .specs -}}
+{{- $ctx := dict "root" $.root "spec" $spec -}}
+{{- $conn := include "pd-stack.poolConnector" $ctx | fromJson -}}
+{{- $pools = append $pools (dict
+  "pool" $spec.name
+  "role" (include "pd-stack.poolRole" $ctx)
+  "connector" ($conn.name | default "")
+  "settingsKey" ($conn.settingsKey | default "")
+  "kvRole" (include "pd-stack.kvRole" $ctx)
+  "kind" (include "pd-stack.poolKind" $ctx)
+  "nodes" (int (include "pd-stack.poolNodes" $ctx))
+  "vllmVersion" (include "pd-stack.vllmVersion" $ctx)
+  "vllmVersionKey" (include "pd-stack.vllmVersionKey" $ctx)
+  "routesPD" (eq (include "pd-stack.routesPD" $.root) "true")
+  "routerDiscovery" (include "pd-stack.routerDiscovery" $.root)
+  "lmcacheProxy" (eq (include "pd-stack.isLMCacheProxy" $.root) "true")) -}}
 {{- end -}}
 {{- toYaml (merge (dict "pd-stack.io/summary" (toJson $pools)) (.annotations | default dict)) -}}
 {{- end -}}

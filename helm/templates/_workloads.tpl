@@ -66,9 +66,9 @@ placeholders filled, or {} for a one-pod engine or when no form fits the pool's 
 {{- end -}}
 
 {{/*
-The engine container's command and args for one pod of a LeaderWorkerSet group (dict root spec
-part, part leader or worker), as JSON {command, args}: `vllm serve` with the pool's arguments and
-the form's, through /bin/sh when the form has a shell line or shell arguments.
+The engine container's command and args (YAML) for one pod of a LeaderWorkerSet group (dict root
+spec part, part leader or worker): `vllm serve` with the pool's arguments and the form's, through
+/bin/sh when the form has a shell line or shell arguments.
 */}}
 {{- define "pd-stack.engineCommand" -}}
 {{- $ctx := dict "root" .root "spec" .spec -}}
@@ -86,7 +86,12 @@ the form's, through /bin/sh when the form has a shell line or shell arguments.
 {{- with $role.shellArgs -}}{{- $line = printf "%s %s" $line (join " " .) -}}{{- end -}}
 {{- $out = dict "command" (list "/bin/sh" "-c" $line) "args" (prepend $serveArgs $exe) -}}
 {{- end -}}
-{{- toJson $out -}}
+command:
+  {{- toYaml $out.command | nindent 2 }}
+{{- with $out.args }}
+args:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end -}}
 
 {{/*
@@ -231,13 +236,7 @@ spec:
       args:
         {{- include "pd-stack.engineArgs" $ctx | nindent 8 }}
       {{- else }}
-      {{- $run := include "pd-stack.engineCommand" . | fromJson }}
-      command:
-        {{- toYaml $run.command | nindent 8 }}
-      {{- with $run.args }}
-      args:
-        {{- toYaml . | nindent 8 }}
-      {{- end }}
+      {{- include "pd-stack.engineCommand" . | nindent 6 }}
       {{- end }}
       env:
         {{- include "pd-stack.engineEnv" $ctx | nindent 8 }}
