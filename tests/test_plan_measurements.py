@@ -86,7 +86,7 @@ def test_entries_from_our_own_runs_cite_a_kept_record_holding_the_figure() -> No
     for entry in own:
         record = (ROOT / entry.source.url).read_text(encoding="utf-8")
         for value in entry.measured.values():
-            shown = (f"{value:g}", str(value))
+            shown = (f"{value:g}", str(value), f"{value:.0f}")
             assert any(v in record for v in shown), f"{entry.id}: {value} not in {entry.source.url}"
     assert {e.use for e in own} == {"fit", "check"}
 

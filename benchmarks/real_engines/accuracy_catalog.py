@@ -66,6 +66,7 @@ def entries(record: dict[str, Any], url: str) -> dict[str, dict[str, Any]]:
             "outputLen": 1,
             "concurrency": 1,
             "kvCacheBytes": model["kv_cache_bytes"],
+            "maxModelLen": record["max_model_len"],
             "harness": f'{HARNESS}: the engine\'s start-up log line "GPU KV cache size: N tokens" '
             "for its fixed pool",
             "measured": {"kvTokens": tokens},

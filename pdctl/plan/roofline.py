@@ -138,7 +138,7 @@ def decode_step_seconds(
     eff = efficiency.for_gpu(gpu)
     p = params(arch)
     moe_layers = arch.layers - arch.moe.dense_layers if arch.moe else 0
-    kv_read = batch * layout.sequence_bytes(context)
+    kv_read = batch * layout.read_bytes(context)
     memory_s = weights_read_seconds(arch, gpu, tp, batch) + kv_read / (
         gpu.hbm_tbps * 1e12 * eff.kv_bandwidth
     )
