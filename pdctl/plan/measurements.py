@@ -219,7 +219,7 @@ def estimate_ms(entry: Measurement, metric: str) -> float:
         return engine.cost(prefill_chunks=[Chunk(entry.input_len)] * prompts).seconds
 
     if metric == "ttftMs":
-        return 1000 * (prefill(1) + roofline.request_overhead_seconds(gpu))
+        return 1000 * roofline.alone_ttft_seconds(entry.arch(), gpu, entry.input_len, prefill(1))
     if metric == "tpotMs":
         return 1000 * step()
     if metric == "prefillTokensPerS":

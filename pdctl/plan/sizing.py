@@ -39,9 +39,9 @@ from pdctl.plan.objective import (
 from pdctl.plan.roofline import (
     DECODE_MATCH,
     PREFILL_MATCH,
+    alone_ttft_seconds,
     default_max_num_batched_tokens,
     default_max_num_seqs,
-    request_overhead_seconds,
 )
 
 
@@ -125,7 +125,8 @@ def _evaluate(req: Request, p: Engine, x: int, d: Engine, y: int) -> _Candidate:
         rate=w.rate,
         concurrency=w.concurrency,
     )
-    before_s = prefill_s + transfer_s + request_overhead_seconds(req.gpu)
+    alone_s = alone_ttft_seconds(req.arch, req.gpu, w.input_len, prefill_s)
+    before_s = alone_s + transfer_s
     decoding, load, step_s = decode.at_load(req, d, y, batch, load_at, before_s)
     unqueued_s = before_s + step_s
     ttft_s = unqueued_s + load.queue_s
