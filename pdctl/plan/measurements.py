@@ -41,7 +41,7 @@ import yaml
 from pdctl.models import catalog
 from pdctl.models.catalog import CATALOG_DIR, Gpu
 from pdctl.models.config import ModelArch
-from pdctl.models.memory import GiB, memory
+from pdctl.models.memory import GiB, kv_layout, memory
 from pdctl.plan import roofline
 from pdctl.plan.step import Chunk, EngineStep
 
@@ -92,6 +92,7 @@ class Measurement:
     kv_cache_bytes: int | None = None  # the KV pool the engine was given (kvTokens)
     utilization: float | None = None  # or the --gpu-memory-utilization vLLM sized it at
     max_model_len: int | None = None  # the engine's --max-model-len (kvTokens)
+    kv_cache_dtype: str = "auto"  # the KV cache's dtype when not the model's ("fp8")
 
     def arch(self) -> ModelArch:
         found = catalog.find_model(self.model)
@@ -141,6 +142,7 @@ def _measurement(key: str, data: dict[str, Any]) -> Measurement:
         kv_cache_bytes=data.get("kvCacheBytes"),
         utilization=data.get("utilization"),
         max_model_len=data.get("maxModelLen"),
+        kv_cache_dtype=data.get("kvCacheDtype", "auto"),
     )
     unknown = set(entry.measured) - set(METRICS)
     if unknown:
@@ -209,7 +211,10 @@ def estimate_ms(entry: Measurement, metric: str) -> float:
     """The planner's estimate of `metric` under the entry's conditions, in milliseconds (tokens
     per second for prefillTokensPerS, tokens for kvTokens)."""
     gpu = entry.gpu_entry()
-    engine = EngineStep(entry.arch(), gpu, entry.tp)
+    arch = entry.arch()
+    budget = roofline.default_max_num_batched_tokens(gpu)
+    layout = kv_layout(arch, entry.tp, kv_cache_dtype=entry.kv_cache_dtype, budget=budget)
+    engine = EngineStep(arch, gpu, entry.tp, layout=layout)
     context = entry.input_len + entry.output_len // 2
 
     def step() -> float:
@@ -219,7 +224,7 @@ def estimate_ms(entry: Measurement, metric: str) -> float:
         return engine.cost(prefill_chunks=[Chunk(entry.input_len)] * prompts).seconds
 
     if metric == "ttftMs":
-        return 1000 * roofline.alone_ttft_seconds(entry.arch(), gpu, entry.input_len, prefill(1))
+        return 1000 * roofline.alone_ttft_seconds(arch, gpu, entry.input_len, prefill(1))
     if metric == "tpotMs":
         return 1000 * step()
     if metric == "prefillTokensPerS":
@@ -262,7 +267,8 @@ def _model_label(entry: Measurement) -> str:
     name = entry.served_model.split(" (")[0].split(",")[0].split("/")[-1]
     dtype = entry.weight_dtype or entry.arch().weight_dtype
     cut_to = f", {entry.layers} layers" if entry.layers else ""
-    return f"{name} {dtype.upper()}{cut_to}"
+    kv = ", FP8 KV" if entry.kv_cache_dtype == "fp8" else ""
+    return f"{name} {dtype.upper()}{kv}{cut_to}"
 
 
 def _workload(entry: Measurement) -> str:
