@@ -213,6 +213,26 @@ def test_the_fit_script_solves_the_expert_share_from_fit_moe_prefill_entries(
     assert fit.prefill_entries(entries, "mla") == []
 
 
+def test_the_fit_script_solves_the_idle_step_floor_from_fit_moe_ttft_entries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """scripts/fit_efficiency.py's idle-step step: TTFTs of prompts alone made by a planner whose
+    floor is 80 ms give 80 ms back; a prompt within the CUDA-graph sizes and a dense model's
+    prompt take no part (they would pull the floor nowhere)."""
+    fit = _fit_script()
+    truth = replace(efficiency.HOPPER, moe_idle_step_s=0.08)
+    single = next(e for e in measurements.measurements().entries if e.id.endswith("single-2048"))
+    entries = []
+    for model, tokens in (("qwen3-30b-a3b", 2048), ("qwen3-30b-a3b", 512), ("llama-3.1-8b", 2048)):
+        monkeypatch.setitem(efficiency.GENERATIONS, "H200", truth)
+        entry = replace(single, id=f"{model}-{tokens}", model=model, input_len=tokens, use="fit")
+        ttft = measurements.estimate_ms(entry, "ttftMs")
+        entries.append(replace(entry, measured={"ttftMs": ttft}))
+    monkeypatch.setitem(efficiency.GENERATIONS, "H200", efficiency.HOPPER)
+    solved = fit.fit_idle_step(replace(efficiency.HOPPER, moe_idle_step_s=0.0), entries)
+    assert solved.moe_idle_step_s == pytest.approx(0.08, abs=1e-6)
+
+
 def test_prefill_throughput_is_one_forward_of_the_prompts_a_step_holds() -> None:
     entry = _prefill_entry("Qwen/Qwen3-30B-A3B", 24, 1.0)
     assert measurements.prompts_per_step(entry) == 4  # 8,192-token budget, 2,048-token prompts
