@@ -453,3 +453,5 @@ def test_an_moe_prompt_alone_past_the_graph_sizes_waits_for_the_idle_step_floor(
     assert roofline.alone_ttft_seconds(llama, h200, 2048, 0.03) == 0.03 + overhead
     plan = sizing.plan(request("qwen3-30b-a3b", "H200", 2, workload=Workload(2048, 256, 1)))
     assert plan.estimates.ttft_unqueued_ms > 1000 * (floor + overhead)
+    assert plan.aggregated is not None and plan.aggregated.batch == 1
+    assert plan.aggregated.ttft_unqueued_ms >= 1000 * (floor + overhead)
