@@ -9,7 +9,10 @@ ratio is 1, then the request overhead as that engine's TTFT alone less its prefi
 same way, the routed-expert share on the fit prefill entries of MoE models without MLA (steady
 rates, benchmarks/real_engines/steady.py; their geometric mean ratio 1), then the MLA forward's
 share on those of MLA models. A share with no fit entry is left as efficiency.py has it, and the
-script says so (MLA has none: its share is aiconfigurator's, efficiency.py says why). Decode: the
+script says so (MLA has none: its share is aiconfigurator's, efficiency.py says why). Then an MoE
+model's idle-step floor: least squares of ratio - 1 over the fit TTFT entries of MoE models whose
+prompt is past the CUDA-graph sizes (a ternary search; entries the floor does not bind pull
+nothing). Decode: the
 expert weight-read efficiency and the step costs by least squares of ratio - 1 over the fit decode
 entries (a seeded random search: no solver dependency). The values in efficiency.py are these,
 rounded.
@@ -27,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pdctl.plan import efficiency, measurements  # noqa: E402
+from pdctl.plan import efficiency, measurements, roofline  # noqa: E402
 
 DENSE_PREFILL = "pdstack-h200-llama-3.1-8b-prefill-2048"
 DENSE_TTFT = "pdstack-h200-llama-3.1-8b-ttft-2048"
@@ -102,9 +105,38 @@ def fit_prefill(
     return factors
 
 
+def fit_idle_step(
+    factors: efficiency.Efficiency, data: Sequence[measurements.Measurement]
+) -> efficiency.Efficiency:
+    """moe_idle_step_s by least squares over the fit TTFT entries of MoE models past the graph
+    sizes (roofline.idle_step_floor_seconds)."""
+    entries = [
+        e
+        for e in data
+        if e.gpu == "H200"
+        and e.use == "fit"
+        and "ttftMs" in e.measured
+        and e.arch().moe
+        and e.input_len > roofline.max_cudagraph_tokens(e.arch(), e.gpu_entry())
+    ]
+
+    def at(floor: float) -> efficiency.Efficiency:
+        return replace(factors, moe_idle_step_s=floor)
+
+    def score(floor: float) -> float:
+        return sum((r - 1) ** 2 for r in ratios(at(floor), entries))
+
+    low, high = 0.0, 0.3
+    for _ in range(100):
+        left, right = low + (high - low) / 3, high - (high - low) / 3
+        low, high = (low, right) if score(left) <= score(right) else (left, high)
+    print(f"moe_idle_step_s: {len(entries)} fit TTFT entries of MoE models past the graph sizes")
+    return at((low + high) / 2)
+
+
 def main() -> None:
     data = measurements.measurements().entries
-    factors = fit_prefill(efficiency.HOPPER, data)
+    factors = fit_idle_step(fit_prefill(efficiency.HOPPER, data), data)
     fit = [e for e in data if e.gpu == "H200" and e.use == "fit" and "tpotMs" in e.measured]
 
     def score(f: efficiency.Efficiency) -> float:
@@ -122,7 +154,7 @@ def main() -> None:
             best, best_score = candidate, candidate_score
         if round_ % 3000 == 2999:
             steps = [step / 4 for step in steps]
-    prefill = ("dense_gemm", "request_overhead_s", "moe_experts", "mla_prefill")
+    prefill = ("dense_gemm", "request_overhead_s", "moe_experts", "mla_prefill", "moe_idle_step_s")
     for field in (*prefill, *(f for f, _ in DECODE)):
         kept = getattr(efficiency.HOPPER, field)
         print(f"{field:24} {getattr(best, field):.4g}  (efficiency.py: {kept:.4g})")

@@ -86,7 +86,7 @@ def test_entries_from_our_own_runs_cite_a_kept_record_holding_the_figure() -> No
     for entry in own:
         record = (ROOT / entry.source.url).read_text(encoding="utf-8")
         for value in entry.measured.values():
-            shown = (f"{value:g}", str(value))
+            shown = (f"{value:g}", str(value), f"{value:.0f}")
             assert any(v in record for v in shown), f"{entry.id}: {value} not in {entry.source.url}"
     assert {e.use for e in own} == {"fit", "check"}
 
@@ -211,6 +211,26 @@ def test_the_fit_script_solves_the_expert_share_from_fit_moe_prefill_entries(
     assert solved.moe_experts == pytest.approx(0.3, rel=1e-6)
     assert fit.prefill_entries(entries, "moe") == entries
     assert fit.prefill_entries(entries, "mla") == []
+
+
+def test_the_fit_script_solves_the_idle_step_floor_from_fit_moe_ttft_entries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """scripts/fit_efficiency.py's idle-step step: TTFTs of prompts alone made by a planner whose
+    floor is 80 ms give 80 ms back; a prompt within the CUDA-graph sizes and a dense model's
+    prompt take no part (they would pull the floor nowhere)."""
+    fit = _fit_script()
+    truth = replace(efficiency.HOPPER, moe_idle_step_s=0.08)
+    single = next(e for e in measurements.measurements().entries if e.id.endswith("single-2048"))
+    entries = []
+    for model, tokens in (("qwen3-30b-a3b", 2048), ("qwen3-30b-a3b", 512), ("llama-3.1-8b", 2048)):
+        monkeypatch.setitem(efficiency.GENERATIONS, "H200", truth)
+        entry = replace(single, id=f"{model}-{tokens}", model=model, input_len=tokens, use="fit")
+        ttft = measurements.estimate_ms(entry, "ttftMs")
+        entries.append(replace(entry, measured={"ttftMs": ttft}))
+    monkeypatch.setitem(efficiency.GENERATIONS, "H200", efficiency.HOPPER)
+    solved = fit.fit_idle_step(replace(efficiency.HOPPER, moe_idle_step_s=0.0), entries)
+    assert solved.moe_idle_step_s == pytest.approx(0.08, abs=1e-6)
 
 
 def test_prefill_throughput_is_one_forward_of_the_prompts_a_step_holds() -> None:

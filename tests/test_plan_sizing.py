@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from pdctl.models import catalog, memory, pods
 from pdctl.models.config import ModelArch, SlidingWindow
-from pdctl.plan import efficiency, objective, roofline, sizing
+from pdctl.plan import efficiency, measurements, objective, roofline, sizing
 from pdctl.plan.layout import DoesNotFit, Request, Workload
 from pdctl.plan.report import plan_dict
 
@@ -21,6 +21,10 @@ def arch(name: str) -> ModelArch:
     found = catalog.find_model(name)
     assert found is not None
     return found.arch
+
+
+# vLLM's default --max-num-batched-tokens on an H100 or H200 (engine/arg_utils.py)
+BUDGET = 8192
 
 
 def request(model: str, gpu: str, gpus: int, **kw: object) -> Request:
@@ -50,36 +54,79 @@ def test_kv_bytes_per_token_whole_model(model: str, bf16: int, fp8: int) -> None
 
 def test_gqa_kv_heads_are_replicated_when_tp_exceeds_them() -> None:
     qwen = arch("qwen2.5-7b")  # 4 KV heads
-    per_gpu = [memory.kv_layout(qwen, tp).per_token for tp in (1, 2, 4, 8)]
+    per_gpu = [memory.kv_layout(qwen, tp, budget=BUDGET).per_token for tp in (1, 2, 4, 8)]
     assert per_gpu == [57344, 28672, 14336, 14336]  # one head per rank from TP 4 on
 
 
 def test_mla_latent_is_not_split_by_tp() -> None:
     deepseek = arch("deepseek-v3")
-    assert {memory.kv_layout(deepseek, tp).per_token for tp in (1, 2, 4, 8)} == {70272}
+    assert {memory.kv_layout(deepseek, tp, budget=BUDGET).per_token for tp in (1, 2, 4, 8)} == {
+        70272
+    }
 
 
-def test_sliding_window_layers_hold_only_their_window() -> None:
+def test_sliding_window_layers_read_only_their_window() -> None:
     oss = arch("gpt-oss-120b")  # 18 of 36 layers slide over 128 tokens
-    layout = memory.kv_layout(oss, 1)
+    layout = memory.kv_layout(oss, 1, budget=BUDGET)
     half = 73728 // 2  # bytes per token of 18 layers
     assert (layout.full_groups, layout.window_groups) == (1, 1)
     assert layout.block_bytes == half * memory.BLOCK_SIZE
-    long, longer = layout.sequence_bytes(8192), layout.sequence_bytes(16384)
-    assert longer - long == half * 8192  # only the full-attention half grows
-    flat = memory.kv_layout(oss, 1, hybrid=False)
-    assert flat.sequence_bytes(16384) == 73728 * 16384
+    long, longer = layout.read_bytes(8192), layout.read_bytes(16384)
+    assert longer - long == half * 8192  # a decode step reads only the full-attention half more
+    assert layout.read_bytes(8192) == half * (8192 + 9 * 16)  # the window: 8 blocks and one more
+    flat = memory.kv_layout(oss, 1, hybrid=False, budget=BUDGET)
+    assert flat.sequence_bytes(16384) == flat.read_bytes(16384) == 73728 * 16384
 
 
-def test_kv_tokens_are_what_vllm_logs_for_a_hybrid_model() -> None:
-    """vLLM logs blocks // groups x 16 (kv_cache_utils._report_kv_cache_config), where one block
-    costs a page in each of the group's 18 layers: gpt-oss-120b's count is that of all 36 layers
-    at full attention, half of what its full-attention layers alone would give."""
-    layout = memory.kv_layout(arch("gpt-oss-120b"), 1)
-    pool = 10 * memory.GiB
-    assert layout.tokens(pool) == pool // (73728 * 16) * 16
-    # ...while a long sequence costs little more than its full-attention half:
-    assert layout.sequences(pool, 8192) == pool // (36864 * (8192 + 9 * 16))
+def test_a_sliding_window_group_reserves_the_window_and_the_tokens_in_flight() -> None:
+    """vLLM 0.26 (kv_cache_interface.SlidingWindowSpec.max_admission_blocks_per_request): a
+    sliding-window group reserves cdiv(window - 1 + in-flight tokens, 16) + 1 blocks a sequence,
+    the in-flight tokens two steps' budget (async scheduling, config/vllm.py
+    max_in_flight_tokens). gpt-oss's 128-token window at the 8,192-token budget: 16,511 tokens,
+    1,033 blocks; a shorter sequence holds its own blocks in both groups."""
+    layout = memory.kv_layout(arch("gpt-oss-20b"), 1, budget=BUDGET)
+    assert layout.window_reserve == 127 + 2 * 8192
+    assert layout.sequence_blocks(2048) == 2 * 128
+    assert layout.sequence_blocks(131072) == 8192 + 1033
+    assert layout.request_blocks(131072) == 8192 + 1033
+    # the length caps the reservation, and vLLM's start-up count keeps its extra block
+    assert layout.request_blocks(9216) == 576 + 577
+    assert layout.sequence_blocks(9216) == 576 + 576
+    assert memory.in_flight_tokens(arch("gpt-oss-20b"), BUDGET, pp=2) == 2 * BUDGET  # V1 runner
+    assert memory.in_flight_tokens(arch("mistral-7b-v0.1"), BUDGET, pp=2) == 3 * BUDGET  # V2
+
+
+@pytest.mark.parametrize(
+    ("model", "pool", "max_model_len", "logged"),
+    [  # vLLM 0.26.0 on one H200, benchmarks/records/real-engines-h200-accuracy-*.json
+        ("gpt-oss-20b", 2 * memory.GiB, 9216, 43_650),
+        ("mistral-7b-v0.1", 2 * memory.GiB, 9216, 16_355),
+        ("llama-3.1-8b", 70_866_960_384, 9216, 540_672),
+        ("llama-3.2-3b", 17_179_869_184, 9216, 149_792),
+    ],
+)
+def test_kv_tokens_are_what_vllm_logs(
+    model: str, pool: int, max_model_len: int, logged: int
+) -> None:
+    """vLLM 0.26 logs its concurrency at --max-model-len times that length
+    (kv_cache_utils.get_kv_cache_capacity): the same figure as blocks x 16 for full attention,
+    fewer where a sliding-window group reserves a block more than the length."""
+    layout = memory.kv_layout(arch(model), 1, budget=BUDGET)
+    assert layout.tokens(pool, max_model_len) == logged
+
+
+def test_gpt_oss_at_utilization_09_logs_what_vllm_does() -> None:
+    """vLLM 0.26.0, one H200, gpt-oss-20b at --gpu-memory-utilization 0.9 and the default
+    max-model-len (benchmarks/records/real-engines-h200-gpt-oss-pool.json): "GPU KV cache size:
+    4,233,249 tokens", "Maximum concurrency for 131,072 tokens per request: 32.30x". The count is
+    about twice the full-attention count of the same pool (the sliding half reserves 1,033 blocks
+    a request, not 8,192), so blocks // groups x 16 (vLLM before 0.26) is 1.76x off."""
+    oss = arch("gpt-oss-20b")
+    pool = memory.memory(oss, catalog.gpu("H200"), 1, 0.9).kv_pool * memory.GiB
+    layout = memory.kv_layout(oss, 1, budget=BUDGET)
+    assert layout.tokens(pool, 131072) == pytest.approx(4_233_249, rel=0.03)
+    assert layout.concurrency(pool, 131072) == pytest.approx(32.30, rel=0.03)
+    assert layout.blocks(pool) // layout.groups * memory.BLOCK_SIZE < 0.6 * 4_233_249
 
 
 def test_hybrid_groups_pad_the_last_group_of_a_type_as_vllm_does() -> None:
@@ -92,23 +139,25 @@ def test_hybrid_groups_pad_the_last_group_of_a_type_as_vllm_does() -> None:
     assert memory.kv_groups(32, 0) == (32, 1, 0)
     assert memory.kv_groups(0, 32) == (32, 0, 1)
     five_to_one = replace(arch("gpt-oss-120b"), layers=62, sliding_window=SlidingWindow(1024, 52))
-    layout = memory.kv_layout(five_to_one, 1)
+    layout = memory.kv_layout(five_to_one, 1, budget=BUDGET)
     per_layer = 2 * 8 * 64 * 2
     assert layout.block_bytes == 10 * per_layer * memory.BLOCK_SIZE
     pool = 20 * memory.GiB
-    # Fewer tokens logged than the 62 layers at full attention would give (62/70 of them):
-    full_count = pool // (62 * per_layer * 16) * 16
-    assert layout.tokens(pool) < full_count
-    assert layout.tokens(pool) == pytest.approx(full_count * 62 / 70, rel=1e-3)
+    # One request of 131,072 tokens: 8,192 blocks in the full group, 1,089 in each of 6 windowed
+    blocks = pool // layout.block_bytes
+    assert layout.concurrency(pool, 131072) == blocks / (8192 + 6 * 1089)
 
 
 def test_disabling_the_hybrid_manager_keeps_an_all_sliding_model_windowed() -> None:
     """unify_hybrid_kv_cache_specs turns sliding-window layers into full attention only when both
     types are present: Mistral-7B-v0.1 (every layer windowed) keeps its window."""
     mistral = arch("mistral-7b-v0.1")
-    on, off = memory.kv_layout(mistral, 1), memory.kv_layout(mistral, 1, hybrid=False)
+    on = memory.kv_layout(mistral, 1, budget=BUDGET)
+    off = memory.kv_layout(mistral, 1, hybrid=False, budget=BUDGET)
     assert on == off
-    assert on.sequence_bytes(32768) == on.sequence_bytes(4096 + 16)
+    assert on.read_bytes(32768) == on.read_bytes(4096 + 16)
+    assert on.sequence_bytes(32768) == on.sequence_bytes(4095 + 2 * BUDGET + 16)
+    assert on.longest(on.request_bytes(32768)) == 1 << 30  # any length once the window fits
 
 
 # ---- memory: vLLM's measured figure and the reference's worked examples
@@ -121,7 +170,7 @@ def test_llama_8b_on_one_h100_matches_vllms_measured_kv_pool() -> None:
     llama = arch("llama-3.1-8b")
     used = memory.memory(llama, catalog.gpu("H100-80GB"), 1, 0.95)
     assert used.kv_pool == pytest.approx(58.11, rel=0.05)
-    tokens = memory.kv_layout(llama, 1).tokens(used.kv_pool * memory.GiB)
+    tokens = memory.kv_layout(llama, 1, budget=BUDGET).tokens(used.kv_pool * memory.GiB, 8192)
     assert tokens == pytest.approx(476_016, rel=0.05)
     assert used.weights == pytest.approx(14.99, rel=0.01)
 
@@ -165,7 +214,9 @@ def test_roofline_close_to_the_reference_illustration() -> None:
     # the illustration's MFU 0.5, scaled to Hopper's dense share fitted on the H200 (0.616)
     scale = efficiency.for_gpu(h100).dense_gemm / 0.5
     assert 0.8 * 14000 * scale <= prefill <= 14000 * scale
-    step = roofline.decode_step_seconds(llama, h100, 4, 64, 8250, memory.kv_layout(llama, 4))
+    step = roofline.decode_step_seconds(
+        llama, h100, 4, 64, 8250, memory.kv_layout(llama, 4, budget=BUDGET)
+    )
     assert 29 <= step * 1000 <= 29 * 1.2
 
 
@@ -199,7 +250,7 @@ def test_moe_decode_reads_only_the_experts_a_batch_touches() -> None:
     assert roofline.experts_touched(256, 8, 1) == pytest.approx(8)
     assert roofline.experts_touched(256, 8, 1000) == pytest.approx(256, rel=0.01)
     deepseek, h200 = arch("deepseek-v3"), catalog.gpu("H200")
-    layout = memory.kv_layout(deepseek, 8)
+    layout = memory.kv_layout(deepseek, 8, budget=BUDGET)
     one = roofline.decode_step_seconds(deepseek, h200, 8, 1, 4096, layout)
     many = roofline.decode_step_seconds(deepseek, h200, 8, 64, 4096, layout)
     assert many > 2 * one  # 64 sequences touch most experts; one touches 8 of 256
@@ -325,7 +376,7 @@ def test_every_plan_fits_what_it_was_given(
         assert role.replicas >= 1
         assert engine.tp <= req.gpus_per_node or engine.tp % req.gpus_per_node == 0
         assert engine.memory.kv_pool > 0
-        assert engine.layout.sequence_bytes(plan.max_model_len) <= engine.pool_bytes
+        assert engine.layout.fits(engine.pool_bytes, plan.max_model_len)
     e = plan.estimates
     assert (
         0
@@ -344,7 +395,7 @@ def test_more_tp_never_means_less_kv_pool_per_gpu(model: str, gpu: str) -> None:
     a, g = arch(model), catalog.gpu(gpu)
     tps = memory.valid_tps(a, 8)
     pools = [memory.memory(a, g, tp, 0.9).kv_pool for tp in tps]
-    per_token = [memory.kv_layout(a, tp).per_token for tp in tps]
+    per_token = [memory.kv_layout(a, tp, budget=BUDGET).per_token for tp in tps]
     # pool per GPU grows with TP (only the TP1 -> TP2 step pays the NCCL buffers)
     assert all(b >= a_ - 2 for a_, b in zip(pools, pools[1:], strict=False))
     assert per_token == sorted(per_token, reverse=True)
@@ -365,9 +416,42 @@ def test_the_plan_states_its_wider_error_where_the_estimates_still_miss() -> Non
     """One prompt at a time on an MoE model and a small dense model are outside the held-out
     bands (docs/sizing.md, "Where the model is known to be off"); a busy 8B is not."""
     alone = sizing.plan(request("qwen3-30b-a3b", "H200", 2, workload=Workload(2048, 256, 1)))
-    assert any("2.7x the estimated TTFT" in w for w in alone.notes)
+    assert any("97 ms for its first step" in w for w in alone.notes)
     small = sizing.plan(request("llama-3.2-3b", "H200", 2, workload=Workload(128, 128, 16)))
     assert any("Llama-3.2-3B took up to 1.6x" in w for w in small.notes)
-    assert not any("2.7x" in w for w in small.notes)
+    assert not any("97 ms" in w for w in small.notes)
     busy = sizing.plan(request("llama-3.1-8b", "H200", 2, workload=Workload(8192, 256, 64)))
-    assert not any("2.7x" in w or "Llama-3.2-3B" in w for w in busy.notes)
+    assert not any("97 ms" in w or "Llama-3.2-3B" in w for w in busy.notes)
+
+
+def test_cuda_graph_sizes_are_vllms_defaults() -> None:
+    """vllm/config/vllm.py: min(2 x max-num-seqs, 512, the token budget); gpt-oss sets 1024
+    (GptOssForCausalLMConfig)."""
+    h200, l4 = catalog.gpu("H200"), catalog.gpu("L4")
+    assert roofline.max_cudagraph_tokens(arch("qwen3-30b-a3b"), h200) == 512
+    assert roofline.max_cudagraph_tokens(arch("gpt-oss-20b"), h200) == 1024
+    assert roofline.max_cudagraph_tokens(arch("gpt-oss-20b"), l4) == 1024
+    assert roofline.max_cudagraph_tokens(arch("llama-3.1-8b"), l4) == 512
+
+
+def test_an_moe_prompt_alone_past_the_graph_sizes_waits_for_the_idle_step_floor() -> None:
+    """Qwen3-30B-A3B on one H200 (benchmarks/records/real-engines-h200-accuracy-moe.json, fit):
+    one 2,048-token prompt alone took 108.6 ms, 2.7x its GPU time, 512 tokens 31.2 ms; the
+    floor is the first step's on an idle engine, so a busy engine's rate keeps its GPU time."""
+    qwen, h200 = arch("qwen3-30b-a3b"), catalog.gpu("H200")
+    floor = efficiency.for_gpu(h200).moe_idle_step_s
+    overhead = roofline.request_overhead_seconds(h200)
+    for tokens, measured in ((512, 31.2e-3), (2048, 108.6e-3)):
+        prefill = roofline.prefill_seconds(qwen, h200, 1, tokens)
+        alone = roofline.alone_ttft_seconds(qwen, h200, tokens, prefill)
+        assert alone == pytest.approx(measured, rel=0.2)
+    assert roofline.alone_ttft_seconds(qwen, h200, 2048, 0.03) == floor + overhead
+    # its 24-layer cut ran busy steps of 4 x 2,048 tokens in 63.5 ms (real-engines-h200-moe-mla)
+    busy = roofline.prefill_seconds(measurements.cut(qwen, 24), h200, 1, 2048, 4)
+    assert busy < floor and busy == pytest.approx(63.5e-3, rel=0.15)
+    llama = arch("llama-3.2-3b")  # dense: no floor
+    assert roofline.alone_ttft_seconds(llama, h200, 2048, 0.03) == 0.03 + overhead
+    plan = sizing.plan(request("qwen3-30b-a3b", "H200", 2, workload=Workload(2048, 256, 1)))
+    assert plan.estimates.ttft_unqueued_ms > 1000 * (floor + overhead)
+    assert plan.aggregated is not None and plan.aggregated.batch == 1
+    assert plan.aggregated.ttft_unqueued_ms >= 1000 * (floor + overhead)

@@ -45,7 +45,7 @@ def test_a_step_of_prompts_alone_costs_the_roofline_prefill(name: str) -> None:
 @pytest.mark.parametrize("name", MODELS)
 def test_a_step_of_decode_sequences_alone_costs_the_roofline_decode_step(name: str) -> None:
     for arch, gpu, tp in _engines(name):
-        layout = memory.kv_layout(arch, tp)
+        layout = memory.kv_layout(arch, tp, budget=roofline.default_max_num_batched_tokens(gpu))
         engine = EngineStep(arch, gpu, tp, layout=layout)
         for batch in (1, 64):
             for context in (128, 8192):

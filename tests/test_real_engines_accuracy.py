@@ -95,5 +95,7 @@ def test_an_fp8_kv_cache_as_nvidia_ships_it_holds_the_tokens_vllm_logged(tmp_pat
     (tmp_path / quantization.QUANT_FILE).write_bytes(accuracy.MODELOPT_FP8.read_bytes())
     arch = model_config.load_config_file(tmp_path / "config.json", wave_model.name)
     assert arch.auto_kv_dtype == "fp8"
-    layout = memory.kv_layout(arch, tp=1, kv_cache_dtype=arch.auto_kv_dtype)
-    assert layout.tokens(model["kv_cache_bytes"]) == model["kv_tokens"] == 163_840
+    budget = 8192  # vLLM's default --max-num-batched-tokens on an H200
+    layout = memory.kv_layout(arch, tp=1, kv_cache_dtype=arch.auto_kv_dtype, budget=budget)
+    tokens = layout.tokens(model["kv_cache_bytes"], record["max_model_len"])
+    assert tokens == model["kv_tokens"] == 163_840

@@ -23,14 +23,37 @@ CATALOG_MODEL = {  # fixture name -> model catalog entry with its architecture
     "qwen3-30b-a3b": "Qwen/Qwen3-30B-A3B",
     "mixtral-8x7b": "mistralai/Mixtral-8x7B-Instruct-v0.1",
     "mistral-7b-v0.1": "mistralai/Mistral-7B-v0.1",
+    "qwen3-235b-a22b": "Qwen/Qwen3-235B-A22B",
 }
+# accuracy.py's record of a checkpoint (quantization: a quantization_config, or the name of a
+# ModelOpt hf_quant_config.json beside config.json, whose FP8 KV cache --kv-cache-dtype auto uses)
+MODELOPT_FILE = "hf_quant_config.json"
 HARNESS = "benchmarks/real_engines/accuracy.py"
+
+
+def _served(model: dict[str, Any]) -> tuple[str, dict[str, str]]:
+    """What ran beside the config.json, in words, and the entry's dtype keys."""
+    quant, argv = model.get("quantization"), model.get("argv", [])
+    kv_fp8 = "--kv-cache-dtype" in argv and argv[argv.index("--kv-cache-dtype") + 1] == "fp8"
+    keys, words = {}, ""
+    if quant == MODELOPT_FILE:
+        keys, words = {"weightDtype": "fp8"}, ", ModelOpt FP8 (per tensor, FP8 KV cache)"
+        kv_fp8 = True
+    elif isinstance(quant, dict):
+        block = quant.get("weight_block_size")
+        keys, words = {"weightDtype": "fp8"}, f", FP8 in blocks of {block}"
+    if kv_fp8:
+        keys["kvCacheDtype"] = "fp8"
+        words += ", --kv-cache-dtype fp8" if quant != MODELOPT_FILE else ""
+    return words, keys
 
 
 def _base(record: dict[str, Any], url: str, name: str, model: dict[str, Any]) -> dict[str, Any]:
     layers = model.get("layers")
     cut = f", cut to {layers} layers" if layers else ""
     pool = model["kv_cache_bytes"] / 2**30
+    catalog_model = CATALOG_MODEL[model.get("config") or name]
+    words, keys = _served(model)
     entry: dict[str, Any] = {
         "use": model["use"],
         "source": {
@@ -42,9 +65,10 @@ def _base(record: dict[str, Any], url: str, name: str, model: dict[str, Any]) ->
         },
         "engine": f"vLLM {record['versions']['vllm']} (torch {record['versions']['torch']}, one "
         f"engine alone, --kv-cache-memory-bytes {pool:g} GiB)",
-        "servedModel": f"{CATALOG_MODEL[name].split('/')[-1]}'s config.json{cut}, "
+        "servedModel": f"{catalog_model.split('/')[-1]}'s config.json{cut}{words}, "
         "--load-format dummy",
-        "model": CATALOG_MODEL[name],
+        "model": catalog_model,
+        **keys,
     }
     if layers:
         entry["layers"] = layers
@@ -66,6 +90,7 @@ def entries(record: dict[str, Any], url: str) -> dict[str, dict[str, Any]]:
             "outputLen": 1,
             "concurrency": 1,
             "kvCacheBytes": model["kv_cache_bytes"],
+            "maxModelLen": record["max_model_len"],
             "harness": f'{HARNESS}: the engine\'s start-up log line "GPU KV cache size: N tokens" '
             "for its fixed pool",
             "measured": {"kvTokens": tokens},

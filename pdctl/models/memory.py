@@ -4,7 +4,8 @@
 - KV pool per GPU = visible memory x utilization - weights/(TP x PP) - peak activation - non-torch;
 - KV bytes per token: 2 x layers x KV heads x head_dim x dtype bytes (GQA; KV heads are
   replicated when TP exceeds them), layers x (kv_lora_rank + rope dim) x bytes (MLA, not split by
-  TP), sliding-window layers hold at most their window;
+  TP), sliding-window layers read their window and hold at most the window and the tokens in
+  flight (vLLM 0.26);
 - an engine's startup budget: its checkpoint downloaded into an empty cache, then loaded.
 """
 
@@ -189,17 +190,21 @@ def kv_bytes_per_token(arch: ModelArch, kv_cache_dtype: str = "auto") -> int:
 
 @dataclass(frozen=True)
 class KvLayout:
-    """An engine's KV cache on one GPU as vLLM's KV cache manager lays it out
+    """An engine's KV cache on one GPU as vLLM 0.26's KV cache manager lays it out
     (vllm/v1/core/kv_cache_utils.py, get_kv_cache_config_from_groups): the attention layers fall
     into groups of equal size, each of one attention type; one block number takes one page in
     each of `group_size` shared tensors, so every block costs `block_bytes` whatever its group.
-    A sequence takes one block per 16 tokens in each full-attention group and at most its window
-    (plus a block) in each sliding-window group."""
+    A sequence takes one block per 16 tokens in each full-attention group; a sliding-window group
+    holds at most `window_reserve` tokens of it plus a block (vllm/v1/kv_cache_interface.py,
+    SlidingWindowSpec.max_admission_blocks_per_request: the window, less one, plus the tokens
+    scheduled and not yet settled; the scheduler reserves that many, not the window alone) and a
+    decode step reads only the window's blocks."""
 
     block_bytes: int  # bytes of one block number on this GPU (16 tokens of one group's layers)
     full_groups: int  # groups of full-attention layers (or of every layer, as one type)
     window_groups: int  # groups of sliding-window layers
-    window: int  # tokens a sliding-window group keeps (0: none)
+    window: int  # tokens a sliding-window group attends to (0: none)
+    window_reserve: int = 0  # tokens a sliding-window group reserves per sequence (0: none)
 
     @property
     def groups(self) -> int:
@@ -210,38 +215,73 @@ class KvLayout:
         """Bytes per token held in every group (padding layers included)."""
         return self.groups * self.block_bytes // BLOCK_SIZE
 
+    def _window_cap(self, tokens: int) -> int:
+        """Blocks a sliding-window group reserves for a sequence of `tokens`
+        (max_admission_blocks_per_request, capped at the sequence's own length)."""
+        return math.ceil(min(self.window_reserve, tokens) / BLOCK_SIZE) + 1
+
     def sequence_blocks(self, tokens: int) -> int:
+        """Blocks a running sequence of `tokens` holds: in a sliding-window group the scheduler
+        clamps its blocks to the admission cap (single_type_kv_cache_manager,
+        get_num_blocks_to_allocate with apply_admission_cap)."""
         blocks = math.ceil(tokens / BLOCK_SIZE)
-        kept = min(blocks, math.ceil(self.window / BLOCK_SIZE) + 1) if self.window else 0
+        kept = min(blocks, self._window_cap(tokens)) if self.window_groups else 0
         return self.full_groups * blocks + self.window_groups * kept
 
     def sequence_bytes(self, tokens: int) -> int:
         """Bytes one sequence of `tokens` occupies, in whole blocks."""
         return self.sequence_blocks(tokens) * self.block_bytes
 
+    def read_bytes(self, tokens: int) -> int:
+        """Bytes a decode step reads for one sequence of `tokens`: its window (whole blocks, the
+        window may start inside one) in each sliding-window group, every block elsewhere."""
+        blocks = math.ceil(tokens / BLOCK_SIZE)
+        attended = min(blocks, math.ceil(self.window / BLOCK_SIZE) + 1)
+        return (self.full_groups * blocks + self.window_groups * attended) * self.block_bytes
+
+    def request_blocks(self, max_model_len: int) -> int:
+        """Blocks vLLM sets aside for one request of `max_model_len` when it checks the pool at
+        start-up and reports its concurrency (kv_cache_utils._max_memory_usage_bytes_from_groups
+        and get_max_concurrency_for_kv_cache_config: each group's max_memory_usage_bytes; a
+        sliding-window group's cap counts its extra block even when the length caps it)."""
+        blocks = math.ceil(max_model_len / BLOCK_SIZE)
+        return self.full_groups * blocks + self.window_groups * self._window_cap(max_model_len)
+
+    def request_bytes(self, max_model_len: int) -> int:
+        return self.request_blocks(max_model_len) * self.block_bytes
+
     def blocks(self, pool_bytes: float) -> int:
         return int(pool_bytes // self.block_bytes) if self.block_bytes else 0
 
-    def tokens(self, pool_bytes: float) -> int:
-        """Tokens a pool holds as vLLM logs them ("GPU KV cache size": blocks // groups x 16,
-        kv_cache_utils._report_kv_cache_config): with sliding-window groups, fewer than long
-        sequences can hold, since those groups keep only their window."""
-        return self.blocks(pool_bytes) // self.groups * BLOCK_SIZE if self.groups else 0
+    def concurrency(self, pool_bytes: float, max_model_len: int) -> float:
+        """vLLM's "Maximum concurrency for `max_model_len` tokens per request" (blocks over one
+        request's blocks, kv_cache_utils.get_max_concurrency_for_kv_cache_config)."""
+        return self.blocks(pool_bytes) / self.request_blocks(max_model_len) if self.groups else 0.0
+
+    def tokens(self, pool_bytes: float, max_model_len: int) -> int:
+        """Tokens vLLM logs for a pool ("GPU KV cache size"): since vLLM 0.26 its concurrency times
+        `max_model_len` (kv_cache_utils.get_kv_cache_capacity), all blocks x 16 for full attention
+        alone. With sliding-window groups the count depends on `max_model_len`: gpt-oss-20b's
+        12 + 12 layers log about a full-attention count at a short one, twice that at 131,072."""
+        return int(self.concurrency(pool_bytes, max_model_len) * max_model_len)
 
     def sequences(self, pool_bytes: float, tokens: int) -> int:
-        """Sequences of `tokens` a pool holds at once (vLLM's 'maximum concurrency')."""
+        """Sequences of `tokens` a pool holds at once."""
         return self.blocks(pool_bytes) // self.sequence_blocks(tokens) if tokens else 0
 
+    def fits(self, pool_bytes: float, max_model_len: int) -> bool:
+        """vLLM starts with this --max-model-len: the pool holds one request of it
+        (kv_cache_utils._check_enough_kv_cache_memory)."""
+        return self.request_bytes(max_model_len) <= pool_bytes
+
     def longest(self, pool_bytes: float) -> int:
-        """The longest sequence one pool holds (whole blocks)."""
+        """The longest --max-model-len one pool starts with (whole blocks)."""
         if self.full_groups == 0:  # every layer windowed: any length fits once the window does
-            return 1 << 30 if self.sequence_bytes(self.window) <= pool_bytes else 0
+            return 1 << 30 if self.fits(pool_bytes, self.window_reserve) else 0
         low, high = 0, (self.blocks(pool_bytes) // self.full_groups + 1) * BLOCK_SIZE
         while high - low > BLOCK_SIZE:
             middle = (low + high) // 2 // BLOCK_SIZE * BLOCK_SIZE
-            low, high = (
-                (middle, high) if self.sequence_bytes(middle) <= pool_bytes else (low, middle)
-            )
+            low, high = (middle, high) if self.fits(pool_bytes, middle) else (low, middle)
         return low
 
 
@@ -264,12 +304,29 @@ def kv_groups(full: int, windowed: int) -> tuple[int, int, int]:
     return size, math.ceil(full / size), math.ceil(windowed / size)
 
 
+def in_flight_tokens(arch: ModelArch, budget: int, pp: int = 1) -> int:
+    """Tokens scheduled and not yet settled (vllm/config/vllm.py, max_in_flight_tokens): a step's
+    token budget (--max-num-batched-tokens) in each batch in flight, two with async scheduling
+    (on by default) at PP 1; at PP > 1, PP batches under the V1 model runner (MoE models) and
+    PP + 1 under the V2 one (the default for dense models, _is_default_v2_model_runner_model)."""
+    if pp == 1:
+        return 2 * budget
+    return (pp if arch.moe else pp + 1) * budget
+
+
 def kv_layout(
-    arch: ModelArch, tp: int, pp: int = 1, kv_cache_dtype: str = "auto", hybrid: bool = True
+    arch: ModelArch,
+    tp: int,
+    pp: int = 1,
+    kv_cache_dtype: str = "auto",
+    hybrid: bool = True,
+    *,
+    budget: int,
 ) -> KvLayout:
-    """With `hybrid` off (--disable-hybrid-kv-cache-manager, or a connector without it) vLLM
-    turns sliding-window layers into full-attention ones (kv_cache_utils.
-    unify_hybrid_kv_cache_specs): one group of every layer."""
+    """The KV layout of one GPU of an engine with the step token budget `budget`. With `hybrid`
+    off (--disable-hybrid-kv-cache-manager, or a connector without it) vLLM turns sliding-window
+    layers into full-attention ones (kv_cache_utils.unify_hybrid_kv_cache_specs): one group of
+    every layer."""
     b = kv_dtype_bytes(kv_cache_dtype)
     if arch.mla:  # one latent per token and layer, held whole by every TP rank
         per_layer = (arch.mla.kv_lora_rank + arch.mla.qk_rope_head_dim) * b
@@ -277,14 +334,15 @@ def kv_layout(
         per_layer = 2 * kv_heads_per_gpu(arch, tp) * arch.head_dim * b
     window = arch.sliding_window
     windowed = window.layers if window else 0
-    if windowed and (hybrid or windowed == arch.layers):
+    if window and windowed and (hybrid or windowed == arch.layers):
         size, full_groups, window_groups = kv_groups(arch.layers - windowed, windowed)
-        kept = window.window if window else 0
+        kept = window.window
+        reserve = kept - 1 + in_flight_tokens(arch, budget, pp)
     else:
-        size, full_groups, window_groups, kept = arch.layers, 1, 0, 0
+        size, full_groups, window_groups, kept, reserve = arch.layers, 1, 0, 0, 0
     # Pipeline stages split each group's layers (layers[i::groups]): a stage holds its share.
     block_bytes = math.ceil(size / pp) * per_layer * BLOCK_SIZE
-    return KvLayout(block_bytes, full_groups, window_groups, kept)
+    return KvLayout(block_bytes, full_groups, window_groups, kept, reserve)
 
 
 def valid_tps(arch: ModelArch, limit: int) -> list[int]:

@@ -10,6 +10,7 @@ from pdctl.plan import queueing
 from pdctl.plan.layout import AggregatedEstimates, Engine, Request
 from pdctl.plan.objective import Score, best, context_floor, meets, miss
 from pdctl.plan.roofline import (
+    alone_ttft_seconds,
     default_max_num_batched_tokens,
     default_max_num_seqs,
     request_overhead_seconds,
@@ -23,7 +24,8 @@ def _evaluate_aggregated(req: Request, e: Engine, n: int, batch: int) -> Aggrega
     A request costs an engine S (what its chunk steps take beyond plain decode steps) plus O steps
     shared by the batch: n / (S + O x step / batch) requests/s. Decoding sequences wait for the
     prefills of the others: ITL = step / (1 - share), share = the engine time other requests'
-    prefills take at the load. TTFT = its chunk steps, plus the queue (pdctl.plan.queueing).
+    prefills take at the load. TTFT = its chunk steps (at batch 1, on an idle engine, at least
+    the MoE idle-step floor), plus the queue (pdctl.plan.queueing).
 
     A closed loop (no --rate) runs in waves (queueing.wave_median): TTFT is the median of a wave
     of --concurrency's share of prompts packed in steps of the token budget, and ITL the median
@@ -46,7 +48,10 @@ def _evaluate_aggregated(req: Request, e: Engine, n: int, batch: int) -> Aggrega
         share = min(throughput / n * prefill_s * others, 0.95)
         return step_s / (1 - share)
 
-    unqueued_s = sum(chunk_steps) + request_overhead_seconds(req.gpu)
+    if batch == 1:  # the request alone on an idle engine: its first step may wait (roofline)
+        unqueued_s = alone_ttft_seconds(req.arch, req.gpu, w.input_len, sum(chunk_steps))
+    else:
+        unqueued_s = sum(chunk_steps) + request_overhead_seconds(req.gpu)
     itl_s = itl(capacity)
     load = queueing.under_load(
         servers=n,

@@ -202,7 +202,7 @@ def _pool_context(plan: layout.Plan, role: layout.RolePlan, name: str) -> dict[s
         "activation": f"{m.activation:.2f}",
         "non_torch": f"{m.non_torch:.2f}",
         "kv_pool": _gib(m.kv_pool),
-        "kv_tokens": engine.layout.tokens(pool_bytes),
+        "kv_tokens": engine.layout.tokens(pool_bytes, max_model_len(plan)),
         "seqs": engine.layout.sequences(pool_bytes, plan.request.workload.total_len),
     }
 
@@ -227,10 +227,10 @@ def layout_mode(plan: layout.Plan) -> str:
 def max_model_len(plan: layout.Plan) -> int:
     """The --max-model-len the file holds: the PD layout's (its smaller KV pool), or for an
     aggregated choice its engine's (the model's context, cut to what one engine holds)."""
-    a = plan.aggregated
-    if layout_mode(plan) != "aggregated" or a is None:
+    aggregated = plan.aggregated_max_model_len
+    if layout_mode(plan) != "aggregated" or aggregated is None:
         return plan.max_model_len
-    return plan.request.max_model_len or min(plan.request.arch.max_positions, a.context)
+    return aggregated
 
 
 def _aggregated_context(plan: layout.Plan, name: str) -> dict[str, Any]:

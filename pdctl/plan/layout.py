@@ -110,7 +110,7 @@ class Engine:
         return max(self.memory.kv_pool, 0.0) * GiB
 
     def fits(self, tokens: int) -> bool:
-        return self.memory.kv_pool > 0 and self.layout.sequence_bytes(tokens) <= self.pool_bytes
+        return self.memory.kv_pool > 0 and self.layout.fits(self.pool_bytes, tokens)
 
 
 @dataclass(frozen=True)
@@ -248,6 +248,14 @@ class Plan:
     @property
     def gpus_used(self) -> int:
         return self.prefill.gpus + self.decode.gpus
+
+    @property
+    def aggregated_max_model_len(self) -> int | None:
+        """The aggregated engine's --max-model-len: the model's context, cut to what it holds."""
+        a = self.aggregated
+        if a is None:
+            return None
+        return self.request.max_model_len or min(self.request.arch.max_positions, a.context)
 
     @property
     def pd_within_gpus(self) -> bool:

@@ -17,9 +17,10 @@ than the one the planner would pick):
 - prefillTokensPerS: prompt tokens per second of one engine kept busy with `concurrency` prompts
   in flight: vLLM packs as many whole prompts into a step as its token budget
   (--max-num-batched-tokens) holds, so the estimate is one forward of that many prompts;
-- kvTokens: the tokens vLLM logs for a KV pool of `kvCacheBytes` ("GPU KV cache size"), the
-  planner's KV layout (pdctl.models.memory.kv_layout: sliding-window and hybrid groups) over the
-  same bytes. A count, not a time: its ratio is estimated over measured tokens.
+- kvTokens: the tokens vLLM logs for a KV pool ("GPU KV cache size") at the entry's
+  --max-model-len, the planner's KV layout (pdctl.models.memory.kv_layout: sliding-window and
+  hybrid groups) over the same bytes (`kvCacheBytes`), or over the planner's own pool at the
+  entry's `utilization`. A count, not a time: its ratio is estimated over measured tokens.
 
 An entry with `layers` describes a run of its catalog model cut to that many layers (dummy
 weights): the estimate is for the same cut model.
@@ -40,7 +41,7 @@ import yaml
 from pdctl.models import catalog
 from pdctl.models.catalog import CATALOG_DIR, Gpu
 from pdctl.models.config import ModelArch
-from pdctl.models.memory import kv_layout
+from pdctl.models.memory import GiB, kv_layout, memory
 from pdctl.plan import roofline
 from pdctl.plan.step import Chunk, EngineStep
 
@@ -89,6 +90,9 @@ class Measurement:
     layers: int | None = None  # the served model cut to this many layers
     miss: str = ""  # why a held-out figure misses its band (shown as a miss in the table)
     kv_cache_bytes: int | None = None  # the KV pool the engine was given (kvTokens)
+    utilization: float | None = None  # or the --gpu-memory-utilization vLLM sized it at
+    max_model_len: int | None = None  # the engine's --max-model-len (kvTokens)
+    kv_cache_dtype: str = "auto"  # the KV cache's dtype when not the model's ("fp8")
 
     def arch(self) -> ModelArch:
         found = catalog.find_model(self.model)
@@ -136,14 +140,24 @@ def _measurement(key: str, data: dict[str, Any]) -> Measurement:
         layers=data.get("layers"),
         miss=" ".join(str(data.get("miss", "")).split()),
         kv_cache_bytes=data.get("kvCacheBytes"),
+        utilization=data.get("utilization"),
+        max_model_len=data.get("maxModelLen"),
+        kv_cache_dtype=data.get("kvCacheDtype", "auto"),
     )
     unknown = set(entry.measured) - set(METRICS)
     if unknown:
         raise ValueError(f"measurement {key}: unknown metrics {sorted(unknown)}")
     if "ttftMs" in entry.measured and entry.concurrency != 1:
         raise ValueError(f"measurement {key}: ttftMs is compared for a request alone only")
-    if ("kvTokens" in entry.measured) != (entry.kv_cache_bytes is not None):
-        raise ValueError(f"measurement {key}: kvTokens and kvCacheBytes go together")
+    pools = (entry.kv_cache_bytes is not None) + (entry.utilization is not None)
+    if "kvTokens" in entry.measured and (pools != 1 or entry.max_model_len is None):
+        raise ValueError(
+            f"measurement {key}: kvTokens takes maxModelLen and one of kvCacheBytes, utilization"
+        )
+    if "kvTokens" not in entry.measured and (pools or entry.max_model_len is not None):
+        raise ValueError(
+            f"measurement {key}: kvCacheBytes, utilization and maxModelLen go with kvTokens"
+        )
     entry.arch(), entry.gpu_entry()  # both exist in the catalogs
     return entry
 
@@ -185,11 +199,22 @@ def prompts_per_step(entry: Measurement) -> int:
     return max(1, min(entry.concurrency, budget // entry.input_len))
 
 
+def kv_pool_bytes(entry: Measurement) -> float:
+    """The entry's KV pool: the bytes it was given, else the planner's pool at its utilization."""
+    if entry.kv_cache_bytes:
+        return float(entry.kv_cache_bytes)
+    assert entry.utilization is not None  # _measurement: kvTokens has one of the two
+    return memory(entry.arch(), entry.gpu_entry(), entry.tp, entry.utilization).kv_pool * GiB
+
+
 def estimate_ms(entry: Measurement, metric: str) -> float:
     """The planner's estimate of `metric` under the entry's conditions, in milliseconds (tokens
     per second for prefillTokensPerS, tokens for kvTokens)."""
     gpu = entry.gpu_entry()
-    engine = EngineStep(entry.arch(), gpu, entry.tp)
+    arch = entry.arch()
+    budget = roofline.default_max_num_batched_tokens(gpu)
+    layout = kv_layout(arch, entry.tp, kv_cache_dtype=entry.kv_cache_dtype, budget=budget)
+    engine = EngineStep(arch, gpu, entry.tp, layout=layout)
     context = entry.input_len + entry.output_len // 2
 
     def step() -> float:
@@ -199,14 +224,14 @@ def estimate_ms(entry: Measurement, metric: str) -> float:
         return engine.cost(prefill_chunks=[Chunk(entry.input_len)] * prompts).seconds
 
     if metric == "ttftMs":
-        return 1000 * (prefill(1) + roofline.request_overhead_seconds(gpu))
+        return 1000 * roofline.alone_ttft_seconds(arch, gpu, entry.input_len, prefill(1))
     if metric == "tpotMs":
         return 1000 * step()
     if metric == "prefillTokensPerS":
         prompts = prompts_per_step(entry)
         return prompts * entry.input_len / prefill(prompts)
-    if metric == "kvTokens" and entry.kv_cache_bytes:
-        return float(kv_layout(entry.arch(), entry.tp).tokens(entry.kv_cache_bytes))
+    if metric == "kvTokens" and entry.max_model_len:
+        return float(engine.kv.tokens(kv_pool_bytes(entry), entry.max_model_len))
     if metric == "batchLatencyMs":
         return 1000 * (prefill(entry.concurrency) + (entry.output_len - 1) * step())
     raise ValueError(f"unknown metric {metric}")
@@ -242,12 +267,15 @@ def _model_label(entry: Measurement) -> str:
     name = entry.served_model.split(" (")[0].split(",")[0].split("/")[-1]
     dtype = entry.weight_dtype or entry.arch().weight_dtype
     cut_to = f", {entry.layers} layers" if entry.layers else ""
-    return f"{name} {dtype.upper()}{cut_to}"
+    kv = ", FP8 KV" if entry.kv_cache_dtype == "fp8" else ""
+    return f"{name} {dtype.upper()}{kv}{cut_to}"
 
 
 def _workload(entry: Measurement) -> str:
     if entry.kv_cache_bytes:
         return f"KV pool of {entry.kv_cache_bytes / 2**30:g} GiB"
+    if entry.utilization:
+        return f"KV pool at utilization {entry.utilization:g}, max-model-len {entry.max_model_len}"
     lengths = f"{entry.input_len} in / {entry.output_len} out"
     if "batchLatencyMs" in entry.measured:
         return f"batch {entry.concurrency}, {lengths}"

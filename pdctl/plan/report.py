@@ -159,7 +159,9 @@ def aggregated_dict(plan_: Plan) -> dict[str, Any] | None:
         "tp": a.engine.tp,
         "replicas": a.replicas,
         "gpus": a.gpus,
-        "kv_tokens_per_gpu": a.engine.layout.tokens(a.engine.pool_bytes),
+        "kv_tokens_per_gpu": a.engine.layout.tokens(
+            a.engine.pool_bytes, plan_.aggregated_max_model_len or a.context
+        ),
         "batch_per_engine": a.batch,
         "prefill_ms": _round(a.prefill_ms, 1),
         "decode_step_ms": _round(a.decode_step_ms),
@@ -194,7 +196,7 @@ def _role_dict(plan_: Plan, role: RolePlan) -> dict[str, Any]:
         "weights_gib_per_gpu": _round(engine.memory.weights),
         "kv_pool_gib_per_gpu": _round(engine.memory.kv_pool),
         "kv_bytes_per_token_per_gpu": engine.layout.per_token,
-        "kv_tokens_per_gpu": engine.layout.tokens(engine.pool_bytes),
+        "kv_tokens_per_gpu": engine.layout.tokens(engine.pool_bytes, plan_.max_model_len),
         "max_seqs_at_max_model_len": engine.layout.sequences(
             engine.pool_bytes, plan_.max_model_len
         ),

@@ -93,6 +93,33 @@ def prefill_seconds(arch: ModelArch, gpu: Gpu, tp: int, tokens: int, batch: int 
     return max(compute_s, read_s) + allreduce_seconds(arch, gpu, tp, total)
 
 
+def max_cudagraph_tokens(arch: ModelArch, gpu: Gpu) -> int:
+    """The most tokens a step runs as a CUDA graph under vLLM 0.26's defaults (vllm/config/
+    vllm.py: min(2 x max-num-seqs, 512, the token budget); gpt-oss sets 1024 in place of the
+    first two (model_executor/models/config.py, GptOssForCausalLMConfig))."""
+    budget = default_max_num_batched_tokens(gpu)
+    if arch.architecture == "GptOssForCausalLM":
+        return min(1024, budget)
+    return min(2 * default_max_num_seqs(gpu), 512, budget)
+
+
+def idle_step_floor_seconds(arch: ModelArch, gpu: Gpu, tokens: int) -> float:
+    """The least the first step of `tokens` tokens on an idle engine takes: 0 where a CUDA graph
+    replays it; past the graph sizes an MoE model's first step takes at least a fixed time
+    whatever its depth (efficiency.py moe_idle_step_s), so a prompt of a few thousand tokens
+    alone waits for it. Steps back to back do not: a busy engine's rate is its GPU time."""
+    if not arch.moe or tokens <= max_cudagraph_tokens(arch, gpu):
+        return 0.0
+    return efficiency.for_gpu(gpu).moe_idle_step_s
+
+
+def alone_ttft_seconds(arch: ModelArch, gpu: Gpu, tokens: int, prefill_s: float) -> float:
+    """A prompt of `tokens` alone on an idle engine, its prefill forward `prefill_s`: its first
+    token after that forward (or the idle step's floor) and the request's own overhead."""
+    floor = idle_step_floor_seconds(arch, gpu, tokens)
+    return max(prefill_s, floor) + request_overhead_seconds(gpu)
+
+
 def request_overhead_seconds(gpu: Gpu) -> float:
     """A request's time outside the GPU before its first token (efficiency.py)."""
     return efficiency.for_gpu(gpu).request_overhead_s
@@ -138,7 +165,7 @@ def decode_step_seconds(
     eff = efficiency.for_gpu(gpu)
     p = params(arch)
     moe_layers = arch.layers - arch.moe.dense_layers if arch.moe else 0
-    kv_read = batch * layout.sequence_bytes(context)
+    kv_read = batch * layout.read_bytes(context)
     memory_s = weights_read_seconds(arch, gpu, tp, batch) + kv_read / (
         gpu.hbm_tbps * 1e12 * eff.kv_bandwidth
     )

@@ -39,8 +39,9 @@ from pdctl.plan.objective import (
 from pdctl.plan.roofline import (
     DECODE_MATCH,
     PREFILL_MATCH,
+    alone_ttft_seconds,
+    default_max_num_batched_tokens,
     default_max_num_seqs,
-    request_overhead_seconds,
 )
 
 
@@ -50,7 +51,14 @@ def engines(req: Request, limit: int | None = None) -> list[Engine]:
         Engine(
             tp,
             memory(req.arch, req.gpu, tp, req.utilization),
-            kv_layout(req.arch, tp, 1, req.kv_cache_dtype, req.hybrid_kv),
+            kv_layout(
+                req.arch,
+                tp,
+                1,
+                req.kv_cache_dtype,
+                req.hybrid_kv,
+                budget=default_max_num_batched_tokens(req.gpu),
+            ),
         )
         for tp in valid_tps(req.arch, limit or req.gpus_per_node)
     ]
@@ -58,8 +66,8 @@ def engines(req: Request, limit: int | None = None) -> list[Engine]:
 
 def transfer_seconds(req: Request, decode: Engine) -> tuple[float, float]:
     """(seconds, bytes per decode GPU) to move one prompt's KV: every decode rank pulls its share
-    (the whole latent under MLA) over its own NIC."""
-    per_rank = decode.layout.sequence_bytes(req.workload.input_len)
+    (the whole latent under MLA; a sliding-window group's window only) over its own NIC."""
+    per_rank = decode.layout.read_bytes(req.workload.input_len)
     bandwidth = req.link_gbps * 1e9
     return per_rank / bandwidth, per_rank
 
@@ -117,7 +125,8 @@ def _evaluate(req: Request, p: Engine, x: int, d: Engine, y: int) -> _Candidate:
         rate=w.rate,
         concurrency=w.concurrency,
     )
-    before_s = prefill_s + transfer_s + request_overhead_seconds(req.gpu)
+    alone_s = alone_ttft_seconds(req.arch, req.gpu, w.input_len, prefill_s)
+    before_s = alone_s + transfer_s
     decoding, load, step_s = decode.at_load(req, d, y, batch, load_at, before_s)
     unqueued_s = before_s + step_s
     ttft_s = unqueued_s + load.queue_s
@@ -231,7 +240,7 @@ def _fit_report(req: Request) -> tuple[Engine | None, list[str]]:
         m = engine.memory
         if engine.fits(need):
             return engine, lines
-        kv_need = engine.layout.sequence_bytes(need) / GiB
+        kv_need = engine.layout.request_bytes(need) / GiB
         lines.append(
             f"TP{engine.tp} on {req.gpu.name}: {m.requested:.1f} GiB usable per GPU "
             f"({req.gpu.memory_gib:g} GiB x {req.utilization:g}) - weights {m.weights:.1f} - "

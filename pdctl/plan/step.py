@@ -64,8 +64,9 @@ def prompt_chunks(tokens: int, budget: int, context_before: int = 0) -> list[Chu
 @dataclass(frozen=True)
 class EngineStep:
     """One engine: `arch` at TP x PP on `gpu`. `layout` is the KV layout of one GPU at this TP
-    over all layers (memory.kv_layout(arch, tp), the default); the scales are --calibrate's
-    multipliers of the prefill time and the decode step (pdctl.plan.calibrate).
+    over all layers (memory.kv_layout(arch, tp) at vLLM's default token budget, the default);
+    the scales are --calibrate's multipliers of the prefill time and the decode step
+    (pdctl.plan.calibrate).
 
     PP: the layers split evenly over `pp` stages in sequence, each handing its tokens' hidden
     states to the next over the GPU's network (the chart runs one stage per node), so a step
@@ -81,8 +82,9 @@ class EngineStep:
     decode_scale: float = 1.0
 
     @functools.cached_property
-    def _kv(self) -> KvLayout:
-        return self.layout or kv_layout(self.arch, self.tp)
+    def kv(self) -> KvLayout:
+        budget = roofline.default_max_num_batched_tokens(self.gpu)
+        return self.layout or kv_layout(self.arch, self.tp, budget=budget)
 
     @functools.cached_property
     def _attention_s_per_flop(self) -> float:
@@ -127,7 +129,7 @@ class EngineStep:
         batch = len(contexts)
         context = round(sum(contexts) / batch)
         arch, gpu, tp = self.arch, self.gpu, self.tp
-        step = roofline.decode_step_seconds(arch, gpu, tp, batch, context, self._kv)
+        step = roofline.decode_step_seconds(arch, gpu, tp, batch, context, self.kv)
         return step, roofline.weights_read_seconds(arch, gpu, tp, batch)
 
     def cost(

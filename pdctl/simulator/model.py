@@ -24,7 +24,8 @@ def timing(
     budget: int | None = None,
     max_seqs: int | None = None,
 ) -> Timing:
-    layout = kv_layout(arch, tp, pp, kv_cache_dtype)
+    budget = budget or default_max_num_batched_tokens(gpu)
+    layout = kv_layout(arch, tp, pp, kv_cache_dtype, budget=budget)
     step = EngineStep(arch, gpu, tp, pp, layout=layout)
 
     def cost(chunks: list[Chunk], contexts: list[int]) -> float:
@@ -37,6 +38,6 @@ def timing(
         cost=cost,
         blocks_of=layout.sequence_blocks,
         blocks=layout.blocks(pool),
-        budget=budget or default_max_num_batched_tokens(gpu),
+        budget=budget,
         max_seqs=max_seqs or default_max_num_seqs(gpu),
     )

@@ -44,7 +44,17 @@ def build(options: Options) -> Built:
     except ValueError as error:
         ids = ", ".join(link.id for link in links.load().links)
         raise UsageError(f"--sim-link: {error}", hint=f"one of {ids}") from None
-    layout = kv_layout(arch, options.tp, options.pp, options.kv_cache_dtype)
+    sized = model.timing(
+        arch,
+        gpu,
+        options.tp,
+        options.pp,
+        utilization=options.utilization,
+        kv_cache_dtype=options.kv_cache_dtype,
+        budget=options.max_num_batched_tokens,
+        max_seqs=options.max_num_seqs,
+    )
+    layout = kv_layout(arch, options.tp, options.pp, options.kv_cache_dtype, budget=sized.budget)
     shape = Shape(
         model=options.model,
         gpu=gpu.name,
@@ -56,16 +66,6 @@ def build(options: Options) -> Built:
         nixl=options.connector == CONNECTORS[0],
         with_lmcache=options.connector == CONNECTORS[1] and options.lmcache_metrics,
         lmcache_pd=options.lmcache_pd,
-    )
-    sized = model.timing(
-        arch,
-        gpu,
-        options.tp,
-        options.pp,
-        utilization=options.utilization,
-        kv_cache_dtype=options.kv_cache_dtype,
-        budget=options.max_num_batched_tokens,
-        max_seqs=options.max_num_seqs,
     )
     behaviour = with_faults(Behaviour(kv_gbps=link.gbps), options.faults)
     engine = SimulatedEngine(
