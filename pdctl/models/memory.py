@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -96,6 +97,9 @@ class Params:
         return self.active - self.embedding - self.lm_head
 
 
+# The planner asks for the same model's counts at every layout it scores (millions of calls at
+# hundreds of GPUs); a ModelArch is frozen, so they are computed once per model.
+@functools.lru_cache(maxsize=256)
 def params(arch: ModelArch) -> Params:
     h, layers = arch.hidden_size, arch.layers
     embedding = arch.vocab_size * h
@@ -152,6 +156,7 @@ def linear_bytes(dtype: str) -> float:
     return _MXFP4_BYTES if dtype == "mxfp4" else _BYTES[dtype]
 
 
+@functools.lru_cache(maxsize=256)
 def weight_bytes(arch: ModelArch) -> float:
     """Bytes of weights vLLM loads (all GPUs of one engine together). Quantized checkpoints keep
     the embedding, LM head and norms in 16 bits; MXFP4 (gpt-oss) quantizes the experts only."""
