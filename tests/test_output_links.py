@@ -66,3 +66,22 @@ def test_bench_compare_report_replaces_links_never_writes_through_them(tmp_path:
     assert done.exit_code == 0, done.output
     _replaced(folder, targets)
     assert (folder / comparing.CSV).read_text(encoding="utf-8").count("\n") >= 3
+
+
+def test_a_folder_up_empties_removes_a_link_in_its_place_not_its_target(tmp_path: Path) -> None:
+    """pdctl up's logs folder and each engine's PROMETHEUS_MULTIPROC_DIR (state.emptied): what
+    was there goes, a link is removed and never followed."""
+    from pdctl.local import state
+
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (target / "kept.db").write_text("x")
+    folder = tmp_path / "state" / "prometheus" / "engine"
+    folder.parent.mkdir(parents=True)
+    folder.symlink_to(target)
+    state.emptied(folder)
+    assert folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir())
+    assert (target / "kept.db").read_text() == "x"
+    (folder / "old.db").write_text("y")
+    state.emptied(folder)
+    assert not any(folder.iterdir())

@@ -289,11 +289,7 @@ def plan(source: Source, options: UpOptions, say: Say) -> tuple[Started, dict[st
 
 
 def _fresh_logs(folder: state.Folder) -> None:
-    """An empty logs folder; a link found in its place is removed, never followed."""
-    if folder.logs.is_symlink():
-        folder.logs.unlink()
-    shutil.rmtree(folder.logs, ignore_errors=True)
-    folder.logs.mkdir(mode=0o700)
+    state.emptied(folder.logs)
 
 
 def _detached(folder: state.Folder, lock: int, options: UpOptions, say: Say) -> None:

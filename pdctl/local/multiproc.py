@@ -7,10 +7,11 @@ starts (prometheus_client's multiprocess mode reads every file in the folder).""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from pdctl.local import state
 
 if TYPE_CHECKING:
     from pdctl.local.layout import Process
@@ -34,14 +35,8 @@ def own_folders(engines: Sequence[Process], root: Path) -> list[str]:
 
 
 def fresh(engines: Sequence[Process]) -> None:
-    """Each engine's PROMETHEUS_MULTIPROC_DIR made empty: created (with its parents), or its
-    files from an earlier run removed; a link found in its place is removed, never followed."""
+    """Each engine's PROMETHEUS_MULTIPROC_DIR made empty (state.emptied). Only after own_folders
+    has pointed them under the release's state folder: never on a path the render names."""
     for engine in engines:
-        folder = engine.env.get(ENV)
-        if not folder:
-            continue
-        path = Path(folder)
-        if path.is_symlink():
-            path.unlink()
-        shutil.rmtree(path, ignore_errors=True)
-        path.mkdir(parents=True, mode=0o700)
+        if folder := engine.env.get(ENV):
+            state.emptied(Path(folder))

@@ -22,6 +22,7 @@ import errno
 import fcntl
 import json
 import os
+import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -130,6 +131,15 @@ class Folder:
         except (OSError, ValueError):
             return None
         return data
+
+
+def emptied(path: Path) -> None:
+    """An empty folder at `path` (parents made): what was there removed; a link found in its
+    place is removed, never followed."""
+    if path.is_symlink():
+        path.unlink()
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True, mode=0o700)
 
 
 def _linked(path: Path) -> InputError:
