@@ -7,18 +7,20 @@
 #
 #   stash N       move the parts carried in .carry/N to /tmp/parts (every carrying call)
 #   build         start build_lmcache.sh on /tmp/parts in the background (after part 1)
-#   install SHA   join the parts, check the tar's sha256, pip install every wheel in it (and the
-#                 LMCache wheel, when `build` ran) into /tmp/site
-#   drive PLAN [VARIANT...]  in the background: the LMCache pair (lmcache_pair.py run, one start
-#                 per --variant), then accuracy.py's fp8 wave; results in /tmp/out
+#   install SHA   join the parts, check the tar's sha256, pip install every wheel in it into
+#                 /tmp/site
+#   drive PLAN [VARIANT...]  in the background: accuracy.py's fp8 wave (while LMCache builds), then
+#                 LMCache's wheel into /tmp/site-lmcache and the LMCache pair (lmcache_pair.py
+#                 run, one start per --variant); results in /tmp/out
 #   wait SECONDS  follow the driver until it ends or SECONDS pass; copy /tmp/out to $OUT
 set -euo pipefail
 
 PARTS=/tmp/parts
 SITE=/tmp/site
+SITE_LMCACHE=/tmp/site-lmcache
 RESULTS=/tmp/out
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-export PYTHONPATH=$SITE PATH=$SITE/bin:$PATH
+export PYTHONPATH=$SITE:$SITE_LMCACHE PATH=$SITE/bin:$PATH
 
 stash() {
   mkdir -p "$PARTS"
@@ -37,14 +39,17 @@ install() {
   cat "$PARTS"/p0 "$PARTS"/q0 "$PARTS"/q1 "$PARTS"/q2 "$PARTS"/q3 >/tmp/wheels.tar
   echo "$sha  /tmp/wheels.tar" | sha256sum -c -
   mkdir -p /tmp/wheels && tar -xf /tmp/wheels.tar -C /tmp/wheels && rm /tmp/wheels.tar
-  local wheels=(/tmp/wheels/*.whl)
-  if [[ -f /tmp/build.log ]]; then # LMCache's build was started: wait for its wheel
-    wait_build
-    wheels+=(/tmp/lmcache-wheel/*.whl)
-  fi
-  python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" "${wheels[@]}"
+  python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" /tmp/wheels/*.whl
   python3 -c "import vllm, nixl; print('vllm', vllm.__version__)"
-  if [[ -f /tmp/build.log ]]; then python3 -c "import lmcache.cuda_ops"; fi
+}
+
+# LMCache's wheel, once `build` has made it, in a folder of its own (a second `pip install
+# --target` into /tmp/site would need --upgrade, which replaces what the first put there).
+install_lmcache() {
+  wait_build
+  python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE_LMCACHE" \
+    /tmp/lmcache-wheel/*.whl
+  python3 -c "import lmcache.cuda_ops, lmcache; print('lmcache', lmcache.__version__)"
 }
 
 wait_build() {
@@ -64,9 +69,10 @@ drive() {
   for v in "$@"; do variants+=" --variant '$v'"; done
   mkdir -p "$RESULTS"
   setsid nohup bash -c "
-    python3 benchmarks/real_engines/lmcache_pair.py run --plan '$plan' --out '$RESULTS/lmcache' $variants
     python3 benchmarks/real_engines/accuracy.py --wave fp8 --startup-timeout 900 \
       --record '$RESULTS/accuracy-fp8.json'
+    '$0' install-lmcache
+    python3 benchmarks/real_engines/lmcache_pair.py run --plan '$plan' --out '$RESULTS/lmcache' $variants
     echo DRIVER-DONE" >"$RESULTS/driver.log" 2>&1 </dev/null &
   echo "driver started: $RESULTS/driver.log"
 }
@@ -83,6 +89,7 @@ wait_for() {
 
 case $1 in
   stash | build | install | drive) "$@" ;;
+  install-lmcache) install_lmcache ;;
   wait) wait_for "$2" ;;
   *) echo "usage: $0 stash N | build | install SHA | drive PLAN [VARIANT...] | wait SECONDS" >&2 && exit 2 ;;
 esac
