@@ -165,6 +165,22 @@ WAVES: dict[str, tuple[Model, ...]] = {
             quantization=BLOCK_FP8,
         ),
     ),
+    # The per-tensor FP8 GEMMs at a larger width than 8B's (hidden 16,384, intermediate 53,248):
+    # Llama-3.1-405B's config cut to 4 of its 126 layers. Weights + pool: 21 + 2 GiB.
+    "fp8-wide": (
+        Model(
+            "llama-3.1-405b-fp8-modelopt",
+            "fit",
+            2,
+            0.2,
+            layers=4,
+            decode=SHORT_GRID,
+            ttft=TTFT,
+            prefill=True,
+            base="llama-3.1-405b",
+            quant_file=MODELOPT_FP8,
+        ),
+    ),
 }
 
 

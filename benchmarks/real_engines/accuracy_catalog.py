@@ -19,6 +19,7 @@ import yaml
 CATALOG_MODEL = {  # fixture name -> model catalog entry with its architecture
     "llama-3.1-8b": "meta-llama/Llama-3.1-8B-Instruct",
     "llama-3.2-3b": "meta-llama/Llama-3.2-3B-Instruct",
+    "llama-3.1-405b": "meta-llama/Llama-3.1-405B-Instruct",
     "gpt-oss-20b": "openai/gpt-oss-20b",
     "qwen3-30b-a3b": "Qwen/Qwen3-30B-A3B",
     "mixtral-8x7b": "mistralai/Mixtral-8x7B-Instruct-v0.1",
