@@ -233,6 +233,41 @@ def test_the_fit_script_solves_the_idle_step_floor_from_fit_moe_ttft_entries(
     assert solved.moe_idle_step_s == pytest.approx(0.08, abs=1e-6)
 
 
+def test_the_fit_script_gives_back_the_fp8_factors_it_was_made_with(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """scripts/fit_efficiency.py's FP8 step: figures made by a planner with known FP8 factors (the
+    kept FP8 entries' conditions: two widths of dense FP8 prefill, an FP8 MoE, decode with an FP8
+    KV cache and with FP8 weights) give those factors back, each from its own entries."""
+    fit = _fit_script()
+    truth = replace(
+        efficiency.HOPPER,
+        fp8_gemm=0.7,
+        fp8_gemm_width=3000.0,
+        fp8_moe_experts=0.25,
+        fp8_kv_bandwidth=0.7,
+        fp8_bandwidth=0.9,
+        fp8_step_per_layer_s=30e-6,
+    )
+    kept = [
+        e
+        for e in measurements.measurements().entries
+        if e.use == "fit"
+        and "fp8" in e.id
+        and ("prefill" in e.id or e.id.endswith(("c2048-b1", "c2048-b64")))
+    ]
+    monkeypatch.setitem(efficiency.GENERATIONS, "H200", truth)
+    made = [
+        replace(e, measured={m: measurements.estimate_ms(e, m) for m in e.measured}) for e in kept
+    ]
+    monkeypatch.setitem(efficiency.GENERATIONS, "H200", efficiency.HOPPER)
+    solved = fit.fit_fp8(efficiency.HOPPER, made)
+    for field in ("fp8_gemm", "fp8_moe_experts", "fp8_kv_bandwidth", "fp8_bandwidth"):
+        assert getattr(solved, field) == pytest.approx(getattr(truth, field), rel=1e-3), field
+    assert solved.fp8_gemm_width == truth.fp8_gemm_width
+    assert solved.fp8_step_per_layer_s == pytest.approx(truth.fp8_step_per_layer_s)
+
+
 def test_prefill_throughput_is_one_forward_of_the_prompts_a_step_holds() -> None:
     entry = _prefill_entry("Qwen/Qwen3-30B-A3B", 24, 1.0)
     assert measurements.prompts_per_step(entry) == 4  # 8,192-token budget, 2,048-token prompts

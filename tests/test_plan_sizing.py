@@ -256,6 +256,60 @@ def test_moe_decode_reads_only_the_experts_a_batch_touches() -> None:
     assert many > 2 * one  # 64 sequences touch most experts; one touches 8 of 256
 
 
+def test_fp8_gemms_come_nearer_the_peak_the_wider_each_gpus_share() -> None:
+    """Hopper's FP8 prefill share: fp8_gemm x w / (w + fp8_gemm_width), w the hidden size over
+    TP (the fitted Llama-3.1-8B at 4,096 wide and Llama-3.1-405B's width at 16,384); BF16 keeps
+    its one share at any width."""
+    h200, eff = catalog.gpu("H200"), efficiency.HOPPER
+    fp8_8b = replace(arch("llama-3.1-8b"), weight_dtype="fp8")
+    fp8_405b = replace(arch("llama-3.1-405b"), weight_dtype="fp8")
+    at_8b = eff.fp8_gemm * 4096 / (4096 + eff.fp8_gemm_width)
+    assert roofline._gemm_share(fp8_8b, h200, 1) == pytest.approx(at_8b)
+    assert roofline._gemm_share(fp8_405b, h200, 4) == pytest.approx(at_8b)  # 16,384 over TP 4
+    assert roofline._gemm_share(fp8_405b, h200, 1) > 1.3 * at_8b
+    assert roofline._gemm_share(arch("llama-3.1-405b"), h200, 1) == eff.dense_gemm
+    # the 8B's FP8 prefill (73.7k tokens/s measured) is faster than BF16's (41.7k) by that share
+    bf16 = roofline.prefill_seconds(arch("llama-3.1-8b"), h200, 1, 2048, 4)
+    fp8 = roofline.prefill_seconds(fp8_8b, h200, 1, 2048, 4)
+    assert 1.6 < bf16 / fp8 < 1.8
+
+
+def test_fp8_weights_and_an_fp8_kv_cache_have_their_own_decode_shares() -> None:
+    """A decode step of FP8 weights reads them at fp8_bandwidth and pays fp8_step_per_layer_s a
+    layer; an FP8 KV cache is read at fp8_kv_bandwidth, not at the BF16 cache's share."""
+    h200, eff = catalog.gpu("H200"), efficiency.HOPPER
+    llama = arch("llama-3.1-8b")
+    bf16_kv = memory.kv_layout(llama, 1, budget=BUDGET)
+    fp8_kv = memory.kv_layout(llama, 1, kv_cache_dtype="fp8", budget=BUDGET)
+    assert fp8_kv.fp8 and not bf16_kv.fp8
+    same_bytes = replace(fp8_kv, fp8=False)  # the FP8 cache's bytes read at the BF16 share
+    kv_read = 64 * fp8_kv.read_bytes(8192) / (h200.hbm_tbps * 1e12)
+    step = roofline.decode_step_seconds(llama, h200, 1, 64, 8192, fp8_kv)
+    as_bf16 = roofline.decode_step_seconds(llama, h200, 1, 64, 8192, same_bytes)
+    assert step - as_bf16 == pytest.approx(
+        kv_read * (1 / eff.fp8_kv_bandwidth - 1 / eff.kv_bandwidth)
+    )
+    fp8 = replace(llama, weight_dtype="fp8")
+    one = roofline.decode_step_seconds(fp8, h200, 1, 1, 128, bf16_kv)
+    read = roofline.weights_read_seconds(fp8, h200, 1, 1)
+    assert read == pytest.approx(
+        (memory.weight_bytes(fp8) - 2 * memory.params(fp8).embedding)
+        / (h200.hbm_tbps * 1e12 * eff.fp8_bandwidth)
+    )
+    kv_one = bf16_kv.read_bytes(128) / (h200.hbm_tbps * 1e12 * eff.kv_bandwidth)
+    overhead = eff.fp8_step_per_layer_s * 32 + eff.step_per_sequence_s
+    assert one == pytest.approx(read + kv_one + overhead)
+
+
+def test_the_moe_idle_step_floor_is_for_bf16_experts() -> None:
+    """Qwen3-235B-A22B's BF16 cut waited the floor for a 2,048-token prompt alone; its block-FP8
+    cut did not (38.4 ms, pdstack-h200-qwen3-235b-a22b-fp8-6l-single-2048)."""
+    h200, qwen = catalog.gpu("H200"), arch("qwen3-235b-a22b")
+    assert roofline.idle_step_floor_seconds(qwen, h200, 2048) == efficiency.HOPPER.moe_idle_step_s
+    fp8 = replace(qwen, weight_dtype="fp8")
+    assert roofline.idle_step_floor_seconds(fp8, h200, 2048) == 0.0
+
+
 # ---- refusals
 
 

@@ -210,6 +210,7 @@ class KvLayout:
     window_groups: int  # groups of sliding-window layers
     window: int  # tokens a sliding-window group attends to (0: none)
     window_reserve: int = 0  # tokens a sliding-window group reserves per sequence (0: none)
+    fp8: bool = False  # the cache holds FP8 (one byte an element)
 
     @property
     def groups(self) -> int:
@@ -347,7 +348,7 @@ def kv_layout(
         size, full_groups, window_groups, kept, reserve = arch.layers, 1, 0, 0, 0
     # Pipeline stages split each group's layers (layers[i::groups]): a stage holds its share.
     block_bytes = math.ceil(size / pp) * per_layer * BLOCK_SIZE
-    return KvLayout(block_bytes, full_groups, window_groups, kept, reserve)
+    return KvLayout(block_bytes, full_groups, window_groups, kept, reserve, fp8=b == 1)
 
 
 def valid_tps(arch: ModelArch, limit: int) -> list[int]:

@@ -19,18 +19,31 @@ PREFILL_MATCH = 0.9
 DECODE_MATCH = 0.92
 
 
-def _peak_flops(arch: ModelArch, gpu: Gpu) -> float:
+def _fp8(arch: ModelArch, gpu: Gpu) -> bool:
     """FP8 checkpoints run FP8 GEMMs where the GPU has FP8 tensor cores; everything else BF16."""
-    if arch.weight_dtype == "fp8" and gpu.fp8_tflops:
+    return arch.weight_dtype == "fp8" and bool(gpu.fp8_tflops)
+
+
+def _peak_flops(arch: ModelArch, gpu: Gpu) -> float:
+    if _fp8(arch, gpu) and gpu.fp8_tflops:
         return gpu.fp8_tflops * 1e12
     return gpu.bf16_tflops * 1e12
 
 
-def _gemm_share(arch: ModelArch, gpu: Gpu) -> float:
-    """The dense GEMMs' share of the peak _peak_flops picks: FP8 GEMMs have a class of their own."""
+def _gemm_share(arch: ModelArch, gpu: Gpu, tp: int) -> float:
+    """The dense GEMMs' share of the peak _peak_flops picks: FP8 GEMMs have a class of their own,
+    nearer the peak the wider each GPU's share of the model (efficiency.py, fp8_gemm_width: TP
+    splits the GEMMs, while every GPU quantizes and normalizes the whole hidden state)."""
     eff = efficiency.for_gpu(gpu)
-    fp8 = arch.weight_dtype == "fp8" and bool(gpu.fp8_tflops)
-    return eff.fp8_gemm if fp8 else eff.dense_gemm
+    if not _fp8(arch, gpu):
+        return eff.dense_gemm
+    width = arch.hidden_size / tp
+    return eff.fp8_gemm * width / (width + eff.fp8_gemm_width)
+
+
+def _expert_share(arch: ModelArch, gpu: Gpu) -> float:
+    eff = efficiency.for_gpu(gpu)
+    return eff.fp8_moe_experts if _fp8(arch, gpu) else eff.moe_experts
 
 
 def _attention_dims(arch: ModelArch) -> int:
@@ -77,9 +90,9 @@ def prefill_compute_seconds(
     dense = 2 * tokens * p.compute - experts
     if arch.mla and eff.mla_prefill:
         return (dense + experts + attention) / (peak * eff.mla_prefill)
-    compute_s = dense / (peak * _gemm_share(arch, gpu)) + attention / (peak * eff.attention)
+    compute_s = dense / (peak * _gemm_share(arch, gpu, tp)) + attention / (peak * eff.attention)
     if experts:
-        compute_s += experts / (peak * eff.moe_experts)
+        compute_s += experts / (peak * _expert_share(arch, gpu))
     return compute_s
 
 
@@ -107,8 +120,9 @@ def idle_step_floor_seconds(arch: ModelArch, gpu: Gpu, tokens: int) -> float:
     """The least the first step of `tokens` tokens on an idle engine takes: 0 where a CUDA graph
     replays it; past the graph sizes an MoE model's first step takes at least a fixed time
     whatever its depth (efficiency.py moe_idle_step_s), so a prompt of a few thousand tokens
-    alone waits for it. Steps back to back do not: a busy engine's rate is its GPU time."""
-    if not arch.moe or tokens <= max_cudagraph_tokens(arch, gpu):
+    alone waits for it. Steps back to back do not: a busy engine's rate is its GPU time. Seen on
+    BF16 experts only: a block-FP8 MoE's prompt alone did not wait for it (efficiency.py)."""
+    if not arch.moe or _fp8(arch, gpu) or tokens <= max_cudagraph_tokens(arch, gpu):
         return 0.0
     return efficiency.for_gpu(gpu).moe_idle_step_s
 
@@ -145,9 +159,8 @@ def weights_read_seconds(arch: ModelArch, gpu: Gpu, tp: int, batch: int) -> floa
         dense_read -= expert_bytes
         expert_read = expert_bytes * touched
     hbm = gpu.hbm_tbps * 1e12
-    return dense_read / tp / (hbm * eff.bandwidth) + expert_read / tp / (
-        hbm * eff.moe_expert_bandwidth
-    )
+    share = eff.fp8_bandwidth if _fp8(arch, gpu) else eff.bandwidth
+    return dense_read / tp / (hbm * share) + expert_read / tp / (hbm * eff.moe_expert_bandwidth)
 
 
 def decode_step_seconds(
@@ -166,15 +179,17 @@ def decode_step_seconds(
     p = params(arch)
     moe_layers = arch.layers - arch.moe.dense_layers if arch.moe else 0
     kv_read = batch * layout.read_bytes(context)
+    kv_share = eff.fp8_kv_bandwidth if layout.fp8 else eff.kv_bandwidth
     memory_s = weights_read_seconds(arch, gpu, tp, batch) + kv_read / (
-        gpu.hbm_tbps * 1e12 * eff.kv_bandwidth
+        gpu.hbm_tbps * 1e12 * kv_share
     )
     attention = 2 * batch * context * arch.heads * _attention_dims(arch) * arch.layers
     flops = 2 * batch * (p.compute + p.embedding) + attention  # logits for every sequence
-    compute_s = flops / (tp * _peak_flops(arch, gpu) * _gemm_share(arch, gpu))
+    compute_s = flops / (tp * _peak_flops(arch, gpu) * _gemm_share(arch, gpu, tp))
+    per_layer = eff.fp8_step_per_layer_s if _fp8(arch, gpu) else eff.step_per_layer_s
     overhead_s = (
         eff.step_fixed_s
-        + eff.step_per_layer_s * (arch.layers - moe_layers)
+        + per_layer * (arch.layers - moe_layers)
         + eff.step_per_moe_layer_s * moe_layers
         + eff.step_per_sequence_s * batch
     )

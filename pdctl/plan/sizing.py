@@ -422,7 +422,9 @@ def plan(req: Request, other_gpus: list[Gpu] | None = None, *, fallback: bool = 
         )
     pd_warned = verdicts.pd_warnings(req, pd.prefill, pd.decode, pd.estimates)
     w = req.workload  # where the estimates are known to be off (docs/sizing.md): said, not warned
-    notes += efficiency.wider_error(bool(arch.moe), params(arch).total / 1e9, w.concurrency)
+    notes += efficiency.wider_error(
+        bool(arch.moe), params(arch).total / 1e9, w.concurrency, arch.weight_dtype == "fp8"
+    )
     return Plan(
         request=req,
         prefill=pd.prefill,
