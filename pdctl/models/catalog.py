@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,7 @@ class Gpu:
     resource: str
     gpus_per_node: int
     product_label: str | None
-    sources: dict[str, str]
+    sources: dict[str, str] = field(hash=False)  # where each figure came from (not a figure)
     unverified: tuple[str, ...]
 
 

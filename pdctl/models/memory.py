@@ -282,13 +282,18 @@ class KvLayout:
 
     def longest(self, pool_bytes: float) -> int:
         """The longest --max-model-len one pool starts with (whole blocks)."""
-        if self.full_groups == 0:  # every layer windowed: any length fits once the window does
-            return 1 << 30 if self.fits(pool_bytes, self.window_reserve) else 0
-        low, high = 0, (self.blocks(pool_bytes) // self.full_groups + 1) * BLOCK_SIZE
-        while high - low > BLOCK_SIZE:
-            middle = (low + high) // 2 // BLOCK_SIZE * BLOCK_SIZE
-            low, high = (middle, high) if self.fits(pool_bytes, middle) else (low, middle)
-        return low
+        return _longest(self, pool_bytes)
+
+
+@functools.lru_cache(maxsize=1 << 14)  # the layout search asks for the same pools again and again
+def _longest(layout: KvLayout, pool_bytes: float) -> int:
+    if layout.full_groups == 0:  # every layer windowed: any length fits once the window does
+        return 1 << 30 if layout.fits(pool_bytes, layout.window_reserve) else 0
+    low, high = 0, (layout.blocks(pool_bytes) // layout.full_groups + 1) * BLOCK_SIZE
+    while high - low > BLOCK_SIZE:
+        middle = (low + high) // 2 // BLOCK_SIZE * BLOCK_SIZE
+        low, high = (middle, high) if layout.fits(pool_bytes, middle) else (low, middle)
+    return low
 
 
 def kv_heads_per_gpu(arch: ModelArch, tp: int) -> int:

@@ -78,7 +78,7 @@ class Request:
 
     def decode_step_s(self, tp: int, batch: int, context: int, layout: KvLayout) -> float:
         """Seconds of one decode step of `batch` sequences of mean `context`."""
-        return self.engine_step(tp, layout).cost(decode_contexts=[context] * batch).seconds
+        return self.engine_step(tp, layout).decode_step_s(batch, context)
 
     @property
     def link_gbps(self) -> float:

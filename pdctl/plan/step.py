@@ -132,6 +132,10 @@ class EngineStep:
         step = roofline.decode_step_seconds(arch, gpu, tp, batch, context, self.kv)
         return step, roofline.weights_read_seconds(arch, gpu, tp, batch)
 
+    def decode_step_s(self, batch: int, context: int) -> float:
+        """One decode step of `batch` sequences of mean `context` alone in the step."""
+        return _decode_step(self, batch, context, efficiency.for_gpu(self.gpu))
+
     def cost(
         self, prefill_chunks: Sequence[Chunk] = (), decode_contexts: Sequence[int] = ()
     ) -> StepCost:
@@ -166,3 +170,11 @@ class EngineStep:
             shared_s=shared,
             pipeline_s=(self.pp - 1) * handoff,
         )
+
+
+# The layout search asks for the same few thousand steps hundreds of thousands of times (each
+# re-plan of `plan`'s sensitivity too); the factors are in the key, so a test or the fit script
+# that swaps them gets fresh figures.
+@functools.lru_cache(maxsize=1 << 16)
+def _decode_step(step: EngineStep, batch: int, context: int, _: efficiency.Efficiency) -> float:
+    return step.cost(decode_contexts=[context] * batch).seconds
