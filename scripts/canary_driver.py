@@ -48,6 +48,7 @@ from pdctl.verify.probe import (
     probe_request,
     read_answer,
     settle,
+    settle_seconds,
     streamed_counts,
     tokenize_request,
 )
@@ -236,7 +237,7 @@ def probe(config: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
     verdicts, moved = settle(
         lambda: judged(config, targets, before, scrape(targets), usage),
         lambda found: proven(found[0]),
-        config["settleSeconds"],
+        settle_seconds(config["settleSeconds"], config["connector"].get("metricsEvery", 0)),
     )
     verdict, reason = outcome(verdicts)
     return verdict, reason, {"usage": usage, **facts(verdicts, moved)}

@@ -60,8 +60,8 @@ minimumFraction, as pdctl/models/links.py computes it for `pdctl verify`. */}}
 
 {{/* The canary's configuration (config.json beside the script). The connector's name and metrics
 are the union over the pools' connectors (names joined by ", "; the table's metrics.transfer and
-metrics.failures; bandwidth: the first [bytes, seconds] pair); the evidence is the table's
-transferEvidence. */}}
+metrics.failures; bandwidth: the first [bytes, seconds] pair; metricsEvery: the longest); the
+evidence is the table's transferEvidence. */}}
 {{- define "pd-stack.canaryConfig" -}}
 {{- include "pd-stack.connectorTable" . -}}
 {{- $canary := .Values.canary -}}
@@ -72,6 +72,7 @@ transferEvidence. */}}
 {{- $failures := list -}}
 {{- $bandwidth := list -}}
 {{- $names := list -}}
+{{- $every := 0 -}}
 {{- range $spec := include "pd-stack.canaryPools" . | fromJsonArray -}}
 {{- $ctx := dict "root" $ "spec" $spec -}}
 {{- $selector := include "pd-stack.selectorArgs" (dict "selector" (include "pd-stack.poolSelector" $ctx)) -}}
@@ -82,6 +83,7 @@ transferEvidence. */}}
 {{- $transfer = concat $transfer ($metrics.transfer | default list) -}}
 {{- $failures = concat $failures ($metrics.failures | default list) -}}
 {{- if and (not $bandwidth) (eq (len ($metrics.bandwidth | default list)) 2) -}}{{- $bandwidth = $metrics.bandwidth -}}{{- end -}}
+{{- $every = max $every ($connector.metricsEvery | default 0 | int) -}}
 {{- end -}}
 {{- $config := dict
   "release" .Release.Name
@@ -96,7 +98,7 @@ transferEvidence. */}}
   "settleSeconds" (int $canary.settleSeconds)
   "minKvGbps" (hasKey $canary "minKvGbps" | ternary $canary.minKvGbps (include "pd-stack.linkFloor" . | float64))
   "evidence" (dict "metric" $evidence.metric "label" $label "value" (get $evidence.labels $label) "role" $evidence.poolRole)
-  "connector" (dict "name" (uniq $names | join ", ") "transfer" (uniq $transfer) "failures" (uniq $failures) "bandwidth" $bandwidth)
+  "connector" (dict "name" (uniq $names | join ", ") "transfer" (uniq $transfer) "failures" (uniq $failures) "bandwidth" $bandwidth "metricsEvery" $every)
 -}}
 {{- toPrettyJson $config -}}
 {{- end -}}

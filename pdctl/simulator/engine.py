@@ -363,6 +363,18 @@ class SimulatedEngine:
             )
         return None
 
+    def dies_of(self, params: dict[str, Any] | None) -> bool:
+        """Whether a completion with these kv_transfer_params kills the engine core: an LMCache
+        >= 0.3.7 sender's without the PD proxy's disagg_spec (pdctl.simulator.lmcache). Then the
+        engine is dead from here on, as vLLM's after EngineDeadError."""
+        pd = self.shape.lmcache_pd
+        if pd is None or (pd.form, pd.role) != (lmcache.CURRENT, lmcache.SENDER):
+            return False
+        if isinstance((params or {}).get("disagg_spec"), dict):
+            return False
+        self.behaviour = replace(self.behaviour, dead=True)
+        return True
+
     def admit(self, tokens: list[str], params: dict[str, Any] | None) -> Admitted:
         """Account for the prompt as vLLM does: prefix cache hits, the KV read from a remote
         prefill (or its failure), the tokens computed here."""
@@ -414,8 +426,11 @@ class SimulatedEngine:
             found = 0 if b.recompute or b.lose_transfers else found
             found = min(found, n - 1)  # a whole-prompt hit: vLLM computes the last token
             external = max(found - hit, 0)
-            # A real PD receiver moves only its lookup counters: LMCache 0.5.6's retrieve_*
-            # counters stayed 0 (benchmarks/records/lmcache-h200-1gpu-metrics-decode.txt).
+            # The lookup counters only, as the real receiver's moved (LMCache 0.5.6 on vLLM
+            # 0.26.0: benchmarks/records/lmcache-h200-1gpu-metrics-decode.txt). Its retrieve
+            # counters stayed 0 because its load never ran there (LMCache's start_load_kv found
+            # no attention metadata: benchmarks/records/lmcache-h200-1gpu-leak.json); a load
+            # that runs would move lmcache:num_retrieve_requests and num_hit_tokens too.
             with self._lock:
                 c.count_lmcache(lookup_requests=1, lookup_tokens=n, lookup_hit_tokens=found)
         with self._lock:

@@ -274,6 +274,7 @@ class Connector:
     bandwidth: tuple[str, ...] = ()  # [bytes, seconds] histograms (the table's metrics.bandwidth)
     failures: tuple[str, ...] = ()
     candidates: tuple[str, ...] = ()
+    every: float = 0.0  # seconds between its metrics' updates (the table's metricsEvery; 0: live)
 
     @property
     def called(self) -> str:

@@ -18,7 +18,8 @@ The verdicts come from pdctl/verify/judge.py, the code the chart's canary runs t
 sends the probe, reads the pages, and reports (curl commands, the link the KV speed matches).
 
 vLLM updates counters as its engine steps, possibly just after a response ends, so the second
-read is repeated for up to `Settings.settle` seconds until the verdicts hold. Other traffic on
+read is repeated for up to `Settings.settle` seconds until the verdicts hold (at least one period
+of a connector that updates its metrics on a timer, and a margin: LMCache's every 10 s). Other traffic on
 the engines during the probe adds to the counters: verify a quiet deployment.
 """
 
@@ -49,6 +50,7 @@ def _from_table(entry: connectors.Connector, source: str) -> Connector:
         transfer=entry.metrics.get("transfer", ()),
         bandwidth=entry.metrics.get("bandwidth", ()),
         failures=entry.metrics.get("failures", ()),
+        every=entry.metrics_every,
     )
 
 
@@ -198,7 +200,8 @@ def pd_proof(
         ]
         return _pd_verdicts(moves, counted, evidence, connector), moves
 
-    verdicts, moves = probe.settle(judge_now, _passed, settings.settle)
+    seconds = probe.settle_seconds(settings.settle, connector.every)
+    verdicts, moves = probe.settle(judge_now, _passed, seconds)
     if moves is None:
         return verdicts, connector
     # Judged once the counters settled: a slow transfer is a finding, not a reason to wait.

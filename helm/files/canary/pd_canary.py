@@ -285,6 +285,7 @@ class Connector:
     bandwidth: tuple[str, ...] = ()  # [bytes, seconds] histograms (the table's metrics.bandwidth)
     failures: tuple[str, ...] = ()
     candidates: tuple[str, ...] = ()
+    every: float = 0.0  # seconds between its metrics' updates (the table's metricsEvery; 0: live)
 
     @property
     def called(self) -> str:
@@ -619,6 +620,9 @@ FILLER = (
     "so that the decode pool only generates tokens the probe reads the counters of both pools"
 ).split()
 SETTLE_POLL = 0.25  # seconds between /metrics reads while waiting for the counters
+# Seconds past one period of a connector that updates its metrics on a timer (the connector
+# table's metricsEvery: LMCache's every 10 s), for the read itself and the probe's last step.
+SETTLE_MARGIN = 2.0
 
 Judged = TypeVar("Judged")
 
@@ -638,6 +642,13 @@ def probe_request(model: str, words: int, max_tokens: int) -> dict[str, Any]:
         "temperature": 0,
         "ignore_eos": True,
     }
+
+
+def settle_seconds(seconds: float, every: float) -> float:
+    """How long to read the counters again: `seconds`, and for a connector that updates its
+    metrics every `every` seconds, at least one period and SETTLE_MARGIN more (a shorter wait
+    sees its counters still, though it moved the KV)."""
+    return max(seconds, every + SETTLE_MARGIN) if every > 0 else seconds
 
 
 def settle(
@@ -920,7 +931,7 @@ def probe(config: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
     verdicts, moved = settle(
         lambda: judged(config, targets, before, scrape(targets), usage),
         lambda found: proven(found[0]),
-        config["settleSeconds"],
+        settle_seconds(config["settleSeconds"], config["connector"].get("metricsEvery", 0)),
     )
     verdict, reason = outcome(verdicts)
     return verdict, reason, {"usage": usage, **facts(verdicts, moved)}
