@@ -5,8 +5,8 @@ sent and again, every SETTLE_POLL seconds, until the verdicts hold or the settle
 
 vLLM updates its counters as its engine steps, possibly just after a response ends: hence the
 settle loop, which lasts at least one period of a connector that updates its own metrics on a
-timer (LMCache: every 10 s, `settle_seconds`). The prompt starts with a random nonce, so no engine has any of it in its prefix
-cache; the filler after it is any text.
+timer (LMCache: every 10 s, `settle_seconds`). The prompt starts with a random nonce, so no
+engine has any of it in its prefix cache; the filler after it is any text.
 
 The probe's answer is read by `read_answer`: one JSON object, or the server-sent events of a
 router that streams every completion, asked for or not. LMCache's PD proxy does (LMCache 0.5.6

@@ -19,8 +19,8 @@ sends the probe, reads the pages, and reports (curl commands, the link the KV sp
 
 vLLM updates counters as its engine steps, possibly just after a response ends, so the second
 read is repeated for up to `Settings.settle` seconds until the verdicts hold (at least one period
-of a connector that updates its metrics on a timer, and a margin: LMCache's every 10 s). Other traffic on
-the engines during the probe adds to the counters: verify a quiet deployment.
+of a connector that updates its metrics on a timer, and a margin: LMCache's every 10 s). Other
+traffic on the engines during the probe adds to the counters: verify a quiet deployment.
 """
 
 from __future__ import annotations
