@@ -166,6 +166,7 @@ def judged(
         transfer=tuple(table["transfer"]),
         bandwidth=tuple(table["bandwidth"]),
         failures=tuple(table["failures"]),
+        loaded=tuple(table.get("loaded", ())),
     )
     moved = [
         moves(name, role, before[name], after[name], config["model"], evidence, connector)

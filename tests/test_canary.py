@@ -121,6 +121,7 @@ def test_config_comes_from_the_tables_and_the_values(helm4: Helm) -> None:
         "name": "NixlConnector",
         "transfer": list(nixl["transfer"]),
         "failures": list(nixl["failures"]),
+        "loaded": [],
         "bandwidth": list(nixl["bandwidth"]),
         "metricsEvery": 0,
     }

@@ -8,6 +8,7 @@ and show why that pair stalled: the decode held its whole PD buffer and had load
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 
 from pdctl import connectors
 from pdctl.verify import judge
+from pdctl.verify.proof import resolve_connector
 from tests.helpers import ROOT
 
 RECORDS = ROOT / "benchmarks" / "records"
@@ -71,8 +73,8 @@ def test_the_table_lists_lmcache_transfer_metrics_that_moved_in_real_pd() -> Non
 @pytest.mark.parametrize("metric", ["lmcache:num_hit_tokens", "lmcache:num_retrieve_requests"])
 def test_the_retrieve_counters_do_not_show_a_pd_transfer(metric: str) -> None:
     """vLLM counted the decode's prompt as external_kv_transfer while LMCache's retrieve counters
-    stayed still: on vLLM 0.26.0 the receiver's load never ran (lmcache-h200-1gpu-leak.json), so
-    these counters cannot be what verify reads as a transfer."""
+    stayed still: on vLLM 0.26.0 the receiver's load never ran (lmcache-h200-1gpu-leak.json).
+    They are no transfer metric; num_hit_tokens is the table's `loaded` (the test below)."""
     evidence = connectors.load().transfer_evidence
     decode = _scrape("decode").family(evidence["metric"])
     assert decode is not None
@@ -102,3 +104,27 @@ def test_the_stalled_decode_held_its_whole_pd_buffer_and_loaded_nothing() -> Non
         assert _count(decode, metric) == 0
     assert _count(decode, "lmcache:num_prompt_tokens") == 0  # counted past the skipped load
     assert _count(prefill, "lmcache:num_stored_tokens") == 17_005
+
+
+def test_verify_fails_the_pair_whose_decode_loaded_nothing() -> None:
+    """pd-kv-transfer on the leak run: the probe's by-source counts as verify read them (the
+    record: 600 external, 1 computed) and LMCache's counters from the kept texts (a counter at 0
+    at the end of the run was 0 throughout). LMCache's stored and lookup counters moved, but the
+    decode's lmcache:num_hit_tokens, the table's `loaded`, did not: FAIL, naming it. (verify
+    passed this pair before the table had `loaded`.)"""
+    record = json.loads((RECORDS / f"{LEAK}.json").read_text())
+    probe = {e["role"]: e for e in record["verify"]["sync"]["engines_moved"]}
+    connector = resolve_connector("LMCacheConnectorV1", [])
+    rule = connectors.load().transfer_evidence
+    value = rule["labels"][judge.SOURCE_LABEL]
+    evidence = judge.Evidence(rule["metric"], judge.SOURCE_LABEL, value, rule["poolRole"])
+    empty = judge.parse("")
+    moves = []
+    for role in ROLES:
+        read = judge.moves(role, role, empty, _scrape(role, LEAK), "m", evidence, connector)
+        sources = probe[role]["prompt_tokens_by_source"]
+        moves.append(judge.Moves(role, role, 0, 0, sources, read.connector, read.failures))
+    verdict = judge.kv_transfer(moves, 600, evidence, connector)
+    assert verdict.status == judge.FAIL and not verdict.facts["recomputed"]
+    assert "lmcache:num_hit_tokens +0" in verdict.summary
+    assert verdict.facts["connector_transfer_moved"]  # stored and looked up, all the same

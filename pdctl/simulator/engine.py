@@ -426,13 +426,14 @@ class SimulatedEngine:
             found = 0 if b.recompute or b.lose_transfers else found
             found = min(found, n - 1)  # a whole-prompt hit: vLLM computes the last token
             external = max(found - hit, 0)
-            # The lookup counters only, as the real receiver's moved (LMCache 0.5.6 on vLLM
-            # 0.26.0: benchmarks/records/lmcache-h200-1gpu-metrics-decode.txt). Its retrieve
-            # counters stayed 0 because its load never ran there (LMCache's start_load_kv found
-            # no attention metadata: benchmarks/records/lmcache-h200-1gpu-leak.json); a load
-            # that runs would move lmcache:num_retrieve_requests and num_hit_tokens too.
+            # LMCache's lookup counters, then its load's (LMCache 0.5.6 cache_engine.py retrieve:
+            # observability.py on_retrieve_request and on_retrieve_finished). On vLLM 0.26.0 the
+            # real receiver's load never ran and only its lookup counters moved
+            # (benchmarks/records/lmcache-h200-1gpu-leak.json); the simulator's loads.
+            loads = {"retrieve_requests": 1, "retrieve_tokens": found, "retrieve_hit_tokens": found}
             with self._lock:
                 c.count_lmcache(lookup_requests=1, lookup_tokens=n, lookup_hit_tokens=found)
+                c.count_lmcache(**(loads if external else {}))
         with self._lock:
             self._count_prompt(n, hit, external, hashes)
         if pd.role != lmcache.SENDER:

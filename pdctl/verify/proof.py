@@ -10,7 +10,9 @@ every prefill and decode engine's /metrics before and after.
   (`source="local_compute"`: at most one token, since vLLM before 0.21 recomputes the last prompt
   token and 0.21 and later none; `local_cache_hit` tokens came from its own prefix cache). The
   connector's transfer metrics (the table's `metrics.transfer`, wherever they are exported) must
-  move, and its `metrics.failures` must not. Without the by-source counter (vLLM before PR
+  move, its `metrics.loaded` (where exported: counters of a load into vLLM's cache, for a
+  connector that reports tokens to vLLM before it loads them) must move on the receiving pool,
+  and its `metrics.failures` must not. Without the by-source counter (vLLM before PR
   #33290) the connector's metrics alone pass, and the evidence says that recomputation was not
   ruled out.
 
@@ -51,6 +53,7 @@ def _from_table(entry: connectors.Connector, source: str) -> Connector:
         bandwidth=entry.metrics.get("bandwidth", ()),
         failures=entry.metrics.get("failures", ()),
         every=entry.metrics_every,
+        loaded=entry.metrics.get("loaded", ()),
     )
 
 

@@ -286,6 +286,7 @@ class Connector:
     failures: tuple[str, ...] = ()
     candidates: tuple[str, ...] = ()
     every: float = 0.0  # seconds between its metrics' updates (the table's metricsEvery; 0: live)
+    loaded: tuple[str, ...] = ()  # counters of a real load into vLLM's cache (metrics.loaded)
 
     @property
     def called(self) -> str:
@@ -362,7 +363,7 @@ def moves(
             selection = {**labels, evidence.label: source}
             sources[source] = delta(before, after, evidence.metric, selection)
     transfer: dict[str, dict[str, float]] = {}
-    for name in connector.transfer:
+    for name in (*connector.transfer, *connector.loaded):
         family = after.family(name)
         if family is not None:
             labels = model_labels(after, family.count, model)
@@ -514,9 +515,25 @@ def kv_transfer(
             "connector transfer metric moved",
         )
         summary = ""
+    if facts["proof"] and not facts["recomputed"]:
+        problems += _not_loaded([m for m in moves if m.role == evidence.role], connector, evidence)
     if problems:
         return Verdict("pd-kv-transfer", FAIL, "; ".join(problems), facts, details)
     return Verdict("pd-kv-transfer", PASS, summary, facts, details)
+
+
+def _not_loaded(receivers: list[Moves], connector: Connector, evidence: Evidence) -> list[str]:
+    """A problem when the receiving engines export the connector's load counters (the table's
+    metrics.loaded) and none moved: the connector told vLLM it would load the prompt (vLLM then
+    counts it as transferred) but wrote none of it into vLLM's cache."""
+    changes = [m.connector[n] for m in receivers for n in connector.loaded if n in m.connector]
+    if not changes or any(change.get("count", 0) > 0 for change in changes):
+        return []
+    names = ", ".join(n for n in connector.loaded if any(n in m.connector for m in receivers))
+    return [
+        f"{connector.called} reported the prompt to vLLM as loaded but {evidence.role} loaded "
+        f"none of it into its KV cache ({names} +0): the KV arrived nowhere vLLM reads"
+    ]
 
 
 def _change(name: str, change: dict[str, float]) -> str:
@@ -536,11 +553,16 @@ def _connector_moves(
     on; `facts` gets connector_transfer_moved and connector_failures."""
     details: list[str] = []
     problems: list[str] = []
-    exported = {name: change for m in moves for name, change in m.connector.items()}
+    exported = {
+        name: change
+        for m in moves
+        for name, change in m.connector.items()
+        if name in connector.transfer
+    }
     moved_by: dict[str, list[str]] = {}
     for m in moves:
         for name, change in m.connector.items():
-            if change.get("count", 0) > 0:
+            if name in connector.transfer and change.get("count", 0) > 0:
                 moved_by.setdefault(name, []).append(f"{m.engine} {_change(name, change)}")
     failures = {
         f"{name} on {m.engine}": change
@@ -860,6 +882,7 @@ def judged(
         transfer=tuple(table["transfer"]),
         bandwidth=tuple(table["bandwidth"]),
         failures=tuple(table["failures"]),
+        loaded=tuple(table.get("loaded", ())),
     )
     moved = [
         moves(name, role, before[name], after[name], config["model"], evidence, connector)
