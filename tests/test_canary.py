@@ -187,7 +187,7 @@ def test_verify_and_the_canary_run_the_same_probe_code() -> None:
     [
         ("from pdctl.naming import ROLES\n", "canary_driver.py:1: imports pdctl.naming"),
         ("import json\n\n\ndef f() -> None:\n    import os\n", "canary_driver.py:5: an import"),
-        ("def parse() -> None:\n    pass\n", "defined in both judge.py and canary_driver.py"),
+        ("def parse() -> None:\n    pass\n", "defined in both exposition.py and canary_driver.py"),
         ("def settle() -> None:\n    pass\n", "defined in both probe.py and canary_driver.py"),
     ],
 )
