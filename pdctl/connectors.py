@@ -83,6 +83,8 @@ class Connector:
     extra_config: tuple[str, ...] = ()
     env: tuple[str, ...] = ()
     metrics: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    metrics_every: float = 0.0  # seconds between its metric updates (0: as it counts)
+    sender_needs_router: str | None = None  # why a prefill must get requests from the router only
 
     def listeners(
         self, settings: dict[str, Any], kv_role: str, tp: int = 1, dp: int = 1
@@ -153,6 +155,8 @@ def _connector(name: str, settings_key: str, data: dict[str, Any]) -> Connector:
         extra_config=tuple(data.get("extraConfig", ())),
         env=tuple(data.get("env", ())),
         metrics={kind: tuple(names) for kind, names in metrics.items()},
+        metrics_every=float(data.get("metricsEvery", 0)),
+        sender_needs_router=data.get("senderNeedsRouter"),
     )
 
 

@@ -1,13 +1,14 @@
 """Write the chart's canary script, helm/files/canary/pd_canary.py: one standard-library Python file
-made of pdctl's PD core (the judging, pdctl/verify/judge.py, and the probe's procedure,
-pdctl/verify/probe.py) and the canary's own driver (scripts/canary_driver.py), so that the canary
-and `pdctl verify` probe and judge with the same code.
+made of pdctl's PD core (the /metrics parser, pdctl/verify/exposition.py, the judging,
+pdctl/verify/judge.py, and the probe's procedure, pdctl/verify/probe.py) and the canary's own
+driver (scripts/canary_driver.py), so that the canary and `pdctl verify` probe and judge with the
+same code.
 
-The driver imports from the core by name (`from pdctl.verify.judge import ...`); the script has
-the driver's docstring, the imports of all (the driver's imports of the core dropped), the core's
-code, then the driver's. Refused: an import of anything else from pdctl, an import below the top
-of a file, and a name two files define. scripts/build_docs.py writes the script with the other
-generated files (`make docs`), and its `--check` fails when the script is stale.
+The driver and the core import from the core by name (`from pdctl.verify.judge import ...`); the
+script has the driver's docstring, the imports of all (the imports of the core dropped), the
+core's code in CORE's order, then the driver's. Refused: an import of anything else from pdctl,
+an import below the top of a file, and a name two files define. scripts/build_docs.py writes the
+script with the other generated files (`make docs`), and its `--check` fails when it is stale.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # The core's modules, by import name, in the script's order.
 CORE = {
+    "pdctl.verify.exposition": ROOT / "pdctl" / "verify" / "exposition.py",
     "pdctl.verify.judge": ROOT / "pdctl" / "verify" / "judge.py",
     "pdctl.verify.probe": ROOT / "pdctl" / "verify" / "probe.py",
 }
@@ -67,15 +69,16 @@ def _defined(code: str) -> set[str]:
 
 
 def _import_lines(imports: list[ast.stmt], path: Path) -> set[str]:
-    """The import statements to keep, one name a line (the driver's import of the core dropped)."""
+    """The import statements to keep, one name a line (imports of the core dropped: its code is in
+    the script, before the code that uses it)."""
     lines: set[str] = set()
     for node in imports:
         if isinstance(node, ast.Import):
             modules = [alias.name for alias in node.names]
             shown = [f"import {module}" for module in modules]
         elif isinstance(node, ast.ImportFrom) and node.module:
-            if node.module == "__future__" or (node.module in CORE and path == DRIVER):
-                continue
+            if node.module == "__future__" or node.module in CORE:
+                continue  # the core's code is in the script itself
             modules = [node.module]
             shown = [f"from {node.module} import {alias.name}" for alias in node.names]
         else:

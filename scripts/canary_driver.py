@@ -48,6 +48,7 @@ from pdctl.verify.probe import (
     probe_request,
     read_answer,
     settle,
+    settle_seconds,
     streamed_counts,
     tokenize_request,
 )
@@ -165,6 +166,7 @@ def judged(
         transfer=tuple(table["transfer"]),
         bandwidth=tuple(table["bandwidth"]),
         failures=tuple(table["failures"]),
+        loaded=tuple(table.get("loaded", ())),
     )
     moved = [
         moves(name, role, before[name], after[name], config["model"], evidence, connector)
@@ -236,7 +238,7 @@ def probe(config: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
     verdicts, moved = settle(
         lambda: judged(config, targets, before, scrape(targets), usage),
         lambda found: proven(found[0]),
-        config["settleSeconds"],
+        settle_seconds(config["settleSeconds"], config["connector"].get("metricsEvery", 0)),
     )
     verdict, reason = outcome(verdicts)
     return verdict, reason, {"usage": usage, **facts(verdicts, moved)}

@@ -22,12 +22,14 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pdctl import connectors, manifests, naming
 from pdctl.helm import Helm
 from pdctl.models import links
+from pdctl.verify import probe
 from pdctl.verify.client import Http
 from pdctl.verify.judge import PROOF
 from pdctl.verify.proof import pd_proof
@@ -96,6 +98,20 @@ def test_rendered_objects_pass_kubernetes_and_are_locked_down(helm: Helm) -> Non
     assert mounts == {"/etc/pd-canary", "/var/run/secrets/kubernetes.io/serviceaccount"}
 
 
+def test_an_lmcache_release_reads_the_counters_for_one_lmcache_period(
+    helm4: Helm, tmp_path: Path
+) -> None:
+    """LMCache updates its metrics every 10 s (the table's metricsEvery): the canary's config
+    carries it, and the canary's settle time covers it (settle_seconds, verify's rule)."""
+    values = yaml.safe_load((ASSETS / "values-19-lmcache-pd.yaml").read_text())
+    values["canary"] = {"enabled": True}
+    objects = render_file(helm4, write_values(tmp_path, values))
+    config = json.loads(canary_objects(objects)["ConfigMap"]["data"]["config.json"])
+    every = connectors.load().connectors["LMCacheConnectorV1"].metrics_every
+    assert config["connector"]["metricsEvery"] == every == 10
+    assert probe.settle_seconds(config["settleSeconds"], every) > every
+
+
 def test_config_comes_from_the_tables_and_the_values(helm4: Helm) -> None:
     data = canary_objects(render_file(helm4, CANARY_VALUES))["ConfigMap"]["data"]
     assert data["pd_canary.py"] == SCRIPT.read_text().strip()
@@ -105,7 +121,9 @@ def test_config_comes_from_the_tables_and_the_values(helm4: Helm) -> None:
         "name": "NixlConnector",
         "transfer": list(nixl["transfer"]),
         "failures": list(nixl["failures"]),
+        "loaded": [],
         "bandwidth": list(nixl["bandwidth"]),
+        "metricsEvery": 0,
     }
     rule = connectors.load().transfer_evidence
     ((label, value),) = rule["labels"].items()
@@ -169,7 +187,7 @@ def test_verify_and_the_canary_run_the_same_probe_code() -> None:
     [
         ("from pdctl.naming import ROLES\n", "canary_driver.py:1: imports pdctl.naming"),
         ("import json\n\n\ndef f() -> None:\n    import os\n", "canary_driver.py:5: an import"),
-        ("def parse() -> None:\n    pass\n", "defined in both judge.py and canary_driver.py"),
+        ("def parse() -> None:\n    pass\n", "defined in both exposition.py and canary_driver.py"),
         ("def settle() -> None:\n    pass\n", "defined in both probe.py and canary_driver.py"),
     ],
 )

@@ -74,7 +74,7 @@ def test_table_is_complete() -> None:
         assert (
             {"transfer", "failures"}
             <= set(connector.metrics)
-            <= {"transfer", "failures", "bandwidth"}
+            <= {"transfer", "failures", "bandwidth", "loaded"}
         )
 
 

@@ -2,10 +2,13 @@
 text kept from LMCache 0.5.6 with vLLM 0.26.0 on one H200 (benchmarks/records/lmcache-h200-1gpu-
 metrics-*.txt, the record lmcache-h200-1gpu.json) is the source. Every `lmcache:` name in the
 connector table and in the simulator is a family of that text, and the table's LMCacheConnectorV1
-transfer metrics are the ones that moved while the real pair moved KV."""
+transfer metrics are the ones that moved while the real pair moved KV. The second run's texts
+(lmcache-h200-1gpu-leak-metrics-*.txt, record lmcache-h200-1gpu-leak.json) export the same names
+and show why that pair stalled: the decode held its whole PD buffer and had loaded nothing."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -13,9 +16,11 @@ import pytest
 
 from pdctl import connectors
 from pdctl.verify import judge
+from pdctl.verify.proof import resolve_connector
 from tests.helpers import ROOT
 
 RECORDS = ROOT / "benchmarks" / "records"
+RUN, LEAK = "lmcache-h200-1gpu", "lmcache-h200-1gpu-leak"  # the two runs' kept texts
 ROLES = ("prefill", "decode")
 NAME = re.compile(r"\blmcache:[a-z0-9_]+")
 # Where pd-stack names LMCache metrics: the connector table (verify, the canary, the alerts and
@@ -26,8 +31,14 @@ SOURCES = [
 ]
 
 
-def _scrape(name: str) -> judge.Scrape:
-    return judge.parse((RECORDS / f"lmcache-h200-1gpu-metrics-{name}.txt").read_text())
+def _scrape(name: str, run: str = "lmcache-h200-1gpu") -> judge.Scrape:
+    return judge.parse((RECORDS / f"{run}-metrics-{name}.txt").read_text())
+
+
+def _count(scrape: judge.Scrape, metric: str) -> float:
+    family = scrape.family(metric)
+    assert family is not None, f"{metric} is not on the page"
+    return family.read(scrape)["count"]
 
 
 def _named_in(path: Path) -> set[str]:
@@ -42,8 +53,9 @@ def _moved(metric: str, role: str) -> float:
     return family.read(after)["count"] - (then.read(before)["count"] if then else 0.0)
 
 
-def test_every_lmcache_name_pd_stack_uses_is_exported_by_real_lmcache() -> None:
-    pages = [_scrape(role) for role in ROLES]
+@pytest.mark.parametrize("run", [RUN, LEAK])
+def test_every_lmcache_name_pd_stack_uses_is_exported_by_real_lmcache(run: str) -> None:
+    pages = [_scrape(role, run) for role in ROLES]
     used = {(name, path.relative_to(ROOT)) for path in SOURCES for name in _named_in(path)}
     unknown = sorted(
         f"{name} ({where})" for name, where in used if not any(p.family(name) for p in pages)
@@ -60,8 +72,9 @@ def test_the_table_lists_lmcache_transfer_metrics_that_moved_in_real_pd() -> Non
 
 @pytest.mark.parametrize("metric", ["lmcache:num_hit_tokens", "lmcache:num_retrieve_requests"])
 def test_the_retrieve_counters_do_not_show_a_pd_transfer(metric: str) -> None:
-    """The decode engine's KV came from the sender (external_kv_transfer moved) while LMCache's
-    retrieve counters stayed still: they are no evidence of PD."""
+    """vLLM counted the decode's prompt as external_kv_transfer while LMCache's retrieve counters
+    stayed still: on vLLM 0.26.0 the receiver's load never ran (lmcache-h200-1gpu-leak.json).
+    They are no transfer metric; num_hit_tokens is the table's `loaded` (the test below)."""
     evidence = connectors.load().transfer_evidence
     decode = _scrape("decode").family(evidence["metric"])
     assert decode is not None
@@ -76,3 +89,42 @@ def test_as_rendered_the_engines_export_no_lmcache_metric() -> None:
     page = (RECORDS / "lmcache-h200-1gpu-metrics-decode-as-rendered.txt").read_text()
     assert "vllm:prompt_tokens_by_source_total" in page
     assert not NAME.search(page)
+
+
+def test_the_stalled_decode_held_its_whole_pd_buffer_and_loaded_nothing() -> None:
+    """The sync run's decode after its stall: every chunk of the 2 GiB PD buffer held (64 of
+    256 tokens of Llama-3.1-8B's 131,072 bytes a token), 14,957 prompt tokens looked up (verify's
+    and seven bench prompts) and none retrieved into vLLM's cache, while the prefill stored
+    17,005 (those and the stalled eighth prompt)."""
+    decode, prefill = _scrape("decode", LEAK), _scrape("prefill", LEAK)
+    assert _count(decode, "lmcache:active_memory_objs_count") == 64
+    assert _count(decode, "lmcache:local_cache_usage") == 2 * 1024**3 == 64 * 256 * 131_072
+    assert _count(decode, "lmcache:num_lookup_hits") == 600 + 5 + 8 + 8 + 7 * 2048
+    for metric in ("lmcache:num_retrieve_requests", "lmcache:num_hit_tokens"):
+        assert _count(decode, metric) == 0
+    assert _count(decode, "lmcache:num_prompt_tokens") == 0  # counted past the skipped load
+    assert _count(prefill, "lmcache:num_stored_tokens") == 17_005
+
+
+def test_verify_fails_the_pair_whose_decode_loaded_nothing() -> None:
+    """pd-kv-transfer on the leak run: the probe's by-source counts as verify read them (the
+    record: 600 external, 1 computed) and LMCache's counters from the kept texts (a counter at 0
+    at the end of the run was 0 throughout). LMCache's stored and lookup counters moved, but the
+    decode's lmcache:num_hit_tokens, the table's `loaded`, did not: FAIL, naming it. (verify
+    passed this pair before the table had `loaded`.)"""
+    record = json.loads((RECORDS / f"{LEAK}.json").read_text())
+    probe = {e["role"]: e for e in record["verify"]["sync"]["engines_moved"]}
+    connector = resolve_connector("LMCacheConnectorV1", [])
+    rule = connectors.load().transfer_evidence
+    value = rule["labels"][judge.SOURCE_LABEL]
+    evidence = judge.Evidence(rule["metric"], judge.SOURCE_LABEL, value, rule["poolRole"])
+    empty = judge.parse("")
+    moves = []
+    for role in ROLES:
+        read = judge.moves(role, role, empty, _scrape(role, LEAK), "m", evidence, connector)
+        sources = probe[role]["prompt_tokens_by_source"]
+        moves.append(judge.Moves(role, role, 0, 0, sources, read.connector, read.failures))
+    verdict = judge.kv_transfer(moves, 600, evidence, connector)
+    assert verdict.status == judge.FAIL and not verdict.facts["recomputed"]
+    assert "lmcache:num_hit_tokens +0" in verdict.summary
+    assert verdict.facts["connector_transfer_moved"]  # stored and looked up, all the same

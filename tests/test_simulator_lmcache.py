@@ -1,10 +1,14 @@
 """The simulator's LMCache PD (pdctl/simulator/lmcache.py), the PD tutorial's form, engines in this
 process: the sender pushes the prompt's KV to its receiver before it answers, the receiver's engine
 loads all of the prompt but its last token; the faults as for NIXL (a decode that recomputes, lost
-transfers, slow KV); the settings read from the env as LMCache reads them."""
+transfers, slow KV); the settings read from the env as LMCache reads them. A current-form sender
+dies of a completion that did not come from LMCache's PD proxy."""
 
 from __future__ import annotations
 
+import json
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
@@ -95,3 +99,26 @@ def test_lmcaches_metrics_need_prometheus_multiproc_dir(
     argv = ["serve", "meta-llama/Llama-3.1-8B-Instruct", "--kv-transfer-config", config]
     engine = serve.build(options.parse(argv)).engine
     assert ("lmcache:num_lookup_hits_total" in engine.metrics()) is exported
+
+
+def test_a_current_sender_dies_of_a_completion_without_the_proxys_disagg_spec() -> None:
+    """LMCache 0.5.6's sender (pd_backend_mode async, its default) reads its receiver from the
+    request's disagg_spec unchecked: a completion sent to it without one, as verify's pd-ttft sent
+    on one H200, kills the engine core (vLLM then answers 500 and /health 503)."""
+    sender = lmcache.Settings(lmcache.CURRENT, lmcache.SENDER, proxy_host="127.0.0.1")
+    engine = SimulatedEngine(
+        "p", shape=Shape(nixl=False, with_lmcache=True, lmcache_pd=sender)
+    ).up()
+    try:
+        body = json.dumps({"model": engine.model, "prompt": "w1 w2 w3", "max_tokens": 2}).encode()
+        request = urllib.request.Request(
+            engine.url + "/v1/completions", body, {"Content-Type": "application/json"}
+        )
+        with pytest.raises(urllib.error.HTTPError) as died:
+            urllib.request.urlopen(request, timeout=10)
+        assert died.value.code == 500 and b"EngineDeadError" in died.value.read()
+        with pytest.raises(urllib.error.HTTPError) as health:
+            urllib.request.urlopen(engine.url + "/health", timeout=10)
+        assert health.value.code == 503
+    finally:
+        engine.down()

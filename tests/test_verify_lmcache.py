@@ -3,7 +3,8 @@ connector table's lmcacheMetrics, as the simulator exports them), and pd-decode 
 router answered with the prefill's first token (LMCache's PD proxy) but not when the decode
 generated less than the rest. LMCache's PD proxy answers every completion as a stream: verify and
 the canary read it whole and count the probe's tokens by the prefill's /tokenize and the stream's
-finish, not by the usage the proxy passes on (the decode's)."""
+finish, not by the usage the proxy passes on (the decode's). pd-ttft sends no prompt to an LMCache
+sender, and LMCache's counters, updated on a timer, are read again for one period."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ from typing import Any
 
 import pytest
 
-from pdctl import connectors
+from pdctl import connectors, defaults
 from pdctl.simulator import lmcache
 from pdctl.simulator.engine import Shape, SimulatedEngine
 from pdctl.verify import judge, probe
+from pdctl.verify.checks import _pd_ttft
 from pdctl.verify.judge import Evidence, Moves
 from pdctl.verify.proof import resolve_connector
+from pdctl.verify.report import PROOF, Check, Endpoint, Settings, Status, Targets
 from tests.helpers import canary_script
 
 EVIDENCE = Evidence(
@@ -165,3 +168,44 @@ def test_the_canary_counts_a_streamed_probe_by_the_prefills_tokenize(
     }
     with pytest.raises(canary.Problem, match="neither JSON nor server-sent events"):
         canary._counts(None, targets, body, {}, "u")
+
+
+def test_pd_ttft_sends_no_prompt_to_an_lmcache_sender() -> None:
+    """An LMCache sender takes requests from the PD proxy only (on one H200 verify's 'prefill
+    alone' prompt killed its engine: benchmarks/records/lmcache-h200-1gpu-leak.json): pd-ttft is
+    skipped, saying why, and sends nothing; NixlConnector's prefill is still timed alone."""
+    prefill = Endpoint("p", "prefill", "http://127.0.0.1:9")
+    targets = Targets(Endpoint("r", "router", "http://127.0.0.1:9"), (prefill,))
+    proven = {i: Check(i, Status.passed, "") for i in PROOF}
+
+    class NoRequests:
+        def __getattr__(self, name: str) -> Any:
+            raise AssertionError(f"pd-ttft used the network ({name})")
+
+    lmcache_pd = resolve_connector("LMCacheConnectorV1", [])
+    settings = Settings(model="m")
+    check = _pd_ttft(NoRequests(), "http://r", targets, "m", settings, proven, lmcache_pd)  # type: ignore[arg-type]
+    assert check.status is Status.skipped
+    assert "prefill engine alone" in check.summary and "disagg_spec" in check.summary
+    nixl = resolve_connector("NixlConnector", [])
+    with pytest.raises(AssertionError, match="used the network"):
+        _pd_ttft(NoRequests(), "http://r", targets, "m", settings, proven, nixl)  # type: ignore[arg-type]
+
+
+def test_lmcache_counters_are_read_again_for_one_export_period(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """LMCache updates its counters every 10 s (the table's metricsEvery): the default 3 s settle
+    read them +0 on one H200 although the KV had moved. verify's settle time for it covers one
+    period; here the counters show the probe 10 s after it, on a clock the test moves."""
+    now = [0.0]
+    monkeypatch.setattr("pdctl.verify.probe.time.monotonic", lambda: now[0])
+    monkeypatch.setattr("pdctl.verify.probe.time.sleep", lambda s: now.__setitem__(0, now[0] + s))
+    connector = resolve_connector("LMCacheConnectorV1", [])
+    assert connector.every == 10
+    seconds = probe.settle_seconds(defaults.VERIFY_SETTLE_S, connector.every)
+    moved = probe.settle(lambda: 17005 if now[0] >= 10 else 0, lambda found: found > 0, seconds)
+    assert moved == 17005
+    assert probe.settle_seconds(30.0, connector.every) == 30.0  # a longer --settle stands
+    nixl = resolve_connector("NixlConnector", [])
+    assert probe.settle_seconds(defaults.VERIFY_SETTLE_S, nixl.every) == defaults.VERIFY_SETTLE_S

@@ -59,9 +59,9 @@ minimumFraction, as pdctl/models/links.py computes it for `pdctl verify`. */}}
 {{- end -}}
 
 {{/* The canary's configuration (config.json beside the script). The connector's name and metrics
-are the union over the pools' connectors (names joined by ", "; the table's metrics.transfer and
-metrics.failures; bandwidth: the first [bytes, seconds] pair); the evidence is the table's
-transferEvidence. */}}
+are the union over the pools' connectors (names joined by ", "; the table's metrics.transfer,
+metrics.failures and metrics.loaded; bandwidth: the first [bytes, seconds] pair; metricsEvery: the longest); the
+evidence is the table's transferEvidence. */}}
 {{- define "pd-stack.canaryConfig" -}}
 {{- include "pd-stack.connectorTable" . -}}
 {{- $canary := .Values.canary -}}
@@ -70,8 +70,10 @@ transferEvidence. */}}
 {{- $pools := list -}}
 {{- $transfer := list -}}
 {{- $failures := list -}}
+{{- $loaded := list -}}
 {{- $bandwidth := list -}}
 {{- $names := list -}}
+{{- $every := 0 -}}
 {{- range $spec := include "pd-stack.canaryPools" . | fromJsonArray -}}
 {{- $ctx := dict "root" $ "spec" $spec -}}
 {{- $selector := include "pd-stack.selectorArgs" (dict "selector" (include "pd-stack.poolSelector" $ctx)) -}}
@@ -81,7 +83,9 @@ transferEvidence. */}}
 {{- $metrics := $connector.metrics | default dict -}}
 {{- $transfer = concat $transfer ($metrics.transfer | default list) -}}
 {{- $failures = concat $failures ($metrics.failures | default list) -}}
+{{- $loaded = concat $loaded ($metrics.loaded | default list) -}}
 {{- if and (not $bandwidth) (eq (len ($metrics.bandwidth | default list)) 2) -}}{{- $bandwidth = $metrics.bandwidth -}}{{- end -}}
+{{- $every = max $every ($connector.metricsEvery | default 0 | int) -}}
 {{- end -}}
 {{- $config := dict
   "release" .Release.Name
@@ -96,7 +100,7 @@ transferEvidence. */}}
   "settleSeconds" (int $canary.settleSeconds)
   "minKvGbps" (hasKey $canary "minKvGbps" | ternary $canary.minKvGbps (include "pd-stack.linkFloor" . | float64))
   "evidence" (dict "metric" $evidence.metric "label" $label "value" (get $evidence.labels $label) "role" $evidence.poolRole)
-  "connector" (dict "name" (uniq $names | join ", ") "transfer" (uniq $transfer) "failures" (uniq $failures) "bandwidth" $bandwidth)
+  "connector" (dict "name" (uniq $names | join ", ") "transfer" (uniq $transfer) "failures" (uniq $failures) "loaded" (uniq $loaded) "bandwidth" $bandwidth "metricsEvery" $every)
 -}}
 {{- toPrettyJson $config -}}
 {{- end -}}

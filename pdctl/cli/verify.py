@@ -136,7 +136,9 @@ def verify(
             "--settle",
             min=0.0,
             max=limits.SECONDS_MAX,
-            help="Seconds to wait for the engines' counters to show the PD probe.",
+            help="Seconds to wait for the engines' counters to show the PD probe (at least "
+            "one period and a margin for a connector that updates its metrics on a timer, as "
+            "LMCache does).",
         ),
     ] = defaults.VERIFY_SETTLE_S,
     min_kv_gbps: Annotated[

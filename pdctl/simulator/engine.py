@@ -363,6 +363,18 @@ class SimulatedEngine:
             )
         return None
 
+    def dies_of(self, params: dict[str, Any] | None) -> bool:
+        """Whether a completion with these kv_transfer_params kills the engine core: an LMCache
+        >= 0.3.7 sender's without the PD proxy's disagg_spec (pdctl.simulator.lmcache). Then the
+        engine is dead from here on, as vLLM's after EngineDeadError."""
+        pd = self.shape.lmcache_pd
+        if pd is None or (pd.form, pd.role) != (lmcache.CURRENT, lmcache.SENDER):
+            return False
+        if isinstance((params or {}).get("disagg_spec"), dict):
+            return False
+        self.behaviour = replace(self.behaviour, dead=True)
+        return True
+
     def admit(self, tokens: list[str], params: dict[str, Any] | None) -> Admitted:
         """Account for the prompt as vLLM does: prefix cache hits, the KV read from a remote
         prefill (or its failure), the tokens computed here."""
@@ -414,10 +426,14 @@ class SimulatedEngine:
             found = 0 if b.recompute or b.lose_transfers else found
             found = min(found, n - 1)  # a whole-prompt hit: vLLM computes the last token
             external = max(found - hit, 0)
-            # A real PD receiver moves only its lookup counters: LMCache 0.5.6's retrieve_*
-            # counters stayed 0 (benchmarks/records/lmcache-h200-1gpu-metrics-decode.txt).
+            # LMCache's lookup counters, then its load's (LMCache 0.5.6 cache_engine.py retrieve:
+            # observability.py on_retrieve_request and on_retrieve_finished). On vLLM 0.26.0 the
+            # real receiver's load never ran and only its lookup counters moved
+            # (benchmarks/records/lmcache-h200-1gpu-leak.json); the simulator's loads.
+            loads = {"retrieve_requests": 1, "retrieve_tokens": found, "retrieve_hit_tokens": found}
             with self._lock:
                 c.count_lmcache(lookup_requests=1, lookup_tokens=n, lookup_hit_tokens=found)
+                c.count_lmcache(**(loads if external else {}))
         with self._lock:
             self._count_prompt(n, hit, external, hashes)
         if pd.role != lmcache.SENDER:

@@ -12,7 +12,10 @@ its --kv-transfer-config names LMCacheConnectorV1 and its env turns PD on:
   `kv_transfer_params` {ret_first_tok, disagg_spec: {req_id, receiver_host, receiver_init_port[],
   receiver_alloc_port[]}}; the sender pushes the KV to that receiver, then tells the proxy, once
   per receiver TP rank (PDMsg {req_id} to pd_proxy_host:pd_proxy_port), and answers with
-  `kv_transfer_params.first_tok`; the proxy then sends the decode the prompt and that token.
+  `kv_transfer_params.first_tok`; the proxy then sends the decode the prompt and that token. A
+  completion sent to such a sender without a disagg_spec kills its engine (LMCache 0.5.6's default
+  pd_backend_mode async: pd_backend_async.py batched_submit_put_task reads the receiver from it
+  unchecked; an H200 prefill died so, benchmarks/records/lmcache-h200-1gpu-leak.json).
 
 What the simulator moves (pdctl/lmcache_wire.py): one HTTP POST from the sender to the
 receiver's port (its alloc port in the second form) carrying the prompt's tokens, in place of

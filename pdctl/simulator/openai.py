@@ -386,7 +386,7 @@ def handler(engine: SimulatedEngine, limits: Limits) -> type[http.server.BaseHTT
                 self._json(404, {"detail": "Not Found"})
                 return
             request = parse(body, self.path == "/v1/chat/completions", engine.model)
-            if engine.behaviour.dead:
+            if engine.behaviour.dead or engine.dies_of(request.kv_transfer_params):
                 message = "EngineCore encountered an issue."
                 raise Refused(500, message, "EngineDeadError")
             too_long = engine.too_long(len(request.tokens), request.max_tokens)

@@ -34,6 +34,7 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
+from pdctl import connectors
 from pdctl.naming import ROLES
 from pdctl.verify import timing, ttft
 from pdctl.verify.client import Http, authorize, curl, parallel
@@ -292,12 +293,19 @@ def _pd_ttft(
     model: str,
     settings: Settings,
     checks: dict[str, Check],
+    connector: Connector | None,
 ) -> Check:
-    """Timed only where PD was proven: otherwise there is no transfer to compare."""
+    """Timed only where PD was proven: otherwise there is no transfer to compare; and never
+    on a prefill engine that a request from elsewhere than the router harms (the connector
+    table's senderNeedsRouter)."""
     if targets.aggregated:
         return skip("pd-ttft", AGGREGATED)
     if any(checks[i].status is not Status.passed for i in PROOF):
         return skip("pd-ttft", "PD was not proven (pd-prefill, pd-decode, pd-kv-transfer)")
+    entry = connectors.load().connectors.get(connector.name or "") if connector else None
+    if entry is not None and entry.sender_needs_router:
+        why = f"no prompt is timed on a prefill engine alone: {entry.sender_needs_router}"
+        return skip("pd-ttft", why)
     return ttft.compare(http, router, targets.role("prefill"), model, settings)
 
 
@@ -358,7 +366,7 @@ def _run(http: Http, targets: Targets, settings: Settings) -> Report:
                 checks[check.id] = check
             checks["completion"] = _completion(http, targets.router, model, settings)
             checks["chat-stream"], latency = _chat_stream(http, router, model, settings)
-            checks["pd-ttft"] = _pd_ttft(http, router, targets, model, settings, checks)
+            checks["pd-ttft"] = _pd_ttft(http, router, targets, model, settings, checks, connector)
     return Report(
         router=targets.router,
         model=model,

@@ -3,14 +3,8 @@ canary (helm/files/canary/pd_canary.py, generated from this module and scripts/c
 by scripts/build_canary.py): /metrics pages parsed into samples, how each engine's counters moved
 between a read before the probe and one after, and the verdicts pd-prefill, pd-decode,
 pd-kv-transfer and pd-kv-bandwidth from those moves. Standard library only, so that the canary
-runs it with an engine image's Python.
-
-Prometheus text exposition (prometheus.io/docs/instrumenting/exposition_formats): one sample a
-line, `name{label="value",...} value [timestamp]`; `# HELP` and `# TYPE` lines and other
-comments; label values escape `\\`, `\"` and `\n`; values are floats, `+Inf`, `-Inf` or `NaN`;
-timestamps are dropped. prometheus_client (which vLLM uses) writes a counter `x` as the sample
-`x_total` (plus `x_created`), a histogram `h` as `h_bucket`, `h_count`, `h_sum` (plus
-`h_created`). A count that is +Inf, NaN or negative is refused: differences of it prove nothing.
+runs it with an engine image's Python; the pages are parsed by pdctl/verify/exposition.py (whose
+names this module exports too).
 
 The names of vLLM's own engine counters live here (they are vLLM's, whatever the connector); the
 metrics that show a connector's transfers come from the connector table (pdctl.connectors,
@@ -20,10 +14,17 @@ helm/files/connectors.yaml).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+# The parser's names, exported from here too (callers and tests read pages as judge.parse).
+from pdctl.verify.exposition import ExpositionError as ExpositionError
+from pdctl.verify.exposition import Family as Family
+from pdctl.verify.exposition import Sample as Sample
+from pdctl.verify.exposition import Scrape as Scrape
+from pdctl.verify.exposition import delta as delta
+from pdctl.verify.exposition import parse as parse
 
 # vLLM engine metrics (vllm/v1/metrics/loggers.py), label model_name (and engine per DP rank).
 PROMPT_TOKENS = "vllm:prompt_tokens_total"
@@ -38,218 +39,6 @@ LOCAL_COMPUTE_ALLOWANCE = 1  # prompt tokens a decode may compute per transferre
 PROOF = ("pd-prefill", "pd-decode", "pd-kv-transfer")
 # Verdict statuses (pdctl.verify.report.Status has the same values).
 PASS, FAIL, WARN, SKIP = "pass", "fail", "warn", "skip"
-
-# The samples that count (a counter's, a histogram's or a summary's): finite, and not negative but
-# for a sum.
-_COUNTS = ("_total", "_count", "_bucket")
-_SUMS = ("_sum",)
-_FAMILY_SUFFIXES = ("_total", "_created", "_count", "_sum", "_bucket")
-_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
-_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
-_VALUE = re.compile(
-    r"[+-]?(?:inf|infinity|nan|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?)", re.I
-)
-_TIMESTAMP = re.compile(r"-?[0-9]+")
-_ESCAPES = {"\\": "\\", '"': '"', "n": "\n"}
-
-
-class ExpositionError(ValueError):
-    """Text that is not Prometheus exposition, or a count that is not one."""
-
-
-@dataclass(frozen=True)
-class Sample:
-    name: str
-    labels: dict[str, str]
-    value: float
-
-    def matches(self, labels: dict[str, str]) -> bool:
-        return all(self.labels.get(key) == value for key, value in labels.items())
-
-
-@dataclass
-class Scrape:
-    """One /metrics page: its samples, and the declared type of each family (# TYPE)."""
-
-    samples: list[Sample] = field(default_factory=list)
-    types: dict[str, str] = field(default_factory=dict)
-
-    def names(self) -> set[str]:
-        return {sample.name for sample in self.samples}
-
-    def has(self, name: str) -> bool:
-        return any(sample.name == name for sample in self.samples)
-
-    def total(self, name: str, labels: dict[str, str] | None = None) -> float:
-        """The sum of every sample called `name` whose labels include `labels` (0 if none)."""
-        wanted = labels or {}
-        return sum(s.value for s in self.samples if s.name == name and s.matches(wanted))
-
-    def label_values(self, name: str, label: str) -> set[str]:
-        return {s.labels[label] for s in self.samples if s.name == name and label in s.labels}
-
-    def family(self, name: str) -> Family | None:
-        """The samples that carry a metric as a counter (`name`, `name_total`) or a histogram
-        (`name_count`, `name_sum`), whichever way the page writes it; None when absent."""
-        base = name[: -len("_total")] if name.endswith("_total") else name
-        kind = self.types.get(base) or self.types.get(name)
-        histogram = kind in ("histogram", "summary") or (kind is None and self.has(f"{base}_count"))
-        if histogram:
-            total = f"{base}_sum" if self.has(f"{base}_sum") else None
-            return Family(name, kind or "histogram", f"{base}_count", total)
-        for candidate in (name, f"{base}_total", base):
-            if self.has(candidate):
-                return Family(name, kind or "counter", candidate, None)
-        return None
-
-    def kind(self, name: str) -> str | None:
-        """The declared type of the family a sample belongs to (None when undeclared)."""
-        if name in self.types:
-            return self.types[name]
-        for suffix in _FAMILY_SUFFIXES:
-            if name.endswith(suffix) and name[: -len(suffix)] in self.types:
-                return self.types[name[: -len(suffix)]]
-        return None
-
-
-@dataclass(frozen=True)
-class Family:
-    """Where a metric's values are on a page: `count` is the counter's value or a histogram's
-    number of observations; `sum` the histogram's total (None for a counter)."""
-
-    name: str
-    kind: str
-    count: str
-    sum: str | None
-
-    def read(self, scrape: Scrape, labels: dict[str, str] | None = None) -> dict[str, float]:
-        values = {"count": scrape.total(self.count, labels)}
-        if self.sum:
-            values["sum"] = scrape.total(self.sum, labels)
-        return values
-
-
-def parse(text: str) -> Scrape:
-    """A /metrics page's samples and declared types. Raises ExpositionError, naming the line, on
-    text that is not Prometheus exposition and on a count that is +Inf, NaN or negative."""
-    scrape = Scrape()
-    numbered: list[tuple[int, Sample]] = []
-    for number, line in enumerate(text.split("\n"), 1):
-        stripped = line.strip()
-        if stripped.startswith("#"):
-            words = stripped.split(None, 3)
-            if len(words) == 4 and words[1] == "TYPE" and words[3] not in ("untyped", "unknown"):
-                scrape.types.setdefault(words[2], words[3])
-        elif stripped:
-            try:
-                numbered.append((number, _sample(stripped)))
-            except ExpositionError as error:
-                shown = repr(stripped[:120])
-                raise ExpositionError(
-                    f"not Prometheus text: line {number}: {error}: {shown}"
-                ) from None
-    for number, sample in numbered:
-        _check_count(number, sample, scrape.kind(sample.name))
-        scrape.samples.append(sample)
-    return scrape
-
-
-def _sample(line: str) -> Sample:
-    """One sample line: a name, labels in braces, a value and an optional timestamp."""
-    name = _NAME.match(line)
-    if name is None:
-        raise ExpositionError("no metric name")
-    labels: dict[str, str] = {}
-    rest = line[name.end() :]
-    if rest.lstrip().startswith("{"):
-        rest = _labels(rest.lstrip()[1:], labels)
-    elif rest and not rest[0].isspace():
-        raise ExpositionError(f"{line.split()[0][:40]!r} is not a metric name")
-    words = rest.split()
-    if not words or len(words) > 2:
-        raise ExpositionError("not `name{labels} value [timestamp]`")
-    if not _VALUE.fullmatch(words[0]):
-        raise ExpositionError(f"{words[0][:40]!r} is not a number")
-    if len(words) == 2 and not _TIMESTAMP.fullmatch(words[1]):
-        raise ExpositionError(f"{words[1][:40]!r} is not a timestamp")
-    return Sample(name.group(), labels, float(words[0]))
-
-
-def _labels(text: str, labels: dict[str, str]) -> str:
-    """Read `name="value",...}` from the start of `text` into `labels`; the text after `}`."""
-    position = 0
-    while True:
-        position = _blank(text, position)
-        if text.startswith("}", position):
-            return text[position + 1 :]
-        label = _LABEL_NAME.match(text, position)
-        if label is None:
-            raise ExpositionError("a label without a name")
-        position = _blank(text, label.end())
-        if not text.startswith("=", position):
-            raise ExpositionError(f"label {label.group()} without =")
-        position = _blank(text, position + 1)
-        if not text.startswith('"', position):
-            raise ExpositionError(f"label {label.group()}: its value is not quoted")
-        labels[label.group()], position = _label_value(text, position + 1)
-        position = _blank(text, position)
-        if text.startswith(",", position):
-            position += 1
-        elif not text.startswith("}", position):
-            raise ExpositionError(f"no , or }} after label {label.group()}")
-
-
-def _blank(text: str, position: int) -> int:
-    """The position of the first character at or after `position` that is not a blank."""
-    while position < len(text) and text[position] in " \t":
-        position += 1
-    return position
-
-
-def _label_value(text: str, position: int) -> tuple[str, int]:
-    """The label value from `position` (after its opening quote) to its closing quote, escapes
-    undone (\\\\, \\" and \\n; any other backslash stays, as prometheus_client keeps it); the
-    position after the closing quote."""
-    out: list[str] = []
-    while position < len(text):
-        char = text[position]
-        if char == '"':
-            return "".join(out), position + 1
-        if char == "\\" and position + 1 < len(text):
-            escaped = text[position + 1]
-            out.append(_ESCAPES.get(escaped, "\\" + escaped))
-            position += 2
-            continue
-        out.append(char)
-        position += 1
-    raise ExpositionError("a label value without its closing quote")
-
-
-def _check_count(number: int, sample: Sample, kind: str | None) -> None:
-    """Refuse a count that is not one (+Inf, NaN, negative): its differences would be no
-    evidence of anything."""
-    name, value = sample.name, sample.value
-    counts = name.endswith(_COUNTS) or (kind == "counter" and not name.endswith("_created"))
-    if not (counts or name.endswith(_SUMS)):
-        return
-    labels = ",".join(f'{k}="{_escape(v)}"' for k, v in sample.labels.items())
-    shown = f"{name}{{{labels}}}" if labels else name
-    if not math.isfinite(value):
-        written = "NaN" if math.isnan(value) else f"{value:+}".replace("inf", "Inf")
-        raise ExpositionError(f"line {number}: {shown} is {written}: not a count, so no evidence")
-    if counts and value < 0:
-        raise ExpositionError(f"line {number}: {shown} is {value:g}: a count is never negative")
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def delta(before: Scrape, after: Scrape, name: str, labels: dict[str, str] | None = None) -> float:
-    """How much a counter sample moved between two scrapes of one engine. A negative difference
-    (the engine restarted in between) is returned as is; the verdicts count it as such."""
-    moved = after.total(name, labels) - before.total(name, labels)
-    return 0.0 if math.isnan(moved) else moved
 
 
 def model_labels(scrape: Scrape, name: str, model: str) -> dict[str, str]:
@@ -274,6 +63,8 @@ class Connector:
     bandwidth: tuple[str, ...] = ()  # [bytes, seconds] histograms (the table's metrics.bandwidth)
     failures: tuple[str, ...] = ()
     candidates: tuple[str, ...] = ()
+    every: float = 0.0  # seconds between its metrics' updates (the table's metricsEvery; 0: live)
+    loaded: tuple[str, ...] = ()  # counters of a real load into vLLM's cache (metrics.loaded)
 
     @property
     def called(self) -> str:
@@ -350,7 +141,7 @@ def moves(
             selection = {**labels, evidence.label: source}
             sources[source] = delta(before, after, evidence.metric, selection)
     transfer: dict[str, dict[str, float]] = {}
-    for name in connector.transfer:
+    for name in (*connector.transfer, *connector.loaded):
         family = after.family(name)
         if family is not None:
             labels = model_labels(after, family.count, model)
@@ -502,9 +293,25 @@ def kv_transfer(
             "connector transfer metric moved",
         )
         summary = ""
+    if facts["proof"] and not facts["recomputed"]:
+        problems += _not_loaded([m for m in moves if m.role == evidence.role], connector, evidence)
     if problems:
         return Verdict("pd-kv-transfer", FAIL, "; ".join(problems), facts, details)
     return Verdict("pd-kv-transfer", PASS, summary, facts, details)
+
+
+def _not_loaded(receivers: list[Moves], connector: Connector, evidence: Evidence) -> list[str]:
+    """A problem when the receiving engines export the connector's load counters (the table's
+    metrics.loaded) and none moved: the connector told vLLM it would load the prompt (vLLM then
+    counts it as transferred) but wrote none of it into vLLM's cache."""
+    changes = [m.connector[n] for m in receivers for n in connector.loaded if n in m.connector]
+    if not changes or any(change.get("count", 0) > 0 for change in changes):
+        return []
+    names = ", ".join(n for n in connector.loaded if any(n in m.connector for m in receivers))
+    return [
+        f"{connector.called} reported the prompt to vLLM as loaded but {evidence.role} loaded "
+        f"none of it into its KV cache ({names} +0): the KV arrived nowhere vLLM reads"
+    ]
 
 
 def _change(name: str, change: dict[str, float]) -> str:
@@ -524,11 +331,16 @@ def _connector_moves(
     on; `facts` gets connector_transfer_moved and connector_failures."""
     details: list[str] = []
     problems: list[str] = []
-    exported = {name: change for m in moves for name, change in m.connector.items()}
+    exported = {
+        name: change
+        for m in moves
+        for name, change in m.connector.items()
+        if name in connector.transfer
+    }
     moved_by: dict[str, list[str]] = {}
     for m in moves:
         for name, change in m.connector.items():
-            if change.get("count", 0) > 0:
+            if name in connector.transfer and change.get("count", 0) > 0:
                 moved_by.setdefault(name, []).append(f"{m.engine} {_change(name, change)}")
     failures = {
         f"{name} on {m.engine}": change

@@ -4,8 +4,9 @@ nothing but Python's standard library): a fresh prompt, the engines' counters re
 sent and again, every SETTLE_POLL seconds, until the verdicts hold or the settle time is over.
 
 vLLM updates its counters as its engine steps, possibly just after a response ends: hence the
-settle loop. The prompt starts with a random nonce, so no engine has any of it in its prefix
-cache; the filler after it is any text.
+settle loop, which lasts at least one period of a connector that updates its own metrics on a
+timer (LMCache: every 10 s, `settle_seconds`). The prompt starts with a random nonce, so no
+engine has any of it in its prefix cache; the filler after it is any text.
 
 The probe's answer is read by `read_answer`: one JSON object, or the server-sent events of a
 router that streams every completion, asked for or not. LMCache's PD proxy does (LMCache 0.5.6
@@ -35,6 +36,9 @@ FILLER = (
     "so that the decode pool only generates tokens the probe reads the counters of both pools"
 ).split()
 SETTLE_POLL = 0.25  # seconds between /metrics reads while waiting for the counters
+# Seconds past one period of a connector that updates its metrics on a timer (the connector
+# table's metricsEvery: LMCache's every 10 s), for the read itself and the probe's last step.
+SETTLE_MARGIN = 2.0
 
 Judged = TypeVar("Judged")
 
@@ -54,6 +58,13 @@ def probe_request(model: str, words: int, max_tokens: int) -> dict[str, Any]:
         "temperature": 0,
         "ignore_eos": True,
     }
+
+
+def settle_seconds(seconds: float, every: float) -> float:
+    """How long to read the counters again: `seconds`, and for a connector that updates its
+    metrics every `every` seconds, at least one period and SETTLE_MARGIN more (a shorter wait
+    sees its counters still, though it moved the KV)."""
+    return max(seconds, every + SETTLE_MARGIN) if every > 0 else seconds
 
 
 def settle(

@@ -10,7 +10,9 @@ every prefill and decode engine's /metrics before and after.
   (`source="local_compute"`: at most one token, since vLLM before 0.21 recomputes the last prompt
   token and 0.21 and later none; `local_cache_hit` tokens came from its own prefix cache). The
   connector's transfer metrics (the table's `metrics.transfer`, wherever they are exported) must
-  move, and its `metrics.failures` must not. Without the by-source counter (vLLM before PR
+  move, its `metrics.loaded` (where exported: counters of a load into vLLM's cache, for a
+  connector that reports tokens to vLLM before it loads them) must move on the receiving pool,
+  and its `metrics.failures` must not. Without the by-source counter (vLLM before PR
   #33290) the connector's metrics alone pass, and the evidence says that recomputation was not
   ruled out.
 
@@ -18,8 +20,9 @@ The verdicts come from pdctl/verify/judge.py, the code the chart's canary runs t
 sends the probe, reads the pages, and reports (curl commands, the link the KV speed matches).
 
 vLLM updates counters as its engine steps, possibly just after a response ends, so the second
-read is repeated for up to `Settings.settle` seconds until the verdicts hold. Other traffic on
-the engines during the probe adds to the counters: verify a quiet deployment.
+read is repeated for up to `Settings.settle` seconds until the verdicts hold (at least one period
+of a connector that updates its metrics on a timer, and a margin: LMCache's every 10 s). Other
+traffic on the engines during the probe adds to the counters: verify a quiet deployment.
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ def _from_table(entry: connectors.Connector, source: str) -> Connector:
         transfer=entry.metrics.get("transfer", ()),
         bandwidth=entry.metrics.get("bandwidth", ()),
         failures=entry.metrics.get("failures", ()),
+        every=entry.metrics_every,
+        loaded=entry.metrics.get("loaded", ()),
     )
 
 
@@ -198,7 +203,8 @@ def pd_proof(
         ]
         return _pd_verdicts(moves, counted, evidence, connector), moves
 
-    verdicts, moves = probe.settle(judge_now, _passed, settings.settle)
+    seconds = probe.settle_seconds(settings.settle, connector.every)
+    verdicts, moves = probe.settle(judge_now, _passed, seconds)
     if moves is None:
         return verdicts, connector
     # Judged once the counters settled: a slow transfer is a finding, not a reason to wait.
