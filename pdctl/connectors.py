@@ -60,6 +60,15 @@ class Requirement:
 
 
 @dataclass(frozen=True)
+class KnownFailure:
+    """A real run's failure of a connector on the image's vLLM versions `vllm` (a range)."""
+
+    vllm: str
+    what: str
+    record: str  # the kept record (benchmarks/records/...)
+
+
+@dataclass(frozen=True)
 class Connector:
     """One entry of the table. `name` is vLLM's kv_connector; `settings_key` the modelSpec key
     that holds its settings (kvTransfer, or lmcacheConfig for the tutorial's form)."""
@@ -85,6 +94,7 @@ class Connector:
     metrics: dict[str, tuple[str, ...]] = field(default_factory=dict)
     metrics_every: float = 0.0  # seconds between its metric updates (0: as it counts)
     sender_needs_router: str | None = None  # why a prefill must get requests from the router only
+    fails_with: tuple[KnownFailure, ...] = ()  # what real runs found broken, by vLLM version
 
     def listeners(
         self, settings: dict[str, Any], kv_role: str, tp: int = 1, dp: int = 1
@@ -157,6 +167,10 @@ def _connector(name: str, settings_key: str, data: dict[str, Any]) -> Connector:
         metrics={kind: tuple(names) for kind, names in metrics.items()},
         metrics_every=float(data.get("metricsEvery", 0)),
         sender_needs_router=data.get("senderNeedsRouter"),
+        fails_with=tuple(
+            KnownFailure(f["vllm"], " ".join(f["what"].split()), f["record"])
+            for f in data.get("failsWith", ())
+        ),
     )
 
 

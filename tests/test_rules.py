@@ -13,7 +13,7 @@ from pdctl.findings import Finding, Severity
 from pdctl.helm import find_helm
 from pdctl.rules import RULES, run_rules
 from pdctl.validation.schema_and_rules import check_values
-from tests.helpers import CHART, TUTORIAL_VALUES, load_values
+from tests.helpers import ASSETS, CHART, TUTORIAL_VALUES, load_values
 
 
 def findings(values: dict[str, Any], release: str = "pd") -> list[Finding]:
@@ -375,6 +375,28 @@ def test_pd113_a_declared_kv_both_that_vllm_deprecates_for_nixl_warns(
         assert found[0].key == "servingEngineSpec.modelSpec[0].kvTransfer.kvRole"
         assert found[0].hint and "kv_producer" in found[0].hint
     assert not [f for f in findings(nixl()) if f.rule == "PD113"]  # roles given: no warning
+
+
+@pytest.mark.parametrize(
+    ("version", "warned"), [("0.26.0", True), ("0.25.1", False), (None, False)]
+)
+def test_a_connector_that_failed_on_a_real_run_with_the_image_s_vllm_is_warned_about(
+    version: str | None, warned: bool
+) -> None:
+    """PD118: tutorial 19's LMCache pair with its images stating vLLM 0.26.0 (the connector
+    table's failsWith: the H200 run whose decode never loaded the KV) warns at each pool's
+    connector, naming the record; another vLLM, or none stated, is silent."""
+    values = load_values(ASSETS / "values-19-lmcache-pd.yaml")
+    for spec in values["servingEngineSpec"]["modelSpec"]:
+        if version:
+            spec["vllmVersion"] = version
+    found = [f for f in findings(values) if f.rule == "PD118"]
+    assert [f.key for f in found] == (
+        [f"servingEngineSpec.modelSpec[{i}].kvTransfer.connector" for i in (0, 1)] if warned else []
+    )
+    if warned:
+        assert "lmcache-h200-1gpu-leak.json" in found[0].message and "0.26.0" in found[0].message
+        assert found[0].hint and "NixlConnector" in found[0].hint
 
 
 def test_a_config_file_in_extra_args_is_warned_about() -> None:

@@ -43,3 +43,30 @@ def deprecated_kv_both(deployment: Deployment) -> Iterator[Issue]:
             f"drop kvTransfer.kvRole: the chart renders {connector.kv_roles.get(pool.role)} for a "
             f"{pool.role} pool",
         )
+
+
+@rule(
+    "PD118",
+    "a pool's connector has not failed on a real run with the image's vLLM",
+    Severity.warning,
+    explain=(
+        "the connector table's failsWith: what a run on a real GPU found broken for a connector "
+        "with the image's vLLM version (LMCacheConnectorV1 on vLLM 0.26: the decode never loaded "
+        "the KV and the pair stalled; benchmarks/records/lmcache-h200-1gpu-leak.json, tutorial "
+        "19); silent where the image states no vLLM version"
+    ),
+)
+def failed_on_a_real_run(deployment: Deployment) -> Iterator[Issue]:
+    for pool in deployment.pools:
+        version, _ = pool.version
+        if pool.connector is None or version is None:
+            continue
+        for failure in pool.connector.fails_with:
+            if satisfies(version, failure.vllm):
+                yield Issue(
+                    pool.at("kvTransfer", "connector"),
+                    f"{pool.connector.name} pool {pool.name!r} runs vLLM "
+                    f"{format_version(version)}: {failure.what} ({failure.record})",
+                    "use kvTransfer.connector: NixlConnector, which ran PD on that vLLM "
+                    "(tutorial 17), or an image whose vLLM the run did not cover",
+                )
