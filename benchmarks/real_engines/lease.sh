@@ -50,6 +50,9 @@ install_lmcache() {
   python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE_LMCACHE" \
     /tmp/lmcache-wheel/*.whl
   python3 -c "import lmcache.cuda_ops, lmcache; print('lmcache', lmcache.__version__)"
+  # Kept with the results (`wait` copies them back): a later lease can carry the wheel in place of
+  # the sdist and skip the build.
+  mkdir -p "$RESULTS" && cp /tmp/lmcache-wheel/*.whl "$RESULTS"/
 }
 
 wait_build() {
