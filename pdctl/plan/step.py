@@ -47,6 +47,11 @@ class StepCost:
     shared_s: float  # the weight read both would pay, paid once in one forward
     pipeline_s: float  # activations handed from one PP stage to the next
 
+    @property
+    def gemm_s(self) -> float:
+        """Of prefill_s: the chunks' GEMMs (dense layers, experts) at their shares of peak."""
+        return self.prefill_s - self.attention_s - self.allreduce_s
+
 
 def prompt_chunks(tokens: int, budget: int, context_before: int = 0) -> list[Chunk]:
     """A prompt cut as vLLM's chunked prefill cuts it, `budget` tokens a step from its start."""
