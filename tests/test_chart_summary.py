@@ -160,6 +160,9 @@ def test_init_s_wiring_reads_the_chart_s_refusal_and_its_summary(
     with pytest.raises(InputError) as refused:
         emit.wiring("PyNcclConnector")
     assert [line[:7] for line in refused.value.details] == ["[PD012]", "[PD017]"]
+    # named as the pools init writes, not by the probe's key paths
+    assert "modelSpec" not in " ".join(refused.value.details)
+    assert "route the prefill pool" in refused.value.details[1]
     read = summary.read
 
     def not_pd(objects: list[manifests.Manifest]) -> dict[str, summary.PoolSummary]:

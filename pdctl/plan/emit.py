@@ -115,11 +115,24 @@ def _chart_wires(connector: str, router: str) -> None:
             f"the chart refuses {connector} with {router} on {ENGINE_REPOSITORY}:{ENGINE_TAG}, "
             "the engine image pdctl init writes",
             hint=f"use --connector {DEFAULT_CONNECTOR} --router {ROUTER}",
-            details=[f"[{rule}] {f.message}" for rule, f in sorted(refused.items())],
+            details=[
+                f"[{rule}] {_as_init_writes(f.message)}" for rule, f in sorted(refused.items())
+            ],
         )
     rendered = summary.read(answer.objects).values()
     if any(s.connector != connector or not s.routes_pd for s in rendered):
         raise InputError(f"the chart does not wire {connector} through {router}")
+
+
+def _as_init_writes(message: str) -> str:
+    """The chart's words on the pools it was asked about, which are the ones init would write:
+    named by role, not by the probe's key paths."""
+    for index, role in enumerate(("prefill", "decode")):
+        path = f"servingEngineSpec.modelSpec[{index}]"
+        message = message.replace(f"{path}.", f"the {role} pool's ").replace(
+            path, f"the {role} pool"
+        )
+    return message
 
 
 @dataclass(frozen=True)
