@@ -32,7 +32,7 @@
 {{- $dConn := include "pd-stack.poolConnector" $d | fromJson -}}
 {{- /* rule PD013: prefill and decode use the same connector (or both none); PyNccl and P2pNccl need equal TP (NIXL, Mooncake, LMCache allow hetero TP) */ -}}
 {{- if ne ($pConn.name | default "") ($dConn.name | default "") -}}
-{{- $_ := set $.root.pdStackRefusals (printf "[PD013] %s.%s: uses %s but prefill pool %q uses %s: both sides of a PD pair use the same connector" $dPath (ternary "lmcacheConfig.enabled" "kvTransfer.connector" (eq (toString $dConn.settingsKey) "lmcacheConfig")) ($dConn.name | default "no KV connector") .prefill.name ($pConn.name | default "no KV connector")) "" -}}
+{{- $_ := set $.root.pdStackRefusals (printf "[PD013] %s.%s: uses %s but prefill pool %q uses %s: both sides of a PD pair use the same connector" $dPath $dConn.chosenBy ($dConn.name | default "no KV connector") .prefill.name ($pConn.name | default "no KV connector")) "" -}}
 {{- end -}}
 {{- $pTP := int (include "pd-stack.parallelSize" (dict "ctx" $p "key" "tensorParallelSize")) -}}
 {{- $dTP := int (include "pd-stack.parallelSize" (dict "ctx" $d "key" "tensorParallelSize")) -}}

@@ -21,9 +21,9 @@ router that serve it; the LWS version the values state has what the release uses
 {{- end -}}
 {{- $conn := include "pd-stack.poolConnector" . | fromJson -}}
 {{- if and $conn (eq $conn.pairing "1P1D") (include "pd-stack.flagsOn" (dict "conn" $conn "when" $conn.pairingWhen)) -}}
-{{- $_ := set $.root.pdStackRefusals (printf "[PD020] %s.%s: %s pairs exactly one prefill pod with one decode pod; a multi-node engine needs a connector that transfers KV from every node (NixlConnector, MooncakeConnector or LMCacheConnectorV1)" $path (ternary "lmcacheConfig.enabled" "kvTransfer.connector" (eq (toString $conn.settingsKey) "lmcacheConfig")) $conn.name) "" -}}
+{{- $_ := set $.root.pdStackRefusals (printf "[PD020] %s.%s: %s pairs exactly one prefill pod with one decode pod; a multi-node engine needs a connector that transfers KV from every node (NixlConnector, MooncakeConnector or LMCacheConnectorV1)" $path $conn.chosenBy $conn.name) "" -}}
 {{- else if eq (toString $conn.name) "P2pNcclConnector" -}}
-{{- $_ := set $.root.pdStackRefusals (printf "[PD020] %s.%s: P2pNcclConnector pairs prefill and decode by the addresses of single-pod engines (X-Request-Id); use NixlConnector for engines that span nodes" $path (ternary "lmcacheConfig.enabled" "kvTransfer.connector" (eq (toString $conn.settingsKey) "lmcacheConfig"))) "" -}}
+{{- $_ := set $.root.pdStackRefusals (printf "[PD020] %s.%s: P2pNcclConnector pairs prefill and decode by the addresses of single-pod engines (X-Request-Id); use NixlConnector for engines that span nodes" $path $conn.chosenBy) "" -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

@@ -23,8 +23,8 @@ $.pdStackConnectors.
 The table entry for a pool's KV transfer, as JSON, or {} when the pool transfers no KV: the entry
 of kvTransfer.connector, or the tutorial LMCache form's for lmcacheConfig.enabled. Adds "name"
 (the table key, which is vLLM's kv_connector), "settingsKey" (the modelSpec key holding its
-settings) and "settings" (those values, as JSON; fragments read the originals, see
-pd-stack.connectorContext).
+settings), "chosenBy" (the key that picked it, for the checks' messages) and "settings" (those
+values, as JSON; fragments read the originals, see pd-stack.connectorContext).
 */}}
 {{- define "pd-stack.poolConnector" -}}
 {{- include "pd-stack.connectorTable" .root -}}
@@ -33,9 +33,9 @@ pd-stack.connectorContext).
 {{- $kt := .spec.kvTransfer | default dict -}}
 {{- $lm := .spec.lmcacheConfig | default dict -}}
 {{- if and $kt.connector (hasKey $table.connectors $kt.connector) -}}
-{{- $entry = merge (dict "name" $kt.connector "settingsKey" "kvTransfer" "settings" $kt) (get $table.connectors $kt.connector) -}}
+{{- $entry = merge (dict "name" $kt.connector "settingsKey" "kvTransfer" "chosenBy" "kvTransfer.connector" "settings" $kt) (get $table.connectors $kt.connector) -}}
 {{- else if $lm.enabled -}}
-{{- $entry = merge (dict "name" $table.tutorialLMCache.kvConnector "settingsKey" "lmcacheConfig" "settings" $lm) $table.tutorialLMCache -}}
+{{- $entry = merge (dict "name" $table.tutorialLMCache.kvConnector "settingsKey" "lmcacheConfig" "chosenBy" "lmcacheConfig.enabled" "settings" $lm) $table.tutorialLMCache -}}
 {{- end -}}
 {{- toJson $entry -}}
 {{- end -}}
