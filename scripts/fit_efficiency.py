@@ -128,27 +128,13 @@ def fit_idle_step(
     sizes (roofline.idle_step_floor_seconds)."""
     entries = [
         e
-        for e in data
-        if e.gpu == "H200"
-        and e.use == "fit"
-        and "ttftMs" in e.measured
-        and e.arch().moe
+        for e in h200_fit(data, "ttftMs")
+        if e.arch().moe
         and not fp8_weights(e)
         and e.input_len > roofline.max_cudagraph_tokens(e.arch(), e.gpu_entry())
     ]
-
-    def at(floor: float) -> efficiency.Efficiency:
-        return replace(factors, moe_idle_step_s=floor)
-
-    def score(floor: float) -> float:
-        return sum((r - 1) ** 2 for r in ratios(at(floor), entries))
-
-    low, high = 0.0, 0.3
-    for _ in range(100):
-        left, right = low + (high - low) / 3, high - (high - low) / 3
-        low, high = (low, right) if score(left) <= score(right) else (left, high)
     print(f"moe_idle_step_s: {len(entries)} fit TTFT entries of MoE models past the graph sizes")
-    return at((low + high) / 2)
+    return least_squares(factors, "moe_idle_step_s", (0.0, 0.3), entries)
 
 
 def least_squares(
@@ -167,7 +153,7 @@ def least_squares(
         return sum((r - 1) ** 2 for r in ratios(at(value), entries))
 
     low, high = bounds
-    for _ in range(60):
+    for _ in range(100):
         left, right = low + (high - low) / 3, high - (high - low) / 3
         low, high = (low, right) if score(left) <= score(right) else (left, high)
     return at((low + high) / 2)
