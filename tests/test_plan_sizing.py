@@ -476,6 +476,15 @@ def test_the_plan_states_its_wider_error_where_the_estimates_still_miss() -> Non
     assert not any("97 ms" in w for w in small.notes)
     busy = sizing.plan(request("llama-3.1-8b", "H200", 2, workload=Workload(8192, 256, 64)))
     assert not any("97 ms" in w or "Llama-3.2-3B" in w for w in busy.notes)
+    # FP8 experts: their own note, and not the BF16 experts' floor (roofline applies none)
+    fp8 = Request(
+        arch=replace(arch("qwen3-30b-a3b"), weight_dtype="fp8"),
+        gpu=catalog.gpu("H200"),
+        gpus=2,
+        workload=Workload(2048, 256, 1),
+    )
+    notes = sizing.plan(fp8).notes
+    assert any("an FP8 MoE model" in w for w in notes) and not any("97 ms" in w for w in notes)
 
 
 def test_cuda_graph_sizes_are_vllms_defaults() -> None:
