@@ -268,6 +268,12 @@ def test_fp8_gemms_come_nearer_the_peak_the_wider_each_gpus_share() -> None:
     assert roofline._gemm_share(fp8_405b, h200, 4) == pytest.approx(at_8b)  # 16,384 over TP 4
     assert roofline._gemm_share(fp8_405b, h200, 1) > 1.3 * at_8b
     assert roofline._gemm_share(arch("llama-3.1-405b"), h200, 1) == eff.dense_gemm
+    # a prompt's attention runs at the BF16 peak whatever the weights (an FP8 8B's 8,192-token
+    # prompt alone took 19-25 ms more than attention at the FP8 peak gave)
+    attention = roofline.attention_flops(fp8_8b, 8192)
+    with_it = roofline.prefill_compute_seconds(fp8_8b, h200, 1, 8192, attention)
+    without = roofline.prefill_compute_seconds(fp8_8b, h200, 1, 8192, 0.0)
+    assert with_it - without == pytest.approx(attention / (h200.bf16_tflops * 1e12 * eff.attention))
     # the 8B's FP8 prefill (73.7k tokens/s measured) is faster than BF16's (41.7k) by that share
     bf16 = roofline.prefill_seconds(arch("llama-3.1-8b"), h200, 1, 2048, 4)
     fp8 = roofline.prefill_seconds(fp8_8b, h200, 1, 2048, 4)

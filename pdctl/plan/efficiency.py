@@ -105,12 +105,13 @@ HOPPER = Efficiency(
     dense_gemm=0.616,
     # FP8 GEMMs come nearer the FP8 peak the wider they are (per-token work beside them, such as
     # quantizing the activations, grows with the width, the GEMMs with its square): Llama-3.1-8B
-    # (hidden 4,096) prefilled at 0.54 of the FP8 peak with per-tensor scales (CUTLASS) and 0.48
+    # (hidden 4,096) prefilled at 0.56 of the FP8 peak with per-tensor scales (CUTLASS) and 0.50
     # with 128x128 blocks (FlashInfer + DeepGEMM), Llama-3.1-405B's width (16,384; 4 layers) at
-    # 0.68 (pdstack-h200-*-fp8-*-prefill-2048, fit; least squares on the log ratio,
-    # scripts/fit_efficiency.py). One curve for both kernel families: each is about 6% off it.
+    # 0.69 (pdstack-h200-*-fp8-*-prefill-2048, fit, their attention at the BF16 peak; least
+    # squares on the log ratio, scripts/fit_efficiency.py). One curve for both kernel families:
+    # each is about 6% off it.
     fp8_gemm=0.786,
-    fp8_gemm_width=2250.0,
+    fp8_gemm_width=2000.0,
     attention=0.5,  # not measured apart from the dense GEMMs
     # Routed experts (TRITON fused MoE): the steady prefill rates of Qwen3-30B-A3B (24 layers and
     # whole) and Mixtral-8x7B (8 layers) on one H200 (pdstack-h200-*-prefill-2048*, fit;
@@ -123,7 +124,7 @@ HOPPER = Efficiency(
     # config for its expert shape (it logged "Using default MoE config" for E=128,N=1536,
     # dtype=fp8_w8a8,block_shape=[128,128]; vllm/model_executor/layers/fused_moe/configs/), so
     # shapes it has one for (E=128,N=768: Qwen3-30B-A3B-FP8) may run faster (wider_error says so).
-    fp8_moe_experts=0.198,
+    fp8_moe_experts=0.205,
     # An MLA model's whole forward: aiconfigurator 0.12's estimate for DeepSeek-V3 on the H200
     # (its measured kernels run expert GEMMs and MLA at 17-22% of peak; MFU 0.5 gave 2.7x its
     # prefill rate, issue "Planner 2"): 0.5 / 2.7, for the whole model at TP 8. Not fitted to our

@@ -89,9 +89,7 @@ class EngineStep:
     @functools.cached_property
     def _attention_s_per_flop(self) -> float:
         """What the roofline's prefill charges one attention FLOP (its MLA share where set)."""
-        eff = efficiency.for_gpu(self.gpu)
-        share = eff.mla_prefill if self.arch.mla and eff.mla_prefill else eff.attention
-        return 1 / (self.tp * roofline._peak_flops(self.arch, self.gpu) * share)
+        return roofline.attention_seconds_per_flop(self.arch, self.gpu, self.tp)
 
     @functools.cached_property
     def _handoff_s_per_token(self) -> float:
