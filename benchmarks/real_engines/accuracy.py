@@ -6,6 +6,7 @@ an FP8 KV cache). Writes a JSON record for the measurements catalog (docs/sizing
     python benchmarks/real_engines/accuracy.py --wave dense --record accuracy-dense.json
     python benchmarks/real_engines/accuracy.py --wave moe --record accuracy-moe.json
     python benchmarks/real_engines/accuracy.py --wave fp8 --record accuracy-fp8.json
+    python benchmarks/real_engines/accuracy.py --wave fp8-wide --record accuracy-fp8-wide.json
 
 Which models are fitted and which held out is fixed here, before any run (`Model.use`). A wave's
 engines start together (their torch.compile runs overlap) with a fixed KV cache each
