@@ -6,7 +6,8 @@
 # wheels (build_lmcache.sh fetch) in the first.
 #
 #   stash N       move the parts carried in .carry/N to /tmp/parts (every carrying call)
-#   build         start build_lmcache.sh on /tmp/parts in the background (after part 1)
+#   build         start build_lmcache.sh on /tmp/parts in the background (after part 1); not
+#                 needed when the parts carry an LMCache wheel an earlier lease kept
 #   install SHA   join the parts, check the tar's sha256, pip install every wheel in it into
 #                 /tmp/site
 #   drive PLAN [VARIANT...]  in the background: accuracy.py's fp8 wave (while LMCache builds), then
@@ -43,16 +44,22 @@ install() {
   python3 -c "import vllm, nixl; print('vllm', vllm.__version__)"
 }
 
-# LMCache's wheel, once `build` has made it, in a folder of its own (a second `pip install
-# --target` into /tmp/site would need --upgrade, which replaces what the first put there).
+# LMCache's wheel in a folder of its own (a second `pip install --target` into /tmp/site would
+# need --upgrade, which replaces what the first put there): one carried in the parts (an earlier
+# lease's, kept with its results), with the sdist only unpacked for the PD proxy script the pair
+# runs; else the one `build` makes.
 install_lmcache() {
-  wait_build
-  python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE_LMCACHE" \
-    /tmp/lmcache-wheel/*.whl
+  local wheels=("$PARTS"/lmcache-*.whl)
+  if [[ -f ${wheels[0]} ]]; then
+    tar -xzf "$PARTS"/lmcache-*.tar.gz -C /tmp
+  else
+    wait_build
+    wheels=(/tmp/lmcache-wheel/*.whl)
+  fi
+  python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE_LMCACHE" "${wheels[@]}"
   python3 -c "import lmcache.cuda_ops, lmcache; print('lmcache', lmcache.__version__)"
-  # Kept with the results (`wait` copies them back): a later lease can carry the wheel in place of
-  # the sdist and skip the build.
-  mkdir -p "$RESULTS" && cp /tmp/lmcache-wheel/*.whl "$RESULTS"/
+  # Kept with the results (`wait` copies them back), for a later lease to carry.
+  mkdir -p "$RESULTS" && cp "${wheels[@]}" "$RESULTS"/
 }
 
 wait_build() {
