@@ -77,9 +77,7 @@ def prefill_entries(
     """The fit H200 prefill throughput entries of MoE models without MLA ("moe") or of MLA
     models ("mla")."""
     chosen = []
-    for entry in data:
-        if entry.gpu != "H200" or entry.use != "fit" or "prefillTokensPerS" not in entry.measured:
-            continue
+    for entry in h200_fit(data, "prefillTokensPerS"):
         arch = entry.arch()
         if fp8_weights(entry):
             continue

@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from pdctl.models.quantization import QUANT_FILE
+
 CATALOG_MODEL = {  # fixture name -> model catalog entry with its architecture
     "llama-3.1-8b": "meta-llama/Llama-3.1-8B-Instruct",
     "llama-3.2-3b": "meta-llama/Llama-3.2-3B-Instruct",
@@ -26,18 +28,17 @@ CATALOG_MODEL = {  # fixture name -> model catalog entry with its architecture
     "mistral-7b-v0.1": "mistralai/Mistral-7B-v0.1",
     "qwen3-235b-a22b": "Qwen/Qwen3-235B-A22B",
 }
-# accuracy.py's record of a checkpoint (quantization: a quantization_config, or the name of a
-# ModelOpt hf_quant_config.json beside config.json, whose FP8 KV cache --kv-cache-dtype auto uses)
-MODELOPT_FILE = "hf_quant_config.json"
 HARNESS = "benchmarks/real_engines/accuracy.py"
 
 
 def _served(model: dict[str, Any]) -> tuple[str, dict[str, str]]:
-    """What ran beside the config.json, in words, and the entry's dtype keys."""
+    """What ran beside the config.json, in words, and the entry's dtype keys. The record's
+    `quantization`: a quantization_config, or the name of the ModelOpt file beside config.json
+    (QUANT_FILE), whose FP8 KV cache --kv-cache-dtype auto uses."""
     quant, argv = model.get("quantization"), model.get("argv", [])
     kv_fp8 = "--kv-cache-dtype" in argv and argv[argv.index("--kv-cache-dtype") + 1] == "fp8"
     keys, words = {}, ""
-    if quant == MODELOPT_FILE:
+    if quant == QUANT_FILE:
         keys, words = {"weightDtype": "fp8"}, ", ModelOpt FP8 (per tensor, FP8 KV cache)"
         kv_fp8 = True
     elif isinstance(quant, dict):
@@ -45,7 +46,7 @@ def _served(model: dict[str, Any]) -> tuple[str, dict[str, str]]:
         keys, words = {"weightDtype": "fp8"}, f", FP8 in blocks of {block}"
     if kv_fp8:
         keys["kvCacheDtype"] = "fp8"
-        words += ", --kv-cache-dtype fp8" if quant != MODELOPT_FILE else ""
+        words += ", --kv-cache-dtype fp8" if quant != QUANT_FILE else ""
     return words, keys
 
 
