@@ -10,9 +10,11 @@
 #                 needed when the parts carry an LMCache wheel an earlier lease kept
 #   install SHA   join the parts, check the tar's sha256, pip install every wheel in it into
 #                 /tmp/site
-#   drive PLAN [VARIANT...]  in the background: accuracy.py's fp8 wave (while LMCache builds), then
-#                 LMCache's wheel into /tmp/site-lmcache and the LMCache pair (lmcache_pair.py
-#                 run, one start per --variant); results in /tmp/out
+#   drive PLAN [VARIANT...]  in the background: with WAVE=NAME first accuracy.py's wave of that
+#                 name (while LMCache builds: the 2026-12-04 lease ran WAVE=fp8), then LMCache's
+#                 wheel into /tmp/site-lmcache (once) and the LMCache pair (lmcache_pair.py run,
+#                 one start per --variant); results in /tmp/out, the pair's in /tmp/out/${RUN:-lmcache}
+#                 (a second drive in one lease takes another RUN)
 #   wait SECONDS  follow the driver until it ends or SECONDS pass; copy /tmp/out to $OUT
 set -euo pipefail
 
@@ -49,6 +51,7 @@ install() {
 # lease's, kept with its results), with the sdist only unpacked for the PD proxy script the pair
 # runs; else the one `build` makes.
 install_lmcache() {
+  [[ -d $SITE_LMCACHE/lmcache ]] && return
   local wheels=("$PARTS"/lmcache-*.whl)
   if [[ -f ${wheels[0]} ]]; then
     tar -xzf "$PARTS"/lmcache-*.tar.gz -C /tmp
@@ -74,15 +77,19 @@ wait_build() {
 }
 
 drive() {
-  local plan=$1 variants=""
+  local plan=$1 variants="" wave=""
   shift
   for v in "$@"; do variants+=" --variant '$v'"; done
+  if [[ -n ${WAVE:-} ]]; then
+    wave="python3 benchmarks/real_engines/accuracy.py --wave $WAVE --startup-timeout 900 \
+      --record '$RESULTS/accuracy-$WAVE.json'"
+  fi
   mkdir -p "$RESULTS"
   setsid nohup bash -c "
-    python3 benchmarks/real_engines/accuracy.py --wave fp8 --startup-timeout 900 \
-      --record '$RESULTS/accuracy-fp8.json'
+    $wave
     '$0' install-lmcache
-    python3 benchmarks/real_engines/lmcache_pair.py run --plan '$plan' --out '$RESULTS/lmcache' $variants
+    python3 benchmarks/real_engines/lmcache_pair.py run --plan '$plan' \
+      --out '$RESULTS/${RUN:-lmcache}' $variants
     echo DRIVER-DONE" >"$RESULTS/driver.log" 2>&1 </dev/null &
   echo "driver started: $RESULTS/driver.log"
 }
