@@ -162,3 +162,36 @@ def test_a_stalled_bench_step_ends_the_steps_and_every_result_is_on_disk(
     assert [s["exit_code"] for s in steps] == [None]
     kept = json.loads((tmp_path / "bench-1.result.json").read_text())
     assert kept["error"].startswith("no end in") and kept["argv"][0] == "bench"
+
+
+def test_a_variant_carries_env_and_engine_flags() -> None:
+    name, env, flags = lmcache_pair.parse_variant(
+        "v1:UCX_TLS=cuda_ipc,cuda_copy,tcp;VLLM_USE_V2_MODEL_RUNNER=0;--no-async-scheduling"
+    )
+    assert name == "v1"
+    assert env == {"UCX_TLS": "cuda_ipc,cuda_copy,tcp", "VLLM_USE_V2_MODEL_RUNNER": "0"}
+    assert flags == ["--no-async-scheduling"]
+    assert lmcache_pair.parse_variant("as-rendered:") == ("as-rendered", {}, [])
+
+
+def test_a_sender_that_dies_in_a_step_ends_the_steps_with_what_was_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 2026-12-04 lease at 16 in flight: the prefill engine died mid-step and the scrape after
+    it raised, losing the record and the next variant. pdctl is a test double (`true`)."""
+    (tmp_path / "config.json").write_text(run.DEFAULT_CONFIG.read_text())
+    monkeypatch.setattr(run, "MODEL_DIR", tmp_path)
+    monkeypatch.setattr(run, "PDCTL", ["true"])
+    scrapes = iter(["", "", ""])
+
+    def scrape(url: str) -> str:
+        try:
+            return next(scrapes)
+        except StopIteration:
+            raise OSError("Connection refused") from None
+
+    monkeypatch.setattr(lmcache_pair, "_scrape", scrape)
+    steps = lmcache_pair.bench_steps(["--url", "http://r"], "m", "http://s", tmp_path / "bench")
+    assert [s["exit_code"] for s in steps] == [0, 0]
+    assert steps[0]["lmcache_kv"] == {"exported": False}
+    assert "Connection refused" in steps[1]["lmcache_kv"]["error"]

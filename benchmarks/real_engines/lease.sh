@@ -15,7 +15,7 @@
 #                 wheel into /tmp/site-lmcache (once) and the LMCache pair (lmcache_pair.py run,
 #                 one start per --variant); results in /tmp/out, the pair's in /tmp/out/${RUN:-lmcache}
 #                 (a second drive in one lease takes another RUN)
-#   wait SECONDS  follow the driver until it ends or SECONDS pass; copy /tmp/out to $OUT
+#   wait SECONDS  follow the driver until it ends or SECONDS pass; /tmp/out as one tar to $OUT
 set -euo pipefail
 
 PARTS=/tmp/parts
@@ -61,7 +61,8 @@ install_lmcache() {
   fi
   python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE_LMCACHE" "${wheels[@]}"
   python3 -c "import lmcache.cuda_ops, lmcache; print('lmcache', lmcache.__version__)"
-  # Kept with the results (`wait` copies them back), for a later lease to carry.
+  # Kept in the results folder for a later lease to carry (`wait` leaves it out of its tar: copy it
+  # to $OUT in a call of its own).
   mkdir -p "$RESULTS" && cp "${wheels[@]}" "$RESULTS"/
 }
 
@@ -101,7 +102,9 @@ wait_for() {
   done
   tail -40 "$RESULTS/driver.log"
   nvidia-smi --query-gpu=memory.used --format=csv
-  cp -r "$RESULTS"/. "$OUT"/
+  # One file back: the copy-back refuses folders of many files (the 2026-12-04 lease lost the
+  # logs that way); the engines' Prometheus folders and the LMCache wheel stay behind.
+  tar --exclude='prom-*' --exclude='*.whl' -czf "$OUT/results.tgz" -C "$RESULTS" .
 }
 
 case $1 in

@@ -284,19 +284,37 @@ KEPT = re.compile(
 )
 
 
+def parse_variant(spec: str) -> tuple[str, dict[str, str], list[str]]:
+    """`NAME:KEY=VALUE;--flag;--flag=value`: the variant's name, the env both engines get more
+    and the flags appended to both engines' command."""
+    name, _, rest = spec.partition(":")
+    items = [item for item in rest.split(";") if item]
+    flags = [item for item in items if item.startswith("--")]
+    env = dict(item.split("=", 1) for item in items if not item.startswith("--"))
+    return name, env, flags
+
+
 def variant(
-    plan: dict[str, Any], name: str, extra_env: dict[str, str], out: Path, timeout: float
+    plan: dict[str, Any],
+    name: str,
+    extra_env: dict[str, str],
+    out: Path,
+    timeout: float,
+    flags: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """One start of the engines and the proxy with `extra_env`: verify, bench at 1/4/16 in
-    flight with LMCache's KV rates, KV transfer by prompt size, scrapes, UCX's transports."""
+    """One start of the engines and the proxy with `extra_env` and `flags`: verify, bench at
+    1/4/16 in flight with LMCache's KV rates, KV transfer by prompt size, scrapes, UCX's
+    transports."""
     logs = out / f"logs-{name}"
     processes = run.Processes(logs)
     engines = [_process(e) for e in plan["engines"]]
+    for engine in engines:
+        engine.argv = [*engine.argv, *flags]
     proxy = _process(plan["router"])
     prefill = next(e for e in engines if e.role == "prefill")
     decode = next(e for e in engines if e.role == "decode")
     env = {**run.UCX_DIAGNOSTICS, **extra_env}
-    part: dict[str, Any] = {"env": extra_env, "started": {}}
+    part: dict[str, Any] = {"env": extra_env, "flags": list(flags), "started": {}}
     urls = ["--url", proxy.url, "--prefill-url", prefill.url, "--decode-url", decode.url]
     model = run.served_model(engines[0])
     began = time.monotonic()
@@ -327,7 +345,7 @@ def variant(
         for e in engines:
             (out / f"metrics-{name}-{e.role}-before.txt").write_text(before[e.role])
             (out / f"metrics-{name}-{e.role}.txt").write_text(_scrape(e.url))
-    except SystemExit as failed:
+    except (SystemExit, OSError) as failed:  # OSError: an engine that died stops answering
         part["failed"] = str(failed)[-4000:]
         _progress(out, f"{name}: failed: {str(failed)[:300]}")
     finally:
@@ -366,14 +384,18 @@ def bench_steps(urls: list[str], model: str, sender: str, stem: Path) -> list[di
         argv = bench_argv(urls, model, dataset, concurrency)
         before = _scrape(sender)
         done = _pdctl(argv, BENCH_STEP_LIMIT_S, dataset.with_suffix(".result.json"))
-        after = _scrape(sender)
         done["argv"] = [a if a != str(dataset) else dataset.name for a in argv]
+        found.append(done)
+        try:
+            after = _scrape(sender)
+        except OSError as gone:  # the sender died in this step (the 2026-12-04 lease at 16)
+            done["lmcache_kv"] = {"exported": None, "error": f"sender's /metrics: {gone}"}
+            break
         steps = (
             done.get("result", {}).get("steps") if isinstance(done.get("result"), dict) else None
         )
         wall = steps[0].get("duration_s") if steps else None
         done["lmcache_kv"] = lmcache_kv(before, after, per_token, wall)
-        found.append(done)
         if done["exit_code"] is None:  # the pair stopped answering: later steps would wait too
             break
     return found
@@ -495,9 +517,10 @@ def run_command(args: argparse.Namespace) -> int:
         "variants": {},
     }
     for spec in args.variant:
-        name, _, rest = spec.partition(":")
-        extra = dict(kv.split("=", 1) for kv in rest.split(";") if kv)
-        record["variants"][name] = variant(plan, name, extra, args.out, args.startup_timeout)
+        name, extra, flags = parse_variant(spec)
+        record["variants"][name] = variant(
+            plan, name, extra, args.out, args.startup_timeout, tuple(flags)
+        )
         (args.out / "record.json").write_text(json.dumps(record, indent=1))
     _progress(args.out, "done")
     (args.out / "done").write_text("")
@@ -522,8 +545,9 @@ def main() -> int:
         "--variant",
         action="append",
         default=[],
-        metavar="NAME:KEY=VALUE;KEY=VALUE",
-        help="a start of the pair with more env (none: as rendered); repeatable, in order",
+        metavar="NAME:KEY=VALUE;--flag",
+        help="a start of the pair with more env and engine flags (none: as rendered); "
+        "repeatable, in order",
     )
     args = parser.parse_args()
     if args.command == "plan":
