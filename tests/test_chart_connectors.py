@@ -161,8 +161,10 @@ def test_lmcache_sender(lmcache: list[manifests.Manifest]) -> None:
         "LMCACHE_TRANSFER_CHANNEL": "nixl",
         "LMCACHE_NIXL_BACKENDS": "UCX",
         "LMCACHE_PD_ROLE": "sender",
-        "LMCACHE_PD_BUFFER_SIZE": "1073741824",
+        "LMCACHE_PD_BUFFER_SIZE": "2147483648",  # the decode's (PD119)
         "LMCACHE_PD_BUFFER_DEVICE": "cuda",
+        # vLLM's V1 model runner: on 0.26's V2 the decode loaded nothing (the leak record).
+        "VLLM_USE_V2_MODEL_RUNNER": "0",
         # The LMCache proxy the chart deploys (routerSpec.type lmcache-proxy): the router Service.
         "LMCACHE_PD_PROXY_HOST": Release("pd").router_service,
         "LMCACHE_PD_PROXY_PORT": "7500",
@@ -187,6 +189,7 @@ def test_lmcache_receiver(lmcache: list[manifests.Manifest]) -> None:
     assert env["LMCACHE_PD_PEER_INIT_PORT"] == "7300"
     assert env["LMCACHE_PD_PEER_ALLOC_PORT"] == "7400"
     assert env["LMCACHE_PD_BUFFER_SIZE"] == "2147483648"
+    assert env["VLLM_USE_V2_MODEL_RUNNER"] == "0"
     assert "LMCACHE_PD_PROXY_HOST" not in env
     assert ports(lmcache, "llama-decode") == {"http": 8000, "lmc-init-0": 7300, "lmc-alloc-0": 7400}
     assert service_ports(lmcache, "llama-decode")["lmc-init-0"] == 7300

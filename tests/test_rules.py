@@ -384,7 +384,7 @@ def test_a_connector_that_failed_on_a_real_run_with_the_image_s_vllm_is_warned_a
     version: str | None, warned: bool
 ) -> None:
     """PD118: tutorial 19's LMCache pair with its images stating vLLM 0.26.0 (the connector
-    table's failsWith: the H200 run whose decode never loaded the KV) warns at each pool's
+    table's failsWith: the H200 runs that failed at 16 in flight) warns at each pool's
     connector, naming the record; another vLLM, or none stated, is silent."""
     values = load_values(ASSETS / "values-19-lmcache-pd.yaml")
     for spec in values["servingEngineSpec"]["modelSpec"]:
@@ -395,8 +395,42 @@ def test_a_connector_that_failed_on_a_real_run_with_the_image_s_vllm_is_warned_a
         [f"servingEngineSpec.modelSpec[{i}].kvTransfer.connector" for i in (0, 1)] if warned else []
     )
     if warned:
-        assert "lmcache-h200-1gpu-leak.json" in found[0].message and "0.26.0" in found[0].message
+        assert "lmcache-h200-1gpu-v1runner.json" in found[0].message
+        assert "0.26.0" in found[0].message
         assert found[0].hint and "NixlConnector" in found[0].hint
+
+
+@pytest.mark.parametrize(
+    ("sender", "warned"), [(1073741824, True), (None, True), (2147483648, False), (4 << 30, False)]
+)
+def test_an_lmcache_sender_s_buffer_smaller_than_what_the_proxy_admits_is_warned_about(
+    sender: int | None, warned: bool
+) -> None:
+    """PD119: LMCache's proxy admits prompts while their KV fits the smallest decode buffer
+    (2 GiB in tutorial 19); a sender's buffer (1 GiB unless set, the chart's default) below it
+    fills under load. The hint gives the decode's size."""
+    values = load_values(ASSETS / "values-19-lmcache-pd.yaml")
+    kv_transfer = values["servingEngineSpec"]["modelSpec"][0]["kvTransfer"]
+    kv_transfer.pop("kvBufferSize")
+    if sender is not None:
+        kv_transfer["kvBufferSize"] = sender
+    found = [f for f in findings(values) if f.rule == "PD119"]
+    assert [f.key for f in found] == (
+        ["servingEngineSpec.modelSpec[0].kvTransfer.kvBufferSize"] if warned else []
+    )
+    if warned:
+        assert "1,073,741,824" in found[0].message and "2,147,483,648" in found[0].message
+        assert found[0].hint == "set kvTransfer.kvBufferSize: 2147483648 on 'llama-prefill'"
+
+
+def test_an_lmcache_sender_is_not_compared_without_lmcache_s_proxy() -> None:
+    """PD119 compares LMCache pools only: the tutorial's own file (2 GiB both) and a NIXL
+    release say nothing; the tutorial with a 1 GiB sender does."""
+    values = load_values(ASSETS / "values-19-lmcache-pd.yaml")
+    assert "PD119" not in ids(values)
+    values["servingEngineSpec"]["modelSpec"][0]["kvTransfer"]["kvBufferSize"] = 1 << 30
+    assert "PD119" in ids(values)
+    assert "PD119" not in ids(nixl())
 
 
 def test_a_config_file_in_extra_args_is_warned_about() -> None:

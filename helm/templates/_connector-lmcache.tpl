@@ -24,6 +24,13 @@ comma-separated.
 {{- $env = append $env (dict "name" "LMCACHE_PD_ROLE" "value" (ternary "sender" "receiver" (eq .kvRole "kv_producer"))) -}}
 {{- $env = append $env (dict "name" "LMCACHE_PD_BUFFER_SIZE" "value" (include "pd-stack.lmcacheBufferSize" .kt)) -}}
 {{- $env = append $env (dict "name" "LMCACHE_PD_BUFFER_DEVICE" "value" (.kt.kvBufferDevice | default "cuda")) -}}
+{{- /* vLLM's Model Runner V1: on vLLM 0.26's default V2 runner a decode step replayed as a full CUDA
+       graph calls the connector's start_load_kv without attention metadata, and LMCache's adapter
+       then loads nothing (benchmarks/records/lmcache-h200-1gpu-leak.json; with 0 it loaded:
+       lmcache-h200-1gpu-v1runner.json). LMCache's own PD CI sets it on both roles (LMCache v0.5.6
+       .buildkite/configs/pd.yaml, citing vllm-project/vllm#43458); a vLLM without a V2 runner
+       ignores it. The pool's env can set it again. */ -}}
+{{- $env = append $env (dict "name" "VLLM_USE_V2_MODEL_RUNNER" "value" "0") -}}
 {{- if eq .kvRole "kv_producer" -}}
 {{- /* kvTransfer.lmcache.proxyHost/proxyPort, else, when the chart deploys the LMCache proxy
        (routerSpec.type lmcache-proxy), the router Service and the proxy's notify port. */ -}}

@@ -27,7 +27,8 @@ object per pool) over .annotations (the user's; the summary wins), as YAML. */}}
   "vllmVersionKey" (include "pd-stack.vllmVersionKey" $ctx)
   "routesPD" (eq (include "pd-stack.routesPD" $.root) "true")
   "routerDiscovery" (include "pd-stack.routerDiscovery" $.root)
-  "lmcacheProxy" (eq (include "pd-stack.isLMCacheProxy" $.root) "true")) -}}
+  "lmcacheProxy" (eq (include "pd-stack.isLMCacheProxy" $.root) "true")
+  "lmcacheBuffer" (ternary (int64 (include "pd-stack.lmcacheBufferSize" ($spec.kvTransfer | default dict))) 0 (eq ($conn.fragment | default "") "lmcache"))) -}}
 {{- end -}}
 {{- toYaml (merge (dict "pd-stack.io/summary" (toJson $pools)) (.annotations | default dict)) -}}
 {{- end -}}

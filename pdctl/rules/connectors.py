@@ -70,3 +70,34 @@ def failed_on_a_real_run(deployment: Deployment) -> Iterator[Issue]:
                     "use kvTransfer.connector: NixlConnector, which ran PD on that vLLM "
                     "(tutorial 17), or an image whose vLLM the run did not cover",
                 )
+
+
+@rule(
+    "PD119",
+    "an LMCache sender's PD buffer holds what LMCache's proxy admits",
+    Severity.warning,
+    explain=(
+        "with LMCache's PD proxy (`routerSpec.type: lmcache-proxy`), a prefill pool's "
+        "`kvTransfer.kvBufferSize` (LMCACHE_PD_BUFFER_SIZE, 1 GiB unless set) is at least the "
+        "smallest decode pool's: the proxy admits prompts while their KV fits that buffer "
+        "(--pd-buffer-size), so a smaller sender's fills under load (on one H200 at 16 in flight "
+        "it died or stalled; benchmarks/records/lmcache-h200-1gpu-v1runner.json, tutorial 19)"
+    ),
+)
+def lmcache_sender_buffer(deployment: Deployment) -> Iterator[Issue]:
+    lmcache = [p for p in deployment.pools if p.summary.lmcache_buffer and p.summary.lmcache_proxy]
+    receivers = [p.summary.lmcache_buffer for p in lmcache if p.summary.kv_role == "kv_consumer"]
+    if not receivers:
+        return
+    admitted = min(receivers)
+    for pool in lmcache:
+        held = pool.summary.lmcache_buffer
+        if pool.summary.kv_role == "kv_producer" and held < admitted:
+            yield Issue(
+                pool.at("kvTransfer", "kvBufferSize"),
+                f"LMCache sender pool {pool.name!r} has a PD buffer of {held:,} bytes, and "
+                f"LMCache's proxy admits prompts up to the decode pools' {admitted:,}: under "
+                "load the sender is asked to hold more KV than fits (on one H200 at 16 in "
+                "flight its engine died, UCX cuda_ipc, or the pair stalled, tcp)",
+                f"set kvTransfer.kvBufferSize: {admitted} on {pool.name!r}",
+            )

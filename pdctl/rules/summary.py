@@ -40,6 +40,7 @@ class PoolSummary:
     routes_pd: bool
     router_discovery: str  # k8s or static
     lmcache_proxy: bool
+    lmcache_buffer: int  # LMCACHE_PD_BUFFER_SIZE in bytes; 0: not an LMCacheConnectorV1 pool
 
     @classmethod
     def from_json(cls, entry: dict[str, Any]) -> PoolSummary:
@@ -56,6 +57,7 @@ class PoolSummary:
             routes_pd=bool(entry["routesPD"]),
             router_discovery=str(entry["routerDiscovery"]),
             lmcache_proxy=bool(entry["lmcacheProxy"]),
+            lmcache_buffer=int(entry["lmcacheBuffer"]),
         )
 
 
