@@ -4,7 +4,8 @@ metrics-*.txt, the record lmcache-h200-1gpu.json) is the source. Every `lmcache:
 connector table and in the simulator is a family of that text, and the table's LMCacheConnectorV1
 transfer metrics are the ones that moved while the real pair moved KV. The second run's texts
 (lmcache-h200-1gpu-leak-metrics-*.txt, record lmcache-h200-1gpu-leak.json) export the same names
-and show why that pair stalled: the decode held its whole PD buffer and had loaded nothing."""
+and show why that pair stalled: the decode held its whole PD buffer and had loaded nothing. The
+third's (lmcache-h200-1gpu-v1runner-metrics-*.txt, on vLLM's Model Runner V1) show the load."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from pdctl.verify.proof import resolve_connector
 from tests.helpers import ROOT
 
 RECORDS = ROOT / "benchmarks" / "records"
-RUN, LEAK = "lmcache-h200-1gpu", "lmcache-h200-1gpu-leak"  # the two runs' kept texts
+RUN, LEAK = "lmcache-h200-1gpu", "lmcache-h200-1gpu-leak"  # the first two runs' kept texts
+V1 = "lmcache-h200-1gpu-v1runner"  # the run whose decode loaded the KV
 ROLES = ("prefill", "decode")
 NAME = re.compile(r"\blmcache:[a-z0-9_]+")
 # Where pd-stack names LMCache metrics: the connector table (verify, the canary, the alerts and
@@ -45,15 +47,15 @@ def _named_in(path: Path) -> set[str]:
     return set(NAME.findall(path.read_text()))
 
 
-def _moved(metric: str, role: str) -> float:
-    before, after = _scrape(f"{role}-before"), _scrape(role)
+def _moved(metric: str, role: str, run: str = RUN) -> float:
+    before, after = _scrape(f"{role}-before", run), _scrape(role, run)
     family = after.family(metric)
     assert family is not None, f"{metric} is not on the real {role} engine's /metrics"
     then = before.family(metric)
     return family.read(after)["count"] - (then.read(before)["count"] if then else 0.0)
 
 
-@pytest.mark.parametrize("run", [RUN, LEAK])
+@pytest.mark.parametrize("run", [RUN, LEAK, V1])
 def test_every_lmcache_name_pd_stack_uses_is_exported_by_real_lmcache(run: str) -> None:
     pages = [_scrape(role, run) for role in ROLES]
     used = {(name, path.relative_to(ROOT)) for path in SOURCES for name in _named_in(path)}
@@ -63,11 +65,28 @@ def test_every_lmcache_name_pd_stack_uses_is_exported_by_real_lmcache(run: str) 
     assert not unknown, f"not exported by LMCache 0.5.6 + vLLM 0.26.0: {unknown}"
 
 
-def test_the_table_lists_lmcache_transfer_metrics_that_moved_in_real_pd() -> None:
+@pytest.mark.parametrize("run", [RUN, V1])
+def test_the_table_lists_lmcache_transfer_metrics_that_moved_in_real_pd(run: str) -> None:
     transfer = connectors.load().connectors["LMCacheConnectorV1"].metrics["transfer"]
     assert transfer, "the connector table lists no transfer metric for LMCacheConnectorV1"
     for metric in transfer:
-        assert max(_moved(metric, role) for role in ROLES) > 0, f"{metric} did not move"
+        assert max(_moved(metric, role, run) for role in ROLES) > 0, f"{metric} did not move"
+
+
+def test_with_the_v1_model_runner_the_decode_loaded_every_token_it_was_promised() -> None:
+    """vLLM's Model Runner V1 (VLLM_USE_V2_MODEL_RUNNER=0, which the chart renders on LMCache
+    pools): the decode's `loaded` counter (lmcache:num_hit_tokens) moved by every token vLLM
+    counted as external_kv_transfer, one retrieve a prompt (verify's 4 and the bench's 44)."""
+    loaded = connectors.load().connectors["LMCacheConnectorV1"].metrics["loaded"]
+    evidence = connectors.load().transfer_evidence
+    before, after = _scrape("decode-before", V1), _scrape("decode", V1)
+    family = after.family(evidence["metric"])
+    assert family is not None
+    external = family.read(after, dict(evidence["labels"]))["count"]
+    assert external == 90_733
+    assert [_moved(metric, "decode", V1) for metric in loaded] == [external]
+    assert _moved("lmcache:num_retrieve_requests", "decode", V1) == 48
+    assert before.family("lmcache:num_hit_tokens") is not None
 
 
 @pytest.mark.parametrize("metric", ["lmcache:num_hit_tokens", "lmcache:num_retrieve_requests"])
@@ -128,3 +147,25 @@ def test_verify_fails_the_pair_whose_decode_loaded_nothing() -> None:
     assert verdict.status == judge.FAIL and not verdict.facts["recomputed"]
     assert "lmcache:num_hit_tokens +0" in verdict.summary
     assert verdict.facts["connector_transfer_moved"]  # stored and looked up, all the same
+
+
+def test_verify_passes_the_pair_whose_decode_loaded_the_kv() -> None:
+    """pd-kv-transfer on the v1runner run, read as verify reads it: the probe's by-source counts
+    as the record kept them (600 external, 1 computed) and LMCache's counters from the kept
+    texts: the decode's lmcache:num_hit_tokens moved, so PASS (the leak run above: FAIL)."""
+    record = json.loads((RECORDS / f"{V1}.json").read_text())
+    probe = record["variants"]["sync-rendered"]["verify"]["pd_kv_transfer_raw"]
+    connector = resolve_connector("LMCacheConnectorV1", [])
+    rule = connectors.load().transfer_evidence
+    value = rule["labels"][judge.SOURCE_LABEL]
+    evidence = judge.Evidence(rule["metric"], judge.SOURCE_LABEL, value, rule["poolRole"])
+    moves = []
+    for role in ROLES:
+        before, after = _scrape(f"{role}-before", V1), _scrape(role, V1)
+        read = judge.moves(role, role, before, after, "m", evidence, connector)
+        sources = probe[role]["prompt_tokens_by_source"]
+        moves.append(judge.Moves(role, role, 0, 0, sources, read.connector, read.failures))
+    verdict = judge.kv_transfer(moves, 600, evidence, connector)
+    assert verdict.status == judge.PASS, verdict.summary
+    assert not verdict.facts["recomputed"]
+    assert verdict.facts["connector_transfer_moved"]

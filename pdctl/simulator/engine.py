@@ -427,9 +427,9 @@ class SimulatedEngine:
             found = min(found, n - 1)  # a whole-prompt hit: vLLM computes the last token
             external = max(found - hit, 0)
             # LMCache's lookup counters, then its load's (LMCache 0.5.6 cache_engine.py retrieve:
-            # observability.py on_retrieve_request and on_retrieve_finished). On vLLM 0.26.0 the
-            # real receiver's load never ran and only its lookup counters moved
-            # (benchmarks/records/lmcache-h200-1gpu-leak.json); the simulator's loads.
+            # observability.py on_retrieve_request and on_retrieve_finished), as the real
+            # receiver's did on vLLM 0.26.0's V1 model runner (benchmarks/records/
+            # lmcache-h200-1gpu-v1runner.json; on its V2 runner only the lookup counters moved).
             loads = {"retrieve_requests": 1, "retrieve_tokens": found, "retrieve_hit_tokens": found}
             with self._lock:
                 c.count_lmcache(lookup_requests=1, lookup_tokens=n, lookup_hit_tokens=found)
