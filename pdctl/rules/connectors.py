@@ -51,9 +51,9 @@ def deprecated_kv_both(deployment: Deployment) -> Iterator[Issue]:
     Severity.warning,
     explain=(
         "the connector table's failsWith: what a run on a real GPU found broken for a connector "
-        "with the image's vLLM version (LMCacheConnectorV1 on vLLM 0.26: the decode never loaded "
-        "the KV and the pair stalled; benchmarks/records/lmcache-h200-1gpu-leak.json, tutorial "
-        "19); silent where the image states no vLLM version"
+        "with the image's vLLM version (LMCacheConnectorV1 on vLLM 0.26: 16 requests in flight "
+        "failed on one H200; benchmarks/records/lmcache-h200-1gpu-v1runner.json, tutorial 19); "
+        "silent where the image states no vLLM version"
     ),
 )
 def failed_on_a_real_run(deployment: Deployment) -> Iterator[Issue]:
