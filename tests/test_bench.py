@@ -64,6 +64,8 @@ def test_percentiles_throughput_and_goodput_are_exact() -> None:
         "mean": 300.0, "p50": 300.0, "p90": 460.0, "p99": 496.0, "min": 100.0, "max": 500.0, "n": 5
     }  # fmt: skip
     assert step["itl_ms"]["p50"] == 15.0 and step["itl_ms"]["n"] == 10
+    # each request's first gap alone: where LMCache's proxy puts the KV transfer
+    assert step["first_gap_ms"]["max"] == 10.0 and step["first_gap_ms"]["n"] == 5
     assert step["request_throughput"] == 2.5 and step["output_token_throughput"] == 7.5
     # each request's mean ITL is 15 ms (meets 15); TTFT 100, 200 and 300 meet 300 ms
     assert step["good_requests"] == 3 and step["goodput"] == 1.5
@@ -98,6 +100,16 @@ def test_gauges_sum_queues_over_a_role_and_average_kv_usage() -> None:
     assert found["decode"]["kv_cache_usage"] == {"mean": 0.4, "max": 0.4, "samples": 2}
     assert found["prefill"]["waiting"] == {"mean": 1.0, "max": 1.0, "samples": 1}
     assert "running" not in found["decode"]  # not on these pages
+
+
+def test_the_first_gap_is_each_request_s_first_and_absent_without_gaps() -> None:
+    """A router that answers with prefill's token first (LMCache's PD proxy) shows the KV
+    transfer in the first gap: 780 ms over TCP on one H200, against 5 ms gaps after it."""
+    slow = [_timed(80.0, [780.0, 5.0, 5.0]), _timed(80.0, [760.0, 5.0, 6.0])]
+    step = summarize(1, [*slow, _timed(50.0, [])], 1.0, BenchSettings())
+    assert step["first_gap_ms"]["p50"] == 770.0 and step["first_gap_ms"]["n"] == 2
+    assert step["itl_ms"]["p50"] == 5.5  # pooled, the first gaps hardly move it
+    assert summarize(1, [_timed(50.0, [])], 1.0, BenchSettings())["first_gap_ms"] is None
 
 
 def test_no_slo_no_goodput() -> None:

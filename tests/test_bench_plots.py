@@ -143,6 +143,14 @@ def test_the_step_csv_has_the_rate_of_open_loop_steps(
     (row,) = csv.DictReader(table.open())
     assert list(row)[:2] == ["concurrency", "rate"] and row["rate"] == "2.0"
     assert "rate" not in report.row(step(1, 10.0))
+    assert row["first_gap_ms_p50"] == "1.5"  # the two requests' first gaps: 1.0 and 2.0 ms
+
+
+def test_a_step_saved_before_the_first_gap_existed_still_makes_a_row() -> None:
+    older = step(4, 10.0)
+    del older["first_gap_ms"]
+    assert report.row(older)["first_gap_ms_p50"] is None
+    assert report.row(older)["ttft_ms_p50"] == 15.0
 
 
 def test_without_matplotlib_the_numbers_still_come(

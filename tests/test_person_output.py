@@ -217,7 +217,8 @@ def _step(concurrency: int, ttft: float, slo_met: bool) -> dict[str, object]:
     return {
         "concurrency": concurrency, "rate": None, "succeeded": 32, "errors": 0,
         "request_throughput": 3.21, "output_token_throughput": 3204.51,
-        "ttft_ms": stat(ttft), "itl_ms": stat(12.34), "tpot_ms": stat(12.1), "e2e_ms": stat(9876.5),
+        "ttft_ms": stat(ttft), "itl_ms": stat(12.34), "first_gap_ms": stat(25.6),
+        "tpot_ms": stat(12.1), "e2e_ms": stat(9876.5),
         "goodput": 2.5, "slo_met": slo_met, "error_samples": [], "held_arrivals": 0,
         "dataset_wrapped": False,
         "engines": {"decode": {"prompt_tokens": 4096.0, "kv_gbps": 12.5}},

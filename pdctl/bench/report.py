@@ -14,7 +14,6 @@ from pdctl import files, plotting
 from pdctl.bench import plots, runs
 from pdctl.bench.run import Result
 
-STATS = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")
 PERCENTILES = ("mean", "p50", "p90", "p99")
 PLOTS_NEED = plotting.NEED
 
@@ -42,9 +41,9 @@ def row(step: dict[str, Any]) -> dict[str, Any]:
             "slo_met",
         )
     }
-    for name in STATS:
+    for name in runs.STATS:
         for p in PERCENTILES:
-            flat[f"{name}_{p}"] = (step[name] or {}).get(p)
+            flat[f"{name}_{p}"] = (step.get(name) or {}).get(p)
     for role, counted in sorted(step.get("engines", {}).items()):
         flat[f"{role}_prompt_tokens"] = counted["prompt_tokens"]
         for source, tokens in sorted(counted.get("prompt_tokens_by_source", {}).items()):

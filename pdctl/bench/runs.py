@@ -15,7 +15,8 @@ from pdctl.values.paths import format_path
 # A bench result holds one entry per load step: kilobytes. Refuse more than this unread.
 MAX_BYTES = 16 * 1024 * 1024
 
-STATS = ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms")  # each a dict of percentiles, or null
+# Each a dict of percentiles, or null; first_gap_ms is absent from results older than it.
+STATS = ("ttft_ms", "itl_ms", "first_gap_ms", "tpot_ms", "e2e_ms")
 NUMBERS = ("output_token_throughput", "request_throughput")
 AXIS_TITLE = {
     "concurrency": "concurrency (requests in flight)",

@@ -2,8 +2,11 @@
 goodput. Definitions (../../docs/operations.md, "Benchmarking"):
 
 - ttft_ms: sending to the first chunk that carries generated text; itl_ms: the gaps between
-  such chunks (all requests' gaps pooled); tpot_ms: per request, (last text chunk - first) /
-  (completion tokens - 1) with the server's token count; e2e_ms: sending to the end of the stream.
+  such chunks (all requests' gaps pooled); first_gap_ms: each request's first gap (where a router
+  answers with prefill's token before the KV transfer, as LMCache's PD proxy does, the transfer
+  and decode's first step fall in it, not in TTFT); tpot_ms: per request, (last text chunk -
+  first) / (completion tokens - 1) with the server's token count; e2e_ms: sending to the end of
+  the stream.
 - request_throughput: succeeded requests / the step's wall time; output_token_throughput: their
   completion tokens (server usage) / the wall time.
 - A request meets the SLOs when its TTFT <= slo_ttft_ms and its own mean ITL (the mean of its
@@ -53,6 +56,7 @@ def summarize(
         "completion_tokens": tokens,
         "ttft_ms": stats([t.ttft_ms for t in good if t.ttft_ms is not None]),
         "itl_ms": stats([g for t in good for g in t.gaps_ms]),
+        "first_gap_ms": stats([t.gaps_ms[0] for t in good if t.gaps_ms]),
         "tpot_ms": stats([t.tpot_ms for t in good if t.tpot_ms is not None]),
         "e2e_ms": stats([t.e2e_ms for t in good]),
         "goodput": None,

@@ -59,7 +59,13 @@ def _load(step: dict[str, Any]) -> str:
     return f"{step['concurrency']} in flight"
 
 
-_LATENCIES = (("TTFT", "ttft_ms"), ("ITL", "itl_ms"), ("TPOT", "tpot_ms"), ("e2e", "e2e_ms"))
+_LATENCIES = (
+    ("TTFT", "ttft_ms"),
+    ("ITL", "itl_ms"),
+    ("1st gap", "first_gap_ms"),
+    ("TPOT", "tpot_ms"),
+    ("e2e", "e2e_ms"),
+)
 _PERCENTILES = ("p50", "p90", "p99")
 
 
