@@ -217,16 +217,21 @@ class Processes:
     def start(self, process: local.Process, timeout: float, extra_env: dict[str, str]) -> None:
         self.wait_healthy(process, self.launch(process, extra_env), time.monotonic() + timeout)
 
+    @staticmethod
+    def waves(engines: list[local.Process]) -> list[list[local.Process]]:
+        """local.start_waves, each wait said (supervisor.waiting)."""
+        waves = local.start_waves(engines)
+        for line in supervisor.waiting(waves):
+            print(line, flush=True)
+        return waves
+
     def start_engines(
         self, engines: list[local.Process], timeout: float, extra_env: dict[str, str]
     ) -> None:
         """Start them as pdctl up does: side by side, but those sharing a GPU one after another
         (local.start_waves), all within `timeout`; SystemExit when one is not healthy."""
         deadline = time.monotonic() + timeout
-        waves = local.start_waves(engines)
-        for line in supervisor.waiting(waves):
-            print(line, flush=True)
-        for wave in waves:
+        for wave in self.waves(engines):
             for process, popen in [(p, self.launch(p, extra_env)) for p in wave]:
                 self.wait_healthy(process, popen, deadline)
 
@@ -235,7 +240,7 @@ class Processes:
         per name, None once healthy or why not (it is then stopped, and the others go on)."""
         deadline = time.monotonic() + timeout
         started: dict[str, str | None] = {}
-        for wave in local.start_waves(processes):
+        for wave in self.waves(processes):
             for process, popen in [(p, self.launch(p, {})) for p in wave]:
                 try:
                     self.wait_healthy(process, popen, deadline)
