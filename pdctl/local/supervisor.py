@@ -108,8 +108,8 @@ def waiting(waves: list[list[Process]]) -> list[str]:
         earlier = [other for before in waves[:n] for other in before]
         for proc in wave:
             ahead = [other for other in earlier if set(gpus(other)) & set(gpus(proc))]
-            shared = [d for d in gpus(proc) if any(d in gpus(other) for other in ahead)]
             if ahead:
+                shared = [d for d in gpus(proc) if any(d in gpus(other) for other in ahead)]
                 lines.append(
                     f"{proc.name} waits for {', '.join(other.name for other in ahead)} (same GPU "
                     f"{','.join(shared)}): {PROFILING}"
