@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 
 from benchmarks.real_engines import lmcache_pair, run
 from pdctl.local import layout as local
+from tests.doubles import start_order
 
 
 @pytest.fixture(scope="module")
@@ -195,3 +197,41 @@ def test_a_sender_that_dies_in_a_step_ends_the_steps_with_what_was_measured(
     assert [s["exit_code"] for s in steps] == [0, 0]
     assert steps[0]["lmcache_kv"] == {"exported": False}
     assert "Connection refused" in steps[1]["lmcache_kv"]["error"]
+
+
+def test_the_planned_pair_shares_gpu_0_so_decode_starts_after_prefill(plan: dict[str, Any]) -> None:
+    engines = [local.Process(**e) for e in plan["engines"]]
+    assert [[e.role for e in wave] for wave in local.start_waves(engines)] == [
+        ["prefill"],
+        ["decode"],
+    ]
+
+
+def test_a_variant_launches_decode_once_prefill_is_ready(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """variant() on stand-in engines and proxy (tests/doubles/start_order.py, not vLLM or
+    LMCache) on GPU 0, as planned: the 2026-12-04 H200 starts of both at once ended with "No
+    available memory for the cache blocks". The first scrape after the start ends the variant."""
+    prefill = start_order.engine("prefill", "prefill", tmp_path, "0")
+    decode = start_order.engine("decode", "decode", tmp_path, "0")
+    proxy = start_order.engine(local.ROUTER, local.ROUTER, tmp_path)
+    for engine in (prefill, decode):
+        engine.argv += ["--served-model-name", "m"]
+    order = start_order.StartOrder(monkeypatch, [prefill, decode, proxy])
+
+    def scrape(url: str) -> str:
+        raise OSError("the start is all this test is about")
+
+    monkeypatch.setattr(lmcache_pair, "_scrape", scrape)
+    plan = {"engines": [asdict(prefill), asdict(decode)], "router": asdict(proxy)}
+    part = lmcache_pair.variant(plan, "v", {}, tmp_path, 60)
+    assert part["failed"] == "the start is all this test is about"
+    assert order.events == [
+        "launch prefill",
+        "ready prefill",
+        "launch decode",
+        "ready decode",
+        f"launch {local.ROUTER}",
+        f"ready {local.ROUTER}",
+    ]

@@ -151,6 +151,46 @@ def test_only_the_engines_that_share_a_gpu_get_it(rendered: list[manifests.Manif
     assert list(shared.values()) == [True, False, True]
 
 
+def _on(name: str, gpus: str | None) -> local.Process:
+    """An engine seeing `gpus` (CUDA_VISIBLE_DEVICES; None: not set)."""
+    env = {} if gpus is None else {local.GPU_ENV: gpus}
+    return local.Process(name, "both", ["vllm", "serve", "m"], env, 8000)
+
+
+def _names(waves: list[list[local.Process]]) -> list[list[str]]:
+    return [[p.name for p in wave] for wave in waves]
+
+
+def test_engines_on_one_gpu_start_one_after_another() -> None:
+    waves = local.start_waves([_on("a", "0"), _on("b", "0"), _on("c", "0")])
+    assert _names(waves) == [["a"], ["b"], ["c"]]
+
+
+def test_engines_on_gpus_of_their_own_or_naming_none_start_together() -> None:
+    assert _names(local.start_waves([_on("a", "0"), _on("b", "1")])) == [["a", "b"]]
+    assert _names(local.start_waves([_on("a", None), _on("b", None)])) == [["a", "b"]]
+
+
+def test_an_engine_waits_for_any_earlier_one_sharing_one_of_its_gpus() -> None:
+    engines = [_on("a", "0,1"), _on("b", "1, 2"), _on("c", "3"), _on("d", "2")]
+    assert _names(local.start_waves(engines)) == [["a", "c"], ["b"], ["d"]]
+
+
+def test_the_pair_on_one_gpu_is_planned_in_two_waves_and_the_simulators_in_one(
+    rendered: list[manifests.Manifest],
+) -> None:
+    """The one-GPU PD pair that failed on the H200 (2026-12-04): decode starts once prefill is
+    ready; on two GPUs, and on the simulator, they start together."""
+    one = local.plan(rendered, "pd", local.Options(devices=["0"]))
+    assert _names(one.engine_waves()) == [[one.engines[0].name], [one.engines[1].name]]
+    assert one.engines[0].role == "prefill"
+    two = local.plan(rendered, "pd", local.Options(devices=["0", "1"]))
+    assert _names(two.engine_waves()) == [[e.name for e in two.engines]]
+    sim = local.plan(rendered, "pd", local.Options(engine="sim"))
+    sim.engines = [_on(e.name, "0") for e in sim.engines]  # a render that names a GPU
+    assert _names(sim.engine_waves()) == [[e.name for e in sim.engines]]
+
+
 def test_the_renders_own_setting_wins(rendered: list[manifests.Manifest]) -> None:
     objects = copy.deepcopy(rendered)
     for deployment in objects:

@@ -25,6 +25,7 @@ from pdctl.cli.app import app
 from pdctl.errors import EnvironmentProblem
 from pdctl.helm import Helm
 from pdctl.local import layout, lifecycle, state, supervisor
+from tests.doubles import start_order
 
 runner = CliRunner()
 RELEASE = "pd"
@@ -281,6 +282,48 @@ def test_an_engine_that_exits_fails_the_start_with_its_log(tmp_path: Path) -> No
     assert outcome is not None and outcome["status"] == state.FAILED
     assert "broken exited with 3" in outcome["detail"] and "no GPU here" in outcome["detail"]
     assert any(line.startswith("FAILED: broken exited with 3") for line in said)
+
+
+def _start(folder: state.Folder, engines: list[layout.Process], engine: str) -> list[str]:
+    """Supervisor.start of `engines` (no router), then stop; what it said."""
+    folder.logs.mkdir(parents=True)
+    folder.write_layout(layout.Layout(engines, None, engine=engine))
+    said: list[str] = []
+    started = supervisor.Supervisor(folder, said.append)
+    try:
+        started.start(60)
+    finally:
+        started.stop()
+    return said
+
+
+def test_an_engine_on_a_shared_gpu_is_launched_once_the_other_is_ready(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stand-in engines (tests/doubles/start_order.py, not vLLM) on GPU 0, as up plans the
+    one-GPU pair: decode is launched only once prefill is ready, and up says why (one H200,
+    2026-12-04: two vLLM engines profiling one GPU at once, and decode found no KV memory)."""
+    prefill = start_order.engine("prefill", "prefill", tmp_path, "0")
+    decode = start_order.engine("decode", "decode", tmp_path, "0")
+    order = start_order.StartOrder(monkeypatch, [prefill, decode])
+    said = _start(state.Folder(tmp_path / "release"), [prefill, decode], "vllm")
+    assert order.events == ["launch prefill", "ready prefill", "launch decode", "ready decode"]
+    assert said[0] == (
+        "decode waits for prefill (same GPU 0): vLLM's start-up memory profiling measures the "
+        "whole device"
+    )
+
+
+@pytest.mark.parametrize(("engine", "gpus"), [("vllm", ("0", "1")), ("sim", ("0", "0"))])
+def test_engines_on_gpus_of_their_own_and_simulators_start_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: str, gpus: tuple[str, str]
+) -> None:
+    prefill = start_order.engine("prefill", "prefill", tmp_path, gpus[0])
+    decode = start_order.engine("decode", "decode", tmp_path, gpus[1])
+    order = start_order.StartOrder(monkeypatch, [prefill, decode])
+    said = _start(state.Folder(tmp_path / "release"), [prefill, decode], engine)
+    assert order.events[:2] == ["launch prefill", "launch decode"]
+    assert not any("waits for" in line for line in said)
 
 
 def test_a_missing_router_is_an_environment_problem(

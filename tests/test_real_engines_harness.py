@@ -20,6 +20,7 @@ from pdctl.models import catalog
 from pdctl.models.config import from_hf_config
 from pdctl.models.memory import weight_bytes
 from pdctl.verify import judge
+from tests.doubles import start_order
 from tests.doubles.vllm_engine import Behaviour, KvRegistry, VllmEngineDouble
 
 CONFIG = Path("tests/fixtures/configs/llama-3.1-8b.json")
@@ -174,6 +175,28 @@ def test_start_all_reports_each_process(tmp_path: Path) -> None:
         processes.stop()
     assert started["good"] is None
     assert started["bad"] is not None and "exited with 3" in started["bad"]
+
+
+@pytest.mark.parametrize("start", ["start_engines", "start_all"])
+def test_the_harness_starts_engines_on_one_gpu_as_pdctl_up_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], start: str
+) -> None:
+    """Processes.start_engines (the pair) and start_all (models.py, accuracy.py) on stand-in
+    engines (tests/doubles/start_order.py, not vLLM) on GPU 0: the second is launched once the
+    first is ready, and why is said."""
+    first = start_order.engine("first", "prefill", tmp_path, "0")
+    second = start_order.engine("second", "decode", tmp_path, "0")
+    order = start_order.StartOrder(monkeypatch, [first, second])
+    processes = run.Processes(tmp_path / "logs")
+    try:
+        if start == "start_engines":
+            processes.start_engines([first, second], 60, {})
+        else:
+            assert processes.start_all([first, second], 60) == {"first": None, "second": None}
+    finally:
+        processes.stop()
+    assert order.events == ["launch first", "ready first", "launch second", "ready second"]
+    assert "second waits for first (same GPU 0)" in capsys.readouterr().out
 
 
 def test_the_warm_up_runs_the_prefill_shape_before_it_is_timed() -> None:

@@ -322,10 +322,7 @@ def variant(
         # The chart's PROMETHEUS_MULTIPROC_DIR (an emptyDir per pod), one folder per engine here.
         part["prometheus_multiproc_dir"] = multiproc.own_folders(engines, out / f"prom-{name}")
         multiproc.fresh(engines)
-        popens = [(e, processes.launch(e, env)) for e in engines]
-        deadline = time.monotonic() + timeout
-        for engine, popen in popens:
-            processes.wait_healthy(engine, popen, deadline)
+        processes.start_engines(engines, timeout, env)
         part["started"]["engines_s"] = round(time.monotonic() - began, 1)
         processes.start(proxy, 180, {})
         part["started"]["proxy_s"] = round(time.monotonic() - began, 1)

@@ -217,19 +217,37 @@ class Processes:
     def start(self, process: local.Process, timeout: float, extra_env: dict[str, str]) -> None:
         self.wait_healthy(process, self.launch(process, extra_env), time.monotonic() + timeout)
 
-    def start_all(self, processes: list[local.Process], timeout: float) -> dict[str, str | None]:
-        """Start them side by side; per name, None once healthy or why not (it is then
-        stopped, and the others go on)."""
+    @staticmethod
+    def waves(engines: list[local.Process]) -> list[list[local.Process]]:
+        """local.start_waves, each wait said (supervisor.waiting)."""
+        waves = local.start_waves(engines)
+        for line in supervisor.waiting(waves):
+            print(line, flush=True)
+        return waves
+
+    def start_engines(
+        self, engines: list[local.Process], timeout: float, extra_env: dict[str, str]
+    ) -> None:
+        """Start them as pdctl up does: side by side, but those sharing a GPU one after another
+        (local.start_waves), all within `timeout`; SystemExit when one is not healthy."""
         deadline = time.monotonic() + timeout
-        popens = [(process, self.launch(process, {})) for process in processes]
-        started: dict[str, str | None] = {}
-        for process, popen in popens:
-            try:
+        for wave in self.waves(engines):
+            for process, popen in [(p, self.launch(p, extra_env)) for p in wave]:
                 self.wait_healthy(process, popen, deadline)
-                started[process.name] = None
-            except SystemExit as failure:
-                started[process.name] = str(failure)[-3000:]
-                self.kill(process.name)
+
+    def start_all(self, processes: list[local.Process], timeout: float) -> dict[str, str | None]:
+        """Start them side by side (those sharing a GPU one after another, as start_engines);
+        per name, None once healthy or why not (it is then stopped, and the others go on)."""
+        deadline = time.monotonic() + timeout
+        started: dict[str, str | None] = {}
+        for wave in self.waves(processes):
+            for process, popen in [(p, self.launch(p, {})) for p in wave]:
+                try:
+                    self.wait_healthy(process, popen, deadline)
+                    started[process.name] = None
+                except SystemExit as failure:
+                    started[process.name] = str(failure)[-3000:]
+                    self.kill(process.name)
         return started
 
     def kill(self, name: str) -> int | None:
@@ -339,8 +357,7 @@ class Pair:
         self.model = served_model(self.engines[0])
 
     def start(self, processes: Processes, timeout: float) -> None:
-        for engine in self.engines:
-            processes.start(engine, timeout, self.env)
+        processes.start_engines(self.engines, timeout, self.env)
         processes.start(self.router, 120, {})
 
     @property

@@ -7,7 +7,7 @@ changed, and nothing else:
 - GPUs: each engine gets its share of the host's GPUs in CUDA_VISIBLE_DEVICES, and
   `--gpu-memory-utilization` divided among the engines that share a GPU; engines that share a GPU
   get UCX_CUDA_IPC_ENABLE_GET_ZCOPY=y unless the render sets it (pdctl/ucx.py: UCX reads KV over
-  TCP between them otherwise);
+  TCP between them otherwise), and start one after another (start_waves);
 - discovery: the router gets the engines' URLs (static mode) instead of Kubernetes selectors;
 - env: the downward API's pod IP becomes 127.0.0.1, the pod name the engine's name; Secret
   references and paths inside the pod (HF_HOME, HF_TOKEN_PATH) are left out;
@@ -114,6 +114,34 @@ class Layout:
     def processes(self) -> list[Process]:
         """The engines, then the router (the order they start in)."""
         return [*self.engines, *([self.router] if self.router else [])]
+
+    def engine_waves(self) -> list[list[Process]]:
+        """The engines in the waves they start in (start_waves); the simulator's all at once: it
+        measures no device."""
+        return [self.engines] if self.engine == "sim" else start_waves(self.engines)
+
+
+def gpus(proc: Process) -> list[str]:
+    """The GPUs a process sees (its CUDA_VISIBLE_DEVICES); none where it names none."""
+    return [device.strip() for device in proc.env.get(GPU_ENV, "").split(",") if device.strip()]
+
+
+def start_waves(engines: Sequence[Process]) -> list[list[Process]]:
+    """The engines in the waves they start in, in order: each in the first wave after those of
+    every earlier engine that shares one of its GPUs; engines on GPUs of their own, or naming
+    none, start together. vLLM's start-up memory profiling measures the whole device, so two
+    engines profiling one GPU at once count each other's allocations and frees (one H200, vLLM
+    0.26, 2026-12-04: "Available KV cache memory: -1323.33 GiB", then "No available memory for
+    the cache blocks")."""
+    waves: list[list[Process]] = []
+    for proc in engines:
+        mine = set(gpus(proc))
+        shared = [n for n, wave in enumerate(waves) for other in wave if mine & set(gpus(other))]
+        wave = max(shared, default=-1) + 1
+        if wave == len(waves):
+            waves.append([])
+        waves[wave].append(proc)
+    return waves
 
 
 def shown(env: dict[str, str]) -> dict[str, str]:

@@ -1,6 +1,8 @@
 """The supervisor of a local release: starts its processes (engines first, then the router), waits
 until each answers its readiness path, then watches them until told to stop (SIGTERM, SIGINT: Ctrl-C
-or `pdctl down`) or until one of them exits; then stops them all.
+or `pdctl down`) or until one of them exits; then stops them all. Engines that share a GPU start one
+after another, each once the one before is ready (pdctl.local.layout.start_waves says why); the
+others together. One deadline holds for the whole start.
 
 Each process runs in a process group of its own (so that stopping it reaches the programs it
 started, as vLLM's engine core), with its output in a log file, and on Linux with
@@ -10,7 +12,8 @@ SIGTERM. Stopping sends SIGTERM to each group, and SIGKILL to what is left GRACE
 `pdctl up` runs the supervisor as its own program (`python -m pdctl.local.supervisor FOLDER`, in
 a new session, holding the release's lock), reading its progress lines from its standard output
 until READY; `pdctl up --foreground` runs `supervise` in its own process. The GPU benchmark
-harness (benchmarks/real_engines/run.py) starts its engines with `launch` and `wait_ready`.
+harness (benchmarks/real_engines/run.py) starts its engines with `launch` and `wait_ready`, in the
+same waves.
 """
 
 from __future__ import annotations
@@ -30,12 +33,13 @@ from typing import IO
 
 from pdctl import process
 from pdctl.local import ownership, state
-from pdctl.local.layout import SUPERVISOR, Layout, Process
+from pdctl.local.layout import SUPERVISOR, Layout, Process, gpus
 
 READY = "READY"  # the last progress line of a supervisor whose release is up
 GRACE = process.GRACE
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 POLL = 0.2  # seconds between looks at the processes
+PROFILING = "vLLM's start-up memory profiling measures the whole device"  # why engines wait
 
 Running = list[tuple[Process, "subprocess.Popen[bytes]"]]
 
@@ -96,6 +100,23 @@ def wait_ready(proc: Process, popen: subprocess.Popen[bytes], deadline: float, l
         time.sleep(POLL)
 
 
+def waiting(waves: list[list[Process]]) -> list[str]:
+    """A line for each engine that waits for earlier ones on its GPUs (layout.start_waves): which,
+    and why."""
+    lines = []
+    for n, wave in enumerate(waves):
+        earlier = [other for before in waves[:n] for other in before]
+        for proc in wave:
+            ahead = [other for other in earlier if set(gpus(other)) & set(gpus(proc))]
+            if ahead:
+                shared = [d for d in gpus(proc) if any(d in gpus(other) for other in ahead)]
+                lines.append(
+                    f"{proc.name} waits for {', '.join(other.name for other in ahead)} (same GPU "
+                    f"{','.join(shared)}): {PROFILING}"
+                )
+    return lines
+
+
 def stop(popens: list[subprocess.Popen[bytes]]) -> None:
     """SIGTERM to each one's process group; SIGKILL to what is left GRACE seconds later."""
     for popen in popens:
@@ -148,7 +169,10 @@ class Supervisor:
         }
         self.record(state.STARTING)
         deadline = time.monotonic() + timeout
-        for group in (layout.engines, [layout.router] if layout.router else []):  # router last
+        waves = layout.engine_waves()
+        for line in waiting(waves):
+            self.say(line)
+        for group in [*waves, [layout.router] if layout.router else []]:  # router last
             started = [(p, launch(p, self.folder.log(p.name))) for p in group]
             self.running += started
             self.state["pids"] = {p.name: popen.pid for p, popen in self.running}
