@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # One lease of the GPU host, call by call, as it ran for benchmarks/records/lmcache-h200-1gpu-stall.json
-# (README.md beside this file, "LMCache PD"). The host has torch 2.11.0+cu130 and no network; a
-# call carries at most 64 MiB, so vLLM 0.26.0 and the packages it needs travel as one tar of
-# wheels split in parts (`.carry/N/`, git-ignored), with LMCache's source release and its build's
-# wheels (build_lmcache.sh fetch) in the first.
+# and lmcache-h200-1gpu-v1runner.json (README.md beside this file, "LMCache PD"). The host has torch
+# 2.11.0+cu130 and no network; a call carries at most 64 MiB, so vLLM 0.26.0 and the packages it
+# needs travel as one tar of wheels split in parts (`.carry/N/`, git-ignored), with LMCache's
+# source release and its build's wheels (build_lmcache.sh fetch), or the wheel an earlier lease
+# built and kept, in a part of their own.
 #
 #   stash N       move the parts carried in .carry/N to /tmp/parts (every carrying call)
 #   build         start build_lmcache.sh on /tmp/parts in the background (after part 1); not
