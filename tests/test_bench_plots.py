@@ -21,7 +21,7 @@ from pdctl import plotting
 from pdctl.bench import compare as comparing
 from pdctl.bench import plots, report
 from pdctl.bench.run import Result
-from pdctl.bench.runs import TTFT_P50, Run, load_axis, read_all
+from pdctl.bench.runs import FIRST_GAP_P50, TTFT_P50, Run, load_axis, read_all
 from pdctl.bench.summary import summarize
 from pdctl.bench.workload import BenchSettings
 from pdctl.cli.app import app
@@ -220,6 +220,14 @@ def test_ratios_against_the_first_run_matched_by_load() -> None:
     (row,) = [r for r in data["rows"] if r["metric"] == TTFT_P50.key and r["concurrency"] == 4]
     assert row == {"metric": "ttft_ms_p50", "concurrency": 4, "values": {"a": 300.0, "b": 150.0},
                    "ratios": {"b": 0.5}}  # fmt: skip
+
+
+def test_the_first_gap_is_compared_and_missing_from_a_run_saved_before_it() -> None:
+    older = step(1, 100.0)
+    del older["first_gap_ms"]
+    found = comparing.compare([run("old", [older]), run("new", [step(1, 50.0)])])
+    (row,) = found.of(FIRST_GAP_P50)
+    assert row.values == (None, 7.5) and row.ratios == (None,)  # gaps of 5 and 10 ms
 
 
 def test_compare_cli_table_json_and_report(tmp_path: Path) -> None:

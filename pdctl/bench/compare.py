@@ -11,6 +11,7 @@ from typing import Any
 
 from pdctl.bench import plots
 from pdctl.bench.runs import (
+    FIRST_GAP_P50,
     GOODPUT,
     ITL_P50,
     ITL_P90,
@@ -24,7 +25,16 @@ from pdctl.bench.runs import (
     load_axis,
 )
 
-METRICS = (TTFT_P50, TTFT_P90, TTFT_P99, ITL_P50, ITL_P90, OUTPUT_TOKENS, REQUESTS)
+METRICS = (
+    TTFT_P50,
+    TTFT_P90,
+    TTFT_P99,
+    ITL_P50,
+    ITL_P90,
+    FIRST_GAP_P50,
+    OUTPUT_TOKENS,
+    REQUESTS,
+)
 CSV = "compare.csv"
 
 

@@ -48,6 +48,7 @@ def _latency(field: str, stat: str, title: str) -> Metric:
 
 TTFT_P50, TTFT_P90, TTFT_P99 = (_latency("ttft_ms", p, "TTFT") for p in ("p50", "p90", "p99"))
 ITL_P50, ITL_P90, ITL_P99 = (_latency("itl_ms", p, "ITL") for p in ("p50", "p90", "p99"))
+FIRST_GAP_P50 = _latency("first_gap_ms", "p50", "first gap")
 E2E_P50, E2E_P99 = (_latency("e2e_ms", p, "end-to-end latency") for p in ("p50", "p99"))
 OUTPUT_TOKENS = Metric(
     "output_token_throughput",

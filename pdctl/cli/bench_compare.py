@@ -46,9 +46,10 @@ def compare(
 ) -> None:
     """Compare saved bench runs step by step at the same load, each against the first.
 
-    Per metric (TTFT p50/p90/p99, ITL p50/p90, output tokens/s, requests/s, goodput when an SLO
-    was given), each run's value and its ratio to the first file's (B/A: above 1 is slower for a
-    latency, faster for a throughput). Exit 1 when a file is missing or not a bench result."""
+    Per metric (TTFT p50/p90/p99, ITL p50/p90, first gap p50, output tokens/s, requests/s,
+    goodput when an SLO was given), each run's value and its ratio to the first file's (B/A: above
+    1 is slower for a latency, faster for a throughput). Exit 1 when a file is missing or not a
+    bench result."""
     from pdctl.bench import compare as comparing  # lazy: start-up
     from pdctl.bench.runs import read_all  # lazy: start-up
 
