@@ -115,6 +115,27 @@ def rules() -> list[dict[str, Any]]:
             f"({', '.join(failures)}).",
         ))  # fmt: skip
 
+    # A connector that reports tokens to vLLM before it loads them (metrics.loaded: LMCache) can
+    # count a prompt as external_kv_transfer while decode loads nothing (LMCache 0.5.6 on vLLM
+    # 0.26's Model Runner V2: benchmarks/records/lmcache-h200-1gpu-leak.json). Only releases
+    # that export the load counter are judged (`and` needs it on both sides).
+    loaded = sorted(
+        {f"{name}_total" for c in table.connectors.values() for name in c.metrics.get("loaded", ())}
+    )
+    if loaded:
+        external = rate(series(by_source, "decode", 'source="external_kv_transfer"'), "increase")
+        flat = " or ".join(f"{rate(series(name, 'decode'), 'increase')} == 0" for name in loaded)
+        found.append(_rule(
+            "PDKVNotLoaded",
+            f"{external} > 0 and ({flat})",
+            "10m", "critical",
+            "Decode counts prompts as loaded from prefill's KV but its connector loaded none",
+            "Release {{ $labels.app_kubernetes_io_instance }} in {{ $labels.namespace }}: decode "
+            f"counted {{{{ $value }}}} prompt tokens as external_kv_transfer in 10 minutes while "
+            f"{', '.join(loaded)} did not move: decode generates over KV nothing wrote (on vLLM "
+            "0.26 with LMCache: VLLM_USE_V2_MODEL_RUNNER=0, which the chart renders).",
+        ))  # fmt: skip
+
     floor = links.load().minimum_gbps
     for c in table.connectors.values():
         bandwidth = c.metrics.get("bandwidth", ())

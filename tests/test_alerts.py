@@ -36,6 +36,7 @@ PROMTOOL = install_debian_tools.destination("promtool")
 RULES = build_alerts.TARGET
 ALERTS = [rule["alert"] for rule in yaml.safe_load(RULES.read_text())["groups"][0]["rules"]]
 MINUTES = 40  # samples one minute apart; alerts are evaluated at 35m
+LMCACHE_DECODE = ROOT / "benchmarks/records/lmcache-h200-1gpu-v1runner-metrics-decode.txt"
 
 
 def promtool(*args: str) -> subprocess.CompletedProcess[str]:
@@ -70,6 +71,8 @@ def healthy(namespace: str, release: str = "pd") -> list[dict[str, str]]:
         _series("vllm:nixl_xfer_time_seconds_sum", f"0+60x{MINUTES}", **decode),
         _series("vllm:nixl_num_failed_transfers_total", f"0x{MINUTES}", **decode),
         _series("vllm:nixl_num_failed_notifications_total", f"0x{MINUTES}", **decode),
+        # LMCache's load counter (the table's metrics.loaded), exported by an LMCache decode.
+        _series("lmcache:num_hit_tokens_total", grow, **decode),
         _series("up", f"1x{MINUTES}", **prefill),
         _series("up", f"1x{MINUTES}", **decode),
     ]
@@ -86,6 +89,7 @@ def broken(namespace: str, alert: str) -> list[dict[str, str]]:
             grow,
         ),
         "PDKVTransferFailing": ("vllm:nixl_num_failed_transfers_total", "", f"0+1x{MINUTES}"),
+        "PDKVNotLoaded": ("lmcache:num_hit_tokens_total", "", zero),
         "PDKVTransferSlow": (
             "vllm:nixl_bytes_transferred_sum",
             "",
@@ -164,15 +168,19 @@ def test_each_alert_fires_on_its_failure_and_nowhere_else(tmp_path: Path) -> Non
     assert set(ALERTS) >= {
         "PDDecodeRecomputing",
         "PDKVTransferFailing",
+        "PDKVNotLoaded",
         "PDKVTransferSlow",
         "PDPrefillIdle",
     }
 
 
 def test_no_alert_fires_on_healthy_traffic(tmp_path: Path) -> None:
+    """Two releases; the second's decode exports no connector load counter (NIXL's does not):
+    PDKVNotLoaded judges only the releases that export one."""
+    second = [s for s in healthy("other", release="second") if "lmcache:" not in s["series"]]
     test = {
         "interval": "1m",
-        "input_series": healthy("good") + healthy("other", release="second"),
+        "input_series": healthy("good") + second,
         "alert_rule_test": [
             {"eval_time": f"{t}m", "alertname": a, "exp_alerts": []}
             for a in ALERTS
@@ -192,6 +200,8 @@ def test_a_missed_alert_makes_promtool_fail(tmp_path: Path) -> None:
 
 def test_every_selector_starts_with_the_role_and_names_an_exported_series() -> None:
     exported = {re.sub(r"_(sum|count|bucket)$", "", name) for name in METRICS} | {"up"}
+    # LMCache's, as a real LMCache 0.5.6 decode exported them (the kept /metrics text).
+    exported |= set(re.findall(r"^(lmcache:\w+)", LMCACHE_DECODE.read_text(), re.M))
     for rule in yaml.safe_load(RULES.read_text())["groups"][0]["rules"]:
         selectors = re.findall(r"([a-z_:]+)\{([^}]*)\}", rule["expr"])
         assert selectors, rule["alert"]
