@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from pdctl import workloads
+from pdctl import ucx, workloads
 from pdctl.findings import Severity
 from pdctl.naming import NAME_LIMIT
 from pdctl.rules.deployment import POOLS_PATH, Deployment, Pool, as_dict, as_int, as_number
@@ -207,7 +207,7 @@ def _ucx_tls(deployment: Deployment, pool: Pool) -> tuple[str, KeyPath] | None:
         (engine.get("env"), ("servingEngineSpec", "env")),
     ):
         for index, entry in enumerate(env if isinstance(env, list) else []):
-            if isinstance(entry, dict) and entry.get("name") == "UCX_TLS":
+            if isinstance(entry, dict) and entry.get("name") == ucx.TLS_ENV:
                 return str(entry.get("value", "")), (*path, index)
     network = as_dict(pool.spec.get("network"))
     if network.get("ucxTls"):
@@ -229,7 +229,11 @@ def cuda_ipc_without_host_ipc(deployment: Deployment) -> Iterator[Issue]:
     namespace: containers get it with hostIPC (docker's --ipc=host)."""
     for pool in deployment.pools:
         found = _ucx_tls(deployment, pool)
-        if found and "cuda_ipc" in found[0].split(",") and pool.spec.get("hostIPC") is not True:
+        if (
+            found
+            and ucx.CUDA_IPC in ucx.transports(found[0])
+            and pool.spec.get("hostIPC") is not True
+        ):
             yield Issue(
                 found[1],
                 f"pool {pool.name!r} lists cuda_ipc in UCX_TLS ({found[0]}) without hostIPC: "
