@@ -313,6 +313,8 @@ def test_latency_is_measured_from_the_streamed_tokens(stack: Stack) -> None:
     assert latency["requests"] == latency["succeeded"] == 3
     assert latency["itl_basis"] == "token"
     assert latency["itl_ms"]["n"] == 3 * 9  # 10 tokens, one per chunk: 9 gaps per request
+    first, itl = latency["first_gap_ms"], latency["itl_ms"]  # each request's first of its gaps
+    assert first["n"] == 3 and itl["min"] <= first["min"] <= first["max"] <= itl["max"]
     assert latency["ttft_ms"]["min"] >= 60.0
     assert latency["e2e_ms"]["min"] >= 60.0 + 9 * 30.0
     assert latency["completion_tokens"]["mean"] == 10

@@ -22,7 +22,8 @@ Latency definitions (client-side; the names as vLLM's `vllm bench serve` uses th
 vllm/benchmarks/serve.py): TTFT is the time from sending the request to the first chunk carrying
 generated text; ITL the gaps between chunks carrying text, per token when the server's token
 count equals the chunk count, else per chunk (then `itl_basis` is "chunk" and TPOT is the
-per-token figure); TPOT is
+per-token figure); the first gap is each request's first (where the router answers with
+prefill's token before the KV transfer, as LMCache's PD proxy does, the transfer is in it); TPOT is
 (last text chunk - first text chunk) / (completion_tokens - 1) with completion_tokens from the
 server's usage; e2e from sending to the end of the stream. Percentiles interpolate linearly
 between the two nearest values (as numpy's default).
@@ -252,6 +253,7 @@ def _chat_stream(
         "ttft_ms": stats([r.ttft_ms for r in good if r.ttft_ms is not None]),
         "itl_ms": stats([g for r in good for g in r.gaps_ms]),
         "itl_basis": "token" if per_token else "chunk",
+        "first_gap_ms": stats([r.gaps_ms[0] for r in good if r.gaps_ms]),
         "tpot_ms": stats([r.tpot_ms for r in good if r.tpot_ms is not None]),
         "e2e_ms": stats([r.e2e_ms for r in good]),
         "completion_tokens": stats([float(r.completion_tokens or 0) for r in good]),
