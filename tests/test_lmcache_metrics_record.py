@@ -169,3 +169,23 @@ def test_verify_passes_the_pair_whose_decode_loaded_the_kv() -> None:
     assert verdict.status == judge.PASS, verdict.summary
     assert not verdict.facts["recomputed"]
     assert verdict.facts["connector_transfer_moved"]
+
+
+def test_every_known_failure_names_a_record_that_shows_it() -> None:
+    """The connector table's failsWith (PD118) points at a kept record; LMCache's at the run with
+    the sender's PD buffer at the decode's (what PD119 asks), where verify passed and no start
+    served 16 requests in flight: the buffer rule does not make the failure go away."""
+    table = connectors.load().connectors
+    failures = [(name, f) for name, c in table.items() for f in c.fails_with]
+    assert failures, "the connector table lists no known failure"
+    for _, failure in failures:
+        assert (ROOT / failure.record).is_file(), failure.record
+    (lmcache,) = [f for name, f in failures if name == "LMCacheConnectorV1"]
+    record = json.loads((ROOT / lmcache.record).read_text())
+    commands = record["commands"].values()
+    buffers = [c["env"]["LMCACHE_PD_BUFFER_SIZE"] for c in commands if c.get("env")]
+    assert len(buffers) == 2 and len(set(buffers)) == 1, buffers
+    for variant in record["variants"].values():
+        assert variant["verify"]["passed"] and variant["verify"]["pd_proven"]
+        served = {step["in_flight"]: step["succeeded"] == 16 for step in variant["bench"]}
+        assert served[1] and not served.get(16, False)

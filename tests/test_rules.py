@@ -395,7 +395,7 @@ def test_a_connector_that_failed_on_a_real_run_with_the_image_s_vllm_is_warned_a
         [f"servingEngineSpec.modelSpec[{i}].kvTransfer.connector" for i in (0, 1)] if warned else []
     )
     if warned:
-        assert "lmcache-h200-1gpu-v1runner.json" in found[0].message
+        assert "lmcache-h200-1gpu-equal-buffers.json" in found[0].message
         assert "0.26.0" in found[0].message
         assert found[0].hint and "NixlConnector" in found[0].hint
 

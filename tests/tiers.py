@@ -48,6 +48,7 @@ MODULES: dict[str, str] = {
     "test_links": "unit",
     "test_llmd_router": "chart",
     "test_lmcache_metrics_record": "unit",
+    "test_carry_wheels": "unit",
     "test_lmcache_pair": "chart",
     "test_lmcache_proxy": "chart",
     "test_local_consent": "chart",

@@ -2,9 +2,10 @@
 # One lease of the GPU host, call by call, as it ran for benchmarks/records/lmcache-h200-1gpu-stall.json
 # and lmcache-h200-1gpu-v1runner.json (README.md beside this file, "LMCache PD"). The host has torch
 # 2.11.0+cu130 and no network; a call carries at most 64 MiB, so vLLM 0.26.0 and the packages it
-# needs travel as one tar of wheels split in parts (`.carry/N/`, git-ignored), with LMCache's
-# source release and its build's wheels (build_lmcache.sh fetch), or the wheel an earlier lease
-# built and kept, in a part of their own.
+# and LMCache need travel as one tar of wheels split in parts (carry_wheels.py writes them to
+# `.carry/1` ... `.carry/5`, git-ignored), with LMCache's source release and its build's wheels
+# (build_lmcache.sh fetch .carry/6), or the wheel an earlier lease built and kept, in a part of
+# their own.
 #
 #   stash N       move the parts carried in .carry/N to /tmp/parts (every carrying call)
 #   build         start build_lmcache.sh on /tmp/parts in the background (after part 1); not
@@ -22,7 +23,7 @@ set -euo pipefail
 PARTS=/tmp/parts
 SITE=/tmp/site
 SITE_LMCACHE=/tmp/site-lmcache
-RESULTS=/tmp/out
+RESULTS=${LEASE_RESULTS:-/tmp/out}  # the results folder (a test gives its own)
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 export PYTHONPATH=$SITE:$SITE_LMCACHE PATH=$SITE/bin:$PATH
 
@@ -40,7 +41,7 @@ build() {
 
 install() {
   local sha=$1
-  cat "$PARTS"/p0 "$PARTS"/q0 "$PARTS"/q1 "$PARTS"/q2 "$PARTS"/q3 >/tmp/wheels.tar
+  cat "$PARTS"/wheels.tar.part-* >/tmp/wheels.tar
   echo "$sha  /tmp/wheels.tar" | sha256sum -c -
   mkdir -p /tmp/wheels && tar -xf /tmp/wheels.tar -C /tmp/wheels && rm /tmp/wheels.tar
   python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" /tmp/wheels/*.whl
@@ -98,6 +99,12 @@ drive() {
 
 wait_for() {
   local until=$((SECONDS + $1))
+  # A machine given back while idle comes back fresh, with no driver: say so at once (the
+  # 2026-12-04 lease's poll waited out 420 s on one).
+  if [[ ! -f $RESULTS/driver.log ]]; then
+    echo "no driver ran on this machine (a fresh one: the lease's machine went back while idle)" >&2
+    exit 1
+  fi
   while ((SECONDS < until)) && ! grep -q DRIVER-DONE "$RESULTS/driver.log"; do
     sleep 10
   done

@@ -52,7 +52,8 @@ def deprecated_kv_both(deployment: Deployment) -> Iterator[Issue]:
     explain=(
         "the connector table's failsWith: what a run on a real GPU found broken for a connector "
         "with the image's vLLM version (LMCacheConnectorV1 on vLLM 0.26: 16 requests in flight "
-        "failed on one H200; benchmarks/records/lmcache-h200-1gpu-v1runner.json, tutorial 19); "
+        "failed on one H200; benchmarks/records/lmcache-h200-1gpu-equal-buffers.json, tutorial "
+        "19); "
         "silent where the image states no vLLM version"
     ),
 )
@@ -81,7 +82,8 @@ def failed_on_a_real_run(deployment: Deployment) -> Iterator[Issue]:
         "`kvTransfer.kvBufferSize` (LMCACHE_PD_BUFFER_SIZE, 1 GiB unless set) is at least the "
         "smallest decode pool's: the proxy admits prompts while their KV fits that buffer "
         "(--pd-buffer-size), so a smaller sender's fills under load (on one H200 at 16 in flight "
-        "it died or stalled; benchmarks/records/lmcache-h200-1gpu-v1runner.json, tutorial 19)"
+        "the sender logged 'store only 0 total chunks' and the pair stalled; "
+        "benchmarks/records/lmcache-h200-1gpu-v1runner.json, tutorial 19)"
     ),
 )
 def lmcache_sender_buffer(deployment: Deployment) -> Iterator[Issue]:
@@ -98,6 +100,6 @@ def lmcache_sender_buffer(deployment: Deployment) -> Iterator[Issue]:
                 f"LMCache sender pool {pool.name!r} has a PD buffer of {held:,} bytes, and "
                 f"LMCache's proxy admits prompts up to the decode pools' {admitted:,}: under "
                 "load the sender is asked to hold more KV than fits (on one H200 at 16 in "
-                "flight its engine died, UCX cuda_ipc, or the pair stalled, tcp)",
+                "flight it stored nothing more and the pair stalled)",
                 f"set kvTransfer.kvBufferSize: {admitted} on {pool.name!r}",
             )
