@@ -13,7 +13,8 @@ so every `with` block unwinds (temporary files removed, children stopped) before
 knows the child's process group, then raised: one that arrived just after the child started
 would otherwise end pdctl and leave the child running. Children that other threads wait on (files
 validated side by side) are stopped by `stop_all()` when the main thread is interrupted: only the
-main thread gets the signal.
+main thread gets the signal. A loop that watches children for long (the local release's supervisor)
+uses `signals_noted()` instead: a signal is noted, and the loop raises it between its steps.
 """
 
 from __future__ import annotations
@@ -95,6 +96,31 @@ def signals_raise() -> Iterator[None]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+@contextmanager
+def signals_noted() -> Iterator[list[int]]:
+    """Within the block (main thread), SIGINT and SIGTERM raise nothing: each is noted in the list
+    it yields, for a loop that looks at it between its steps (`raise_noted`). Interrupted raised
+    in the middle of library code can leave it broken: Popen.poll, interrupted just after taking
+    its lock, keeps it, and every later wait for that child (stopping it) waits for ever."""
+    noted: list[int] = []
+
+    def note(signum: int, _frame: FrameType | None) -> None:
+        noted.append(signum)
+
+    previous = {signum: signal.signal(signum, note) for signum in FORWARDED}
+    try:
+        yield noted
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def raise_noted(noted: list[int]) -> None:
+    """Interrupted for the first signal `signals_noted` noted, if one was."""
+    if noted:
+        raise Interrupted(noted[0])
 
 
 class Child:
