@@ -13,7 +13,10 @@ so every `with` block unwinds (temporary files removed, children stopped) before
 knows the child's process group, then raised: one that arrived just after the child started
 would otherwise end pdctl and leave the child running. Children that other threads wait on (files
 validated side by side) are stopped by `stop_all()` when the main thread is interrupted: only the
-main thread gets the signal.
+main thread gets the signal. Each call into a child's Popen (poll, reaping it) holds the signals
+too: Interrupted in its middle could leave Popen's lock held, and stopping the child would then
+wait for ever. A loop that watches children for long (the local release's supervisor) uses
+`signals_noted()` instead: a signal is noted, and the loop raises it between its steps.
 """
 
 from __future__ import annotations
@@ -25,14 +28,15 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from types import FrameType
-from typing import IO
+from typing import IO, TypeVar
 
 from pdctl.errors import EnvironmentProblem
 
 GRACE = 5.0  # seconds between the forwarded signal and SIGKILL
+T = TypeVar("T")
 FORWARDED = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -97,6 +101,31 @@ def signals_raise() -> Iterator[None]:
             signal.signal(signum, handler)
 
 
+@contextmanager
+def signals_noted() -> Iterator[list[int]]:
+    """Within the block (main thread), SIGINT and SIGTERM raise nothing: each is noted in the list
+    it yields, for a loop that looks at it between its steps (`raise_noted`). Interrupted raised
+    in the middle of library code can leave it broken: Popen.poll, interrupted just after taking
+    its lock, keeps it, and every later wait for that child (stopping it) waits for ever."""
+    noted: list[int] = []
+
+    def note(signum: int, _frame: FrameType | None) -> None:
+        noted.append(signum)
+
+    previous = {signum: signal.signal(signum, note) for signum in FORWARDED}
+    try:
+        yield noted
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def raise_noted(noted: list[int]) -> None:
+    """Interrupted for the first signal `signals_noted` noted, if one was."""
+    if noted:
+        raise Interrupted(noted[0])
+
+
 class Child:
     """A program started by start(); see the module docstring."""
 
@@ -113,19 +142,14 @@ class Child:
         self._ends = _now() + deadline
 
     def poll(self) -> int | None:
-        return self._process.poll()
+        return _uninterrupted(self._process.poll)
 
     def wait(self, seconds: float) -> int | None:
         """Wait up to `seconds` for the child to end; its exit status, or None while it runs.
         Past the deadline the child is stopped and EnvironmentProblem raised."""
-        timeout = max(0.0, min(seconds, self._ends - _now()))
-        if self._process.returncode is None and _sleep_until_exit(self._process.pid, timeout):
-            timeout = 0.0
-        try:
-            return self._process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            if _now() < self._ends:
-                return None
+        status = self._exit_status(max(0.0, min(seconds, self._ends - _now())))
+        if status is not None or _now() < self._ends:
+            return status
         self.stop(signal.SIGTERM)
         raise EnvironmentProblem(
             f"{self.what} did not finish within {self.deadline:g}s and was stopped"
@@ -135,20 +159,31 @@ class Child:
         """Send `signum` to the child's process group; once the group has ended, or GRACE
         seconds later, SIGKILL whatever is left of it (a member may ignore `signum`, as a shell's
         background job ignores SIGINT)."""
-        if self._process.poll() is not None:
+        if self.poll() is not None:
             return
         signal_group(self._process.pid, signum)
         try:
             self._group_ends(GRACE)
         finally:  # also when a second signal interrupts the grace period
             signal_group(self._process.pid, signal.SIGKILL)
-            self._process.wait()
+            _uninterrupted(self._process.wait)
+
+    def _exit_status(self, seconds: float) -> int | None:
+        """The child's exit status once it ends within `seconds`, else None. Woken by its end
+        (a pidfd), Popen only reaps it, with signals held (_uninterrupted); without a pidfd,
+        Popen's own wait polls, interruptible as before."""
+        if self._process.returncode is None and _sleep_until_exit(self._process.pid, seconds):
+            seconds = 0.0
+        try:
+            if seconds == 0.0:
+                return _uninterrupted(lambda: self._process.wait(timeout=0.0))
+            return self._process.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return None
 
     def _group_ends(self, seconds: float) -> None:
         ends = _now() + seconds
-        try:
-            self._process.wait(timeout=seconds)
-        except subprocess.TimeoutExpired:
+        if self._exit_status(seconds) is None:
             return
         while _now() < ends and signal_group(self._process.pid, 0):
             time.sleep(0.05)
@@ -166,6 +201,19 @@ class Child:
         return subprocess.CompletedProcess(
             self._process.args, self._process.wait(), self._out.read(), self._err.read()
         )
+
+
+def _uninterrupted(call: Callable[[], T]) -> T:
+    """`call()` (a Popen method) with SIGINT and SIGTERM held on the main thread, one received
+    raised after it: Interrupted in the middle of Popen.poll or wait can leave the Popen's lock
+    held, and every later wait for that child (stopping it) then waits for ever."""
+    if _held is not None:  # held already, by the caller
+        return call()
+    _hold()
+    try:
+        return call()
+    finally:
+        _release()
 
 
 def stop_all(signum: int) -> None:

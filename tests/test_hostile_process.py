@@ -132,6 +132,51 @@ def test_a_child_started_on_another_thread_leaves_the_main_threads_hold() -> Non
         process._held = None
 
 
+# process.run's loop (Child.wait) once per step of its first waits (each call, return and C call a
+# profile hook sees), with SIGINT raised at that step under pdctl's entry point's handler.
+EVERY_WAIT_STEP = """
+import signal, sys
+from pdctl import process
+
+steps = int(sys.argv[1])
+for step in range(1, steps + 1):
+    seen = 0
+
+    def hook(frame, event, arg):
+        global seen
+        seen += 1
+        if seen == step:
+            signal.raise_signal(signal.SIGINT)
+
+    try:
+        with process.signals_raise(), process.start(["sleep", "600"], 600) as child:
+            sys.setprofile(hook)
+            while child.wait(0.0) is None:
+                pass
+    except process.Interrupted:
+        pass
+    finally:
+        sys.setprofile(None)
+print("stopped at each of", steps, "steps")
+"""
+
+
+def test_a_signal_at_any_step_of_a_wait_still_stops_the_child() -> None:
+    """Interrupted raised inside Popen.poll or wait, just after it took its lock, left the lock
+    held: stopping the child then waited for ever on it (Ctrl-C never ended pdctl). Child calls
+    Popen with the signals held (raised just after); here SIGINT comes at each step in turn."""
+    steps = 40  # the old code hung at step 29
+    done = subprocess.run(
+        [sys.executable, "-c", EVERY_WAIT_STEP, str(steps)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=PATIENCE,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"stopped at each of {steps} steps" in done.stdout
+
+
 def test_a_program_that_cannot_start_is_an_environment_problem(tmp_path: Path) -> None:
     not_a_program = tmp_path / "helm"
     not_a_program.write_text("no interpreter line")

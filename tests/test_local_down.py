@@ -75,7 +75,7 @@ def stale_state(pid: int, owners: dict[str, Any] | None) -> None:
 
 def recycled(pid: int) -> dict[str, Any]:
     """An identity for `pid` as `up` would have recorded another process (another start time)."""
-    now = ownership.identify(pid)
+    now = ownership.record(pid)
     assert now is not None
     return {**now.as_dict(), "start": now.start - 1}
 
@@ -101,8 +101,8 @@ def test_down_leaves_a_process_that_reused_a_recorded_pid_alive(
 def test_down_kills_what_a_killed_supervisor_left_when_it_is_provably_ours(
     state_home: Path, stranger: subprocess.Popen[bytes]
 ) -> None:
-    mine = ownership.identify(stranger.pid)
-    assert mine is not None
+    mine = ownership.record(stranger.pid)
+    assert mine is not None and mine.cmdline == ("cat",)
     stale_state(stranger.pid, {"engine": mine.as_dict()})
     assert runner.invoke(app, ["down"]).exit_code == 0
     until(lambda: stranger.poll() is not None, "the left process ends")
@@ -123,7 +123,7 @@ def test_status_says_a_release_whose_supervisor_was_killed_is_dead(
 def test_a_signal_reaches_only_the_recorded_process(
     stranger: subprocess.Popen[bytes],
 ) -> None:
-    mine = ownership.identify(stranger.pid)
+    mine = ownership.record(stranger.pid)
     assert mine is not None and mine.cmdline == ("cat",)
     other = ownership.Identity.from_dict(recycled(stranger.pid))
     assert other is not None
@@ -133,6 +133,26 @@ def test_a_signal_reaches_only_the_recorded_process(
     assert ownership.signal_group(mine, 15)
     until(lambda: stranger.poll() is not None, "the recorded process ends")
     assert not ownership.signal(mine, 15)  # ended: nothing to signal
+
+
+def test_a_process_caught_inside_its_exec_is_recorded_once_its_command_line_is_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Popen returns a few microseconds before the kernel sets the new program's command line:
+    read then, /proc/PID/cmdline is empty (about once in a thousand starts under CPU load), and an
+    identity with no command line never matches the process again, so `down` would leave it
+    running. `record` reads again until it is set (here: a /proc of the test's own, whose
+    command line appears at the first pause)."""
+    proc = tmp_path / "proc"
+    (proc / "42").mkdir(parents=True)
+    (proc / "42" / "stat").write_text("42 (cat) S " + " ".join(["1"] * 18) + " 777 0 0\n")
+    cmdline = proc / "42" / "cmdline"
+    cmdline.write_bytes(b"")
+    monkeypatch.setattr(ownership, "PROC", proc)
+    monkeypatch.setattr(ownership, "_pause", lambda: cmdline.write_bytes(b"cat\0"))
+    caught = ownership.identify(42)
+    assert caught is not None and caught.cmdline == () and caught.start == 777
+    assert ownership.record(42) == ownership.Identity(42, 777, ("cat",))
 
 
 HOLD = """import fcntl, os, sys
@@ -176,7 +196,7 @@ def test_without_proc_nothing_is_proven_and_nothing_signalled(
     stranger: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """macOS, the BSDs: no /proc, so no identity can be checked: no signal is sent."""
-    mine = ownership.identify(stranger.pid)
+    mine = ownership.record(stranger.pid)
     assert mine is not None
     monkeypatch.setattr(ownership, "PROC", tmp_path / "no-proc")
     assert ownership.identify(stranger.pid) is None

@@ -26,6 +26,7 @@ from pdctl.errors import EnvironmentProblem
 from pdctl.helm import Helm
 from pdctl.local import layout, lifecycle, state, supervisor
 from tests.doubles import start_order
+from tests.helpers import ROOT, STARTUP_LIMIT
 
 runner = CliRunner()
 RELEASE = "pd"
@@ -282,6 +283,79 @@ def test_an_engine_that_exits_fails_the_start_with_its_log(tmp_path: Path) -> No
     assert outcome is not None and outcome["status"] == state.FAILED
     assert "broken exited with 3" in outcome["detail"] and "no GPU here" in outcome["detail"]
     assert any(line.startswith("FAILED: broken exited with 3") for line in said)
+
+
+# Writes what PR_GET_PDEATHSIG (2) says to the file it is given.
+PDEATHSIG = (
+    "import ctypes, sys; got = ctypes.c_int(); ctypes.CDLL(None).prctl(2, ctypes.byref(got)); "
+    "open(sys.argv[1], 'w').write(str(got.value))"
+)
+
+
+def test_a_launched_process_dies_with_its_parent_or_never_runs(tmp_path: Path) -> None:
+    """launch's child asks for SIGTERM at its parent's death (PR_SET_PDEATHSIG), then runs its
+    program only while the process that started it is still its parent: a parent that died
+    before the child asked would never signal it, so the child exits first (here a pid that is
+    not its parent, this process's parent, stands for the dead one)."""
+    ran = tmp_path / "ran"
+    argv = [sys.executable, "-c", PDEATHSIG, str(ran)]
+    probe = layout.Process("probe", "prefill", argv, {}, layout.free_port())
+    assert supervisor.launch(probe, tmp_path / "probe.log").wait() == 0
+    assert ran.read_text() == str(int(signal.SIGTERM))
+    ran.unlink()
+    orphan = subprocess.Popen(argv, preexec_fn=supervisor._die_with(os.getppid()))
+    assert orphan.wait() == supervisor.ORPHANED and not ran.exists()
+
+
+# supervise() over one stand-in engine, once per step of the first look of its watch (each call,
+# return and C call a profile hook sees once it is ready), with SIGTERM raised at that step; under
+# pdctl's entry point's handler (process.signals_raise), as `pdctl up --foreground` runs it.
+EVERY_WATCH_STEP = """
+import signal, sys
+from pathlib import Path
+from pdctl import process
+from pdctl.local import layout, state, supervisor
+from tests.doubles import start_order
+
+root, steps = Path(sys.argv[1]), int(sys.argv[2])
+for step in range(1, steps + 1):
+    folder = state.Folder(root / str(step))
+    folder.logs.mkdir(parents=True)
+    engine = start_order.engine("engine", "both", folder.path)
+    folder.write_layout(layout.Layout([engine], None, engine="sim"))
+    seen = 0
+
+    def hook(frame, event, arg):
+        global seen
+        seen += 1
+        if seen == step:
+            signal.raise_signal(signal.SIGTERM)
+
+    with process.signals_raise():
+        code = supervisor.supervise(folder, 60, print, on_ready=lambda: sys.setprofile(hook))
+    sys.setprofile(None)
+    ended = folder.read_state() or {}
+    assert code == 0 and ended.get("detail") == "stopped by SIGTERM", (step, ended)
+print("stopped at each of", steps, "steps")
+"""
+
+
+def test_a_signal_at_any_step_of_the_watch_stops_the_release(tmp_path: Path) -> None:
+    """The supervisor notes SIGTERM and SIGINT and acts on them between two looks at its
+    processes: raised where the signal came (Interrupted), it once came just after Popen.poll took
+    its lock, which nobody released, and stopping that process waited for ever (`pdctl up
+    --foreground` alive after Ctrl-C). Here the signal comes at each step of a look in turn, on a
+    stand-in engine (tests/doubles/start_order.py, not an engine); the bound only stops a hang."""
+    steps = 24  # a look and the sleep after it are 18 steps
+    done = subprocess.run(
+        [sys.executable, "-c", EVERY_WATCH_STEP, str(tmp_path), str(steps)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=STARTUP_LIMIT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"stopped at each of {steps} steps" in done.stdout
 
 
 def _start(folder: state.Folder, engines: list[layout.Process], engine: str) -> list[str]:

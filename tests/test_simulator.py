@@ -1,10 +1,13 @@
 """The simulator's command line and engine in this process (pdctl/simulator; not vLLM): bad
 flags answered with a message and an exit code, the vLLM flags it reads, the virtual clock, and
-an engine without NixlConnector ignoring kv_transfer_params."""
+an engine without NixlConnector ignoring kv_transfer_params; its wait for SIGTERM ends whenever the
+signal comes."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 
@@ -13,6 +16,7 @@ import pytest
 from pdctl.simulator import options, serve
 from pdctl.simulator.__main__ import main
 from pdctl.simulator.engine import Shape, SimulatedEngine
+from tests.helpers import ROOT, STARTUP_LIMIT
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 
@@ -126,3 +130,94 @@ def test_help_says_what_it_reads_and_exits_0(capsys: pytest.CaptureFixture[str])
     out = capsys.readouterr().out
     assert "pd-stack's engine simulator (not vLLM)" in out
     assert "every other vLLM flag is accepted and ignored" in out and "--sim-fault" in out
+
+
+# serve_until while SIGTERM reaches another thread than the main one: the main thread blocks it
+# and lets the other thread have Python only once it waits (a switch interval longer than the run).
+OTHER_THREAD = """
+import os, signal, sys, threading
+from pdctl.simulator import serve
+
+class Engine:
+    def down(self):
+        print("down", flush=True)
+
+sys.setswitchinterval(100)
+gate = threading.Lock()
+gate.acquire()
+
+def bystander():
+    with gate:
+        pass
+    os.kill(os.getpid(), signal.SIGTERM)
+
+threading.Thread(target=bystander, daemon=True).start()
+stop = serve.on_signals()
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+gate.release()
+serve.serve_until(Engine(), stop)
+"""
+
+
+def test_sigterm_taken_by_another_thread_ends_the_wait() -> None:
+    """A process-directed SIGTERM (PR_SET_PDEATHSIG's, pdctl down's) is taken by whichever thread
+    of the engine gets to it first; Python then runs its handler on the main thread only when that
+    thread next runs Python. Waiting on a threading.Event it never did: a killed supervisor's
+    engine stayed up with SIGTERM received (its handler tripped) and its main thread waiting.
+    serve_until reads the wakeup descriptor that any thread's signal writes. The bound only
+    stops a hang."""
+    done = subprocess.run(
+        [sys.executable, "-c", OTHER_THREAD],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=STARTUP_LIMIT,
+    )
+    assert done.returncode == 0 and done.stdout == "down\n", done.stderr
+
+
+# serve_until once per step of its wait (each call, return and C call a profile hook sees), with
+# SIGTERM raised at that step; and at each call that may block, so that a wait past the last step
+# ends too. Prints how many steps it tried.
+EVERY_STEP = """
+import signal, sys
+from pdctl.simulator import serve
+
+class Engine:
+    def down(self):
+        pass
+
+BLOCKING = {"read", "acquire", "wait", "select", "poll", "sleep"}
+step = seen = 1
+while seen >= step:
+    stop, seen = serve.on_signals(), 0
+
+    def hook(frame, event, arg):
+        global seen
+        seen += 1
+        if seen == step or (event == "c_call" and getattr(arg, "__name__", "") in BLOCKING):
+            signal.raise_signal(signal.SIGTERM)
+
+    sys.setprofile(hook)
+    serve.serve_until(Engine(), stop)
+    sys.setprofile(None)
+    step += 1
+print(step - 2, "steps")
+"""
+
+
+def test_sigterm_ends_the_wait_at_whichever_step_it_comes() -> None:
+    """The engine's wait for SIGTERM (serve.on_signals, serve_until) ends whatever the main thread
+    was doing when the signal came. Its handler once set a threading.Event: a SIGTERM handled
+    while the main thread held that event's lock, at the start of Event.wait, hung the engine
+    for ever (a killed supervisor's PR_SET_PDEATHSIG left it alive); the step that shows it is
+    one of those tried here. The bound only stops a hang."""
+    done = subprocess.run(
+        [sys.executable, "-c", EVERY_STEP],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=STARTUP_LIMIT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.split()[0]) > 1, done.stdout

@@ -7,7 +7,10 @@ whatever process holds that number now. So each process `up` starts is recorded 
 clock ticks since boot: no two processes of one boot share a pid and a start time) and its
 command line (/proc/PID/cmdline). A signal goes only to a process whose start time and command
 line are still the recorded ones; on Linux through a pidfd, so that the process checked is the
-process signalled.
+process signalled. A process just started is recorded by `record`, which waits out the end of its
+exec: Popen returns once the child's old program is gone, a few microseconds before the kernel
+sets the new one's command line (read in between, /proc/PID/cmdline is empty: about once in a
+thousand starts under CPU load), and an identity recorded then would never match the process.
 
 A process group is signalled while its leader is still the recorded process, or, once the leader
 has ended, while members of that group remain (Linux does not hand out a pid that is still a
@@ -21,11 +24,13 @@ from __future__ import annotations
 
 import os
 import signal as signals
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 PROC = Path("/proc")
+EXEC_WAIT = 5.0  # seconds `record` waits for a started process's command line (a bound only)
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,21 @@ def identify(pid: int) -> Identity | None:
         return None  # gone, or a zombie: ended
     words = tuple(w.decode(errors="replace") for w in cmdline.split(b"\0") if w)
     return Identity(pid, int(fields[19]), words)
+
+
+def record(pid: int) -> Identity | None:
+    """The identity of a process this one has just started, once its exec has set its command
+    line (see the module docstring); None when it has ended."""
+    ends = time.monotonic() + EXEC_WAIT
+    found = identify(pid)
+    while found is not None and not found.cmdline and time.monotonic() < ends:
+        _pause()
+        found = identify(pid)
+    return found
+
+
+def _pause() -> None:
+    time.sleep(0.001)
 
 
 def is_ours(recorded: Identity) -> bool:

@@ -8,6 +8,8 @@ Each process runs in a process group of its own (so that stopping it reaches the
 started, as vLLM's engine core), with its output in a log file, and on Linux with
 PR_SET_PDEATHSIG: should the supervisor die without stopping it (SIGKILL), the kernel sends it
 SIGTERM. Stopping sends SIGTERM to each group, and SIGKILL to what is left GRACE seconds later.
+While it runs, SIGINT and SIGTERM are noted, not raised (pdctl.process.signals_noted): it acts on
+them between two looks at its processes, never in the middle of a call to subprocess or urllib.
 
 `pdctl up` runs the supervisor as its own program (`python -m pdctl.local.supervisor FOLDER`, in
 a new session, holding the release's lock), reading its progress lines from its standard output
@@ -38,6 +40,7 @@ from pdctl.local.layout import SUPERVISOR, Layout, Process, gpus
 READY = "READY"  # the last progress line of a supervisor whose release is up
 GRACE = process.GRACE
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
+ORPHANED = 128 + signal.SIGTERM  # a child whose parent died before it started: as if signalled
 POLL = 0.2  # seconds between looks at the processes
 PROFILING = "vLLM's start-up memory profiling measures the whole device"  # why engines wait
 
@@ -48,15 +51,30 @@ class StartFailed(Exception):
     """A process exited, or was not ready in time: the message says which, with its log's tail."""
 
 
-def _die_with_parent() -> None:  # runs in the child, between fork and exec
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+def _die_with(parent: int) -> Callable[[], None]:
+    """The child's part of PR_SET_PDEATHSIG (run between fork and exec): SIGTERM to it when the
+    thread that forked it ends. A parent that died before the child asked has nobody left to
+    signal it, so the child checks, after asking, that `parent` (this process's pid, taken before
+    the fork) is still its parent, and exits (ORPHANED) before running anything when it is not.
+    prctl is looked up here, in the parent: a child of a threaded process runs no loader code."""
+    if not sys.platform.startswith("linux"):
+        return lambda: None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+    def child() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
+        if os.getppid() != parent:
+            os._exit(ORPHANED)
+
+    return child
 
 
 def launch(
     proc: Process, log: Path, extra_env: Mapping[str, str] | None = None
 ) -> subprocess.Popen[bytes]:
-    """Start `proc` in a process group of its own, its output appended to `log`."""
+    """Start `proc` in a process group of its own, its output appended to `log`. Called from a
+    thread that lives as long as the child (the main thread): PR_SET_PDEATHSIG fires when the
+    thread that forked it ends, not the process."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with state.append(log) as out:
         return subprocess.Popen(
@@ -66,7 +84,7 @@ def launch(
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=_die_with(os.getpid()),
         )
 
 
@@ -87,10 +105,17 @@ def tail(log: Path, lines: int = 30) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def wait_ready(proc: Process, popen: subprocess.Popen[bytes], deadline: float, log: Path) -> None:
+def wait_ready(
+    proc: Process,
+    popen: subprocess.Popen[bytes],
+    deadline: float,
+    log: Path,
+    check: Callable[[], None] = lambda: None,
+) -> None:
     """Until `proc` answers its readiness path; StartFailed (with its log's tail) when it exits
-    first or the monotonic `deadline` passes."""
+    first or the monotonic `deadline` passes. `check` runs before each look (it may raise)."""
     while True:  # asked at least once, even past the deadline
+        check()
         if popen.poll() is not None:
             raise StartFailed(f"{proc.name} exited with {popen.returncode}:\n{tail(log)}")
         if answers(proc.url + proc.ready_path):
@@ -133,9 +158,9 @@ def stop(popens: list[subprocess.Popen[bytes]]) -> None:
 
 
 def _identity(pid: int) -> dict[str, object] | None:
-    """What `pdctl down` checks before it signals `pid` (taken after exec: Popen returns once
-    the child runs its program)."""
-    found = ownership.identify(pid)
+    """What `pdctl down` checks before it signals `pid`, a process this one started (taken once
+    its exec has set its command line: ownership.record)."""
+    found = ownership.record(pid)
     return found.as_dict() if found else None
 
 
@@ -148,7 +173,13 @@ class Supervisor:
         self.say = say
         self.running: Running = []
         self.state: dict[str, object] = {}
-        self.owners = {"supervisor": _identity(os.getpid())}  # what `pdctl down` may signal
+        self.noted: list[int] = []  # the signals received (process.signals_noted): stop
+        me = ownership.identify(os.getpid())
+        self.owners = {"supervisor": me.as_dict() if me else None}  # what `pdctl down` may signal
+
+    def check(self) -> None:
+        """Interrupted, between two steps, once a signal was received."""
+        process.raise_noted(self.noted)
 
     def record(self, status: str, detail: str = "") -> None:
         self.state.update(status=status, detail=detail)
@@ -173,13 +204,14 @@ class Supervisor:
         for line in waiting(waves):
             self.say(line)
         for group in [*waves, [layout.router] if layout.router else []]:  # router last
+            self.check()
             started = [(p, launch(p, self.folder.log(p.name))) for p in group]
             self.running += started
             self.state["pids"] = {p.name: popen.pid for p, popen in self.running}
             self.owners.update({p.name: _identity(popen.pid) for p, popen in started})
             self.record(state.STARTING)
             for proc, popen in started:
-                wait_ready(proc, popen, deadline, self.folder.log(proc.name))
+                wait_ready(proc, popen, deadline, self.folder.log(proc.name), self.check)
                 self.say(f"{proc.name} ({proc.role}) ready at {proc.url}")
         self.record(state.READY)
 
@@ -187,6 +219,7 @@ class Supervisor:
         """Until one process exits: why (the name, its exit status, its log's tail)."""
         while True:
             tick()
+            self.check()
             for proc, popen in self.running:
                 if popen.poll() is not None:
                     log = self.folder.log(proc.name)
@@ -204,24 +237,26 @@ def supervise(
     on_ready: Callable[[], None] = lambda: None,
     tick: Callable[[], None] = lambda: None,
 ) -> int:
-    """Start the release, then watch it until a signal (Interrupted, exit 0) or a process's end
-    (exit 1); either way stop them all. The state records the outcome."""
+    """Start the release, then watch it until a signal (SIGINT, SIGTERM: exit 0) or a process's
+    end (exit 1); either way stop them all. The state records the outcome."""
     supervisor = Supervisor(folder, say)
     outcome, detail = state.STOPPED, ""
-    try:
-        supervisor.start(timeout)
-        say(READY)
-        on_ready()
-        outcome, detail = state.FAILED, supervisor.watch(tick)
-        say(f"stopping the release: {detail}")
-    except StartFailed as failed:
-        outcome, detail = state.FAILED, str(failed)
-        say(f"FAILED: {detail}")
-    except process.Interrupted as interrupted:
-        detail = f"stopped by {interrupted}"
-    finally:
-        supervisor.stop()
-        supervisor.record(outcome, detail)
+    with process.signals_noted() as noted:
+        supervisor.noted = noted
+        try:
+            supervisor.start(timeout)
+            say(READY)
+            on_ready()
+            outcome, detail = state.FAILED, supervisor.watch(tick)
+            say(f"stopping the release: {detail}")
+        except StartFailed as failed:
+            outcome, detail = state.FAILED, str(failed)
+            say(f"FAILED: {detail}")
+        except process.Interrupted as interrupted:
+            detail = f"stopped by {interrupted}"
+        finally:
+            supervisor.stop()  # a second signal is noted, and stops nothing halfway
+            supervisor.record(outcome, detail)
     return 1 if outcome == state.FAILED else 0
 
 

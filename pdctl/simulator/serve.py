@@ -4,9 +4,10 @@ KV link from the link table), until SIGTERM or SIGINT."""
 
 from __future__ import annotations
 
+import os
 import signal
-import threading
 from dataclasses import dataclass
+from types import FrameType
 
 from pdctl.errors import InputError, UsageError
 from pdctl.models import catalog, links
@@ -102,18 +103,31 @@ def banner(built: Built) -> str:
     )
 
 
-def on_signals() -> threading.Event:
-    """An event SIGTERM and SIGINT set from now on (installed before the engine says it is up,
-    so that a signal right after the banner still ends it cleanly)."""
-    stop = threading.Event()
+def on_signals() -> int:
+    """A descriptor that becomes readable once SIGTERM or SIGINT arrives from now on (installed
+    before the engine says it is up, so that a signal right after the banner still ends it
+    cleanly): Python's C-level handler writes each caught signal to a pipe (signal.set_wakeup_fd)
+    on whichever thread takes it, and the Python handlers do nothing. A threading.Event set by the
+    handler failed twice over: a signal taken by another thread (any of the engine's may take a
+    process's signal) runs the Python handler only once the main thread runs Python again, which
+    a thread waiting on the event never did (a killed supervisor's engine stayed up, its SIGTERM
+    received); and run on the main thread while it held the event's lock, at the start of
+    Event.wait, Event.set waited for that lock for ever."""
+    readable, writable = os.pipe()
+    os.set_blocking(writable, False)
+    signal.set_wakeup_fd(writable)
     for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
-    return stop
+        signal.signal(signum, _nothing)
+    return readable
 
 
-def serve_until(engine: SimulatedEngine, stop: threading.Event) -> None:
-    """Serve until `stop` is set, then stop listening."""
+def _nothing(_signum: int, _frame: FrameType | None) -> None:
+    """The Python handler: the wakeup descriptor has been written already."""
+
+
+def serve_until(engine: SimulatedEngine, stop: int) -> None:
+    """Serve until `stop` (on_signals) is readable, then stop listening."""
     try:
-        stop.wait()
+        os.read(stop, 1)
     finally:
         engine.down()
