@@ -137,17 +137,11 @@ def test_a_child_started_on_another_thread_leaves_the_main_threads_hold() -> Non
 EVERY_WAIT_STEP = """
 import signal, sys
 from pdctl import process
+from tests.doubles.signal_steps import raising_at
 
 steps = int(sys.argv[1])
 for step in range(1, steps + 1):
-    seen = 0
-
-    def hook(frame, event, arg):
-        global seen
-        seen += 1
-        if seen == step:
-            signal.raise_signal(signal.SIGINT)
-
+    hook, _ = raising_at(step, signal.SIGINT)
     try:
         with process.signals_raise(), process.start(["sleep", "600"], 600) as child:
             sys.setprofile(hook)

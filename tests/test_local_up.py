@@ -316,6 +316,7 @@ from pathlib import Path
 from pdctl import process
 from pdctl.local import layout, state, supervisor
 from tests.doubles import start_order
+from tests.doubles.signal_steps import raising_at
 
 root, steps = Path(sys.argv[1]), int(sys.argv[2])
 for step in range(1, steps + 1):
@@ -323,14 +324,7 @@ for step in range(1, steps + 1):
     folder.logs.mkdir(parents=True)
     engine = start_order.engine("engine", "both", folder.path)
     folder.write_layout(layout.Layout([engine], None, engine="sim"))
-    seen = 0
-
-    def hook(frame, event, arg):
-        global seen
-        seen += 1
-        if seen == step:
-            signal.raise_signal(signal.SIGTERM)
-
+    hook, _ = raising_at(step, signal.SIGTERM)
     with process.signals_raise():
         code = supervisor.supervise(folder, 60, print, on_ready=lambda: sys.setprofile(hook))
     sys.setprofile(None)

@@ -159,6 +159,18 @@ serve.serve_until(Engine(), stop)
 """
 
 
+def _run_script(source: str) -> subprocess.CompletedProcess[str]:
+    """A test program run in its own Python from the repository's root (bounded only against a
+    hang)."""
+    return subprocess.run(
+        [sys.executable, "-c", source],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=STARTUP_LIMIT,
+    )
+
+
 def test_sigterm_taken_by_another_thread_ends_the_wait() -> None:
     """A process-directed SIGTERM (PR_SET_PDEATHSIG's, pdctl down's) is taken by whichever thread
     of the engine gets to it first; Python then runs its handler on the main thread only when that
@@ -166,13 +178,7 @@ def test_sigterm_taken_by_another_thread_ends_the_wait() -> None:
     engine stayed up with SIGTERM received (its handler tripped) and its main thread waiting.
     serve_until reads the wakeup descriptor that any thread's signal writes. The bound only
     stops a hang."""
-    done = subprocess.run(
-        [sys.executable, "-c", OTHER_THREAD],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=STARTUP_LIMIT,
-    )
+    done = _run_script(OTHER_THREAD)
     assert done.returncode == 0 and done.stdout == "down\n", done.stderr
 
 
@@ -182,25 +188,21 @@ def test_sigterm_taken_by_another_thread_ends_the_wait() -> None:
 EVERY_STEP = """
 import signal, sys
 from pdctl.simulator import serve
+from tests.doubles.signal_steps import raising_at
 
 class Engine:
     def down(self):
         pass
 
-BLOCKING = {"read", "acquire", "wait", "select", "poll", "sleep"}
+BLOCKING = frozenset({"read", "acquire", "wait", "select", "poll", "sleep"})
 step = seen = 1
 while seen >= step:
-    stop, seen = serve.on_signals(), 0
-
-    def hook(frame, event, arg):
-        global seen
-        seen += 1
-        if seen == step or (event == "c_call" and getattr(arg, "__name__", "") in BLOCKING):
-            signal.raise_signal(signal.SIGTERM)
-
+    stop = serve.on_signals()
+    hook, steps_seen = raising_at(step, signal.SIGTERM, BLOCKING)
     sys.setprofile(hook)
     serve.serve_until(Engine(), stop)
     sys.setprofile(None)
+    seen = steps_seen()
     step += 1
 print(step - 2, "steps")
 """
@@ -212,12 +214,6 @@ def test_sigterm_ends_the_wait_at_whichever_step_it_comes() -> None:
     while the main thread held that event's lock, at the start of Event.wait, hung the engine
     for ever (a killed supervisor's PR_SET_PDEATHSIG left it alive); the step that shows it is
     one of those tried here. The bound only stops a hang."""
-    done = subprocess.run(
-        [sys.executable, "-c", EVERY_STEP],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=STARTUP_LIMIT,
-    )
+    done = _run_script(EVERY_STEP)
     assert done.returncode == 0, done.stderr
     assert int(done.stdout.split()[0]) > 1, done.stdout
